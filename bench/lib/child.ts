@@ -1,0 +1,78 @@
+// A TypeScript child process driven over the IPC channel: request {id, cmd, ...} → reply {id, result | error}.
+import { fork, type ChildProcess } from 'node:child_process'
+
+export type Child = {
+  pid: number
+  ready: Record<string, unknown>
+  call<T = unknown>(cmd: string, args?: Record<string, unknown>, timeoutMs?: number): Promise<T>
+  /** Asks nicely (the `close` command) when `graceful`, then kills; resolves once the process is gone. */
+  stop(opts?: { graceful?: boolean }): Promise<void>
+}
+
+export async function startChild(file: string, opts: { env?: Record<string, string | undefined>; execArgv?: string[]; readyTimeoutMs?: number } = {}): Promise<Child> {
+  const proc: ChildProcess = fork(file, [], {
+    env: opts.env ?? process.env,
+    execArgv: ['--import', 'tsx', ...(opts.execArgv ?? [])],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>()
+  let seq = 0
+  let exited = false
+  const exit = new Promise<void>((resolve) =>
+    proc.once('exit', (code, signal) => {
+      exited = true
+      for (const w of waiting.values()) {
+        clearTimeout(w.timer)
+        w.reject(new Error(`${file} exited (${code ?? signal})`))
+      }
+      waiting.clear()
+      resolve()
+    }),
+  )
+  const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${file} not ready in time`)), opts.readyTimeoutMs ?? 60_000)
+    proc.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`${file} exited before it was ready (${code})`))
+    })
+    proc.on('message', (m: { ready?: boolean; id?: number; result?: unknown; error?: string }) => {
+      if (m.ready) {
+        clearTimeout(timer)
+        resolve(m as Record<string, unknown>)
+        return
+      }
+      const w = m.id === undefined ? undefined : waiting.get(m.id)
+      if (!w) return
+      waiting.delete(m.id!)
+      clearTimeout(w.timer)
+      if (m.error) w.reject(new Error(m.error))
+      else w.resolve(m.result)
+    })
+  })
+  const child: Child = {
+    pid: proc.pid!,
+    ready,
+    call<T>(cmd: string, args: Record<string, unknown> = {}, timeoutMs = 120_000) {
+      return new Promise<T>((resolve, reject) => {
+        if (exited) return reject(new Error(`${file} has exited`))
+        const id = ++seq
+        const timer = setTimeout(() => {
+          waiting.delete(id)
+          reject(new Error(`${file}: ${cmd} timed out after ${timeoutMs} ms`))
+        }, timeoutMs)
+        waiting.set(id, { resolve: resolve as (v: unknown) => void, reject, timer })
+        proc.send({ id, cmd, ...args })
+      })
+    },
+    async stop({ graceful = true } = {}) {
+      if (exited) return
+      if (graceful) {
+        await Promise.race([child.call('close', {}, 30_000).catch(() => {}), exit])
+        await Promise.race([exit, new Promise((r) => setTimeout(r, 5000))])
+      }
+      if (!exited) proc.kill('SIGKILL')
+      await exit
+    },
+  }
+  return child
+}

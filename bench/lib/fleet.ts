@@ -1,0 +1,30 @@
+// Drives a fleet worker (bench/lib/fleet-worker.ts): a process of raw MQTT devices.
+import { fileURLToPath } from 'node:url'
+import { startChild, type Child } from './child.js'
+import type { Cred } from './ours.js'
+
+const WORKER = fileURLToPath(new URL('./fleet-worker.ts', import.meta.url))
+
+export type ConnectResult = { connected: number; failed: number; codes: Record<string, number>; start: number; end: number }
+export type WaitResult = { received: number; duplicates: number; lastAt: number; p50: number; p99: number; max: number }
+
+export type Fleet = {
+  pid: number
+  connect(opts: { port: number; creds: Cred[]; clean: boolean; subscribe: string[] | null; concurrency: number; localAddresses?: string[] }): Promise<ConnectResult>
+  expect(total: number): Promise<void>
+  wait(timeoutMs: number): Promise<WaitResult>
+  disconnect(polite: boolean): Promise<number>
+  stop(): Promise<void>
+}
+
+export async function startFleet(): Promise<Fleet> {
+  const child: Child = await startChild(WORKER, { execArgv: ['--max-old-space-size=2048'] })
+  return {
+    pid: child.pid,
+    connect: (opts) => child.call<ConnectResult>('connect', opts, 300_000),
+    expect: async (total) => void (await child.call('expect', { total })),
+    wait: (timeoutMs) => child.call<WaitResult>('wait', { timeoutMs }, timeoutMs + 30_000),
+    disconnect: (polite) => child.call<number>('disconnect', { polite }, 120_000),
+    stop: () => child.stop({ graceful: true }),
+  }
+}

@@ -1,0 +1,99 @@
+// Starts our service (bench/servers/ours.ts) in a child process on loopback with a temporary
+// DATA_DIR: embedded defaults (PGlite, in-process broker) unless a database or Redis URL is given.
+import { randomBytes, randomUUID } from 'node:crypto'
+import { cpSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import postgres from 'postgres'
+import { startChild, type Child } from './child.js'
+import { freePort } from './ports.js'
+
+export type Cred = { id: string; secret: string }
+export type Ours = Child & { url: string; httpPort: number; mqttPort: number; dataDir: string }
+
+const SERVER = fileURLToPath(new URL('../servers/ours.ts', import.meta.url))
+
+/** Device ids and 256-bit secrets, as pairing would issue them. */
+export function makeCreds(n: number): Cred[] {
+  return Array.from({ length: n }, () => ({ id: randomUUID(), secret: randomBytes(32).toString('base64url') }))
+}
+
+export function writeCreds(dir: string, name: string, creds: Cred[]): string {
+  const file = join(dir, `${name}.json`)
+  writeFileSync(file, JSON.stringify(creds))
+  return file
+}
+
+export type OursOptions = {
+  dataDir: string
+  env?: Record<string, string>
+  databaseUrl?: string
+  redisUrl?: string
+  /** Node flags for the server process (e.g. --expose-gc for memory readings). */
+  execArgv?: string[]
+}
+
+export async function startOurs(opts: OursOptions): Promise<Ours> {
+  const port = await freePort()
+  const env: Record<string, string | undefined> = { ...process.env }
+  // Embedded defaults unless this run asks for PostgreSQL/Redis explicitly.
+  delete env.DATABASE_URL
+  delete env.REDIS_URL
+  Object.assign(env, {
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    BASE_URL: `http://127.0.0.1:${port}`,
+    DATA_DIR: opts.dataDir,
+    MQTT_PORT: '0',
+    LOG_LEVEL: 'error',
+    // The per-address connection-rate limit would refuse a benchmark's burst from one machine.
+    MQTT_CONNECT_RATE: '0',
+    RATE_LIMIT_MAX: '1000000000',
+    RATE_LIMIT_AUTH_MAX: '1000000000',
+    DEVICE_POLL_INTERVAL: '0',
+    ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : {}),
+    ...(opts.redisUrl ? { REDIS_URL: opts.redisUrl, REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:` } : {}),
+    ...opts.env,
+  })
+  const child = await startChild(SERVER, { env, execArgv: opts.execArgv, readyTimeoutMs: 120_000 })
+  return Object.assign(child, {
+    url: `http://127.0.0.1:${port}`,
+    httpPort: port,
+    mqttPort: child.ready.mqttPort as number,
+    dataDir: opts.dataDir,
+  })
+}
+
+/** A data folder with `creds` already stored as devices, made once and copied per round. */
+export async function seededDataDir(workDir: string, name: string, creds: Cred[]): Promise<string> {
+  const dir = mkdtempSync(join(workDir, `${name}-`))
+  const file = writeCreds(workDir, `${name}-creds`, creds)
+  const ours = await startOurs({ dataDir: dir })
+  await ours.call('seed', { file }, 600_000)
+  await ours.stop({ graceful: true })
+  return dir
+}
+
+export function copyDataDir(template: string, workDir: string, name: string): string {
+  const dir = mkdtempSync(join(workDir, `${name}-`))
+  cpSync(template, dir, { recursive: true })
+  return dir
+}
+
+/** A fresh PostgreSQL database on the server of `baseUrl`; drop() removes it. */
+export async function freshPostgres(baseUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `bench_${randomBytes(6).toString('hex')}`
+  const admin = postgres(baseUrl, { max: 1, onnotice: () => {}, connect_timeout: 3 })
+  await admin.unsafe(`CREATE DATABASE ${name}`)
+  await admin.end()
+  const u = new URL(baseUrl)
+  u.pathname = `/${name}`
+  return {
+    url: u.toString(),
+    async drop() {
+      const a = postgres(baseUrl, { max: 1, onnotice: () => {} })
+      await a.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {})
+      await a.end()
+    },
+  }
+}

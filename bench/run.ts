@@ -1,0 +1,124 @@
+// npm run bench [-- --quick] [-- --only NAME[,NAME…]] [-- --list]
+// Runs each scenario (ours and its peer alternating, A B A B …), writes
+// bench/results/<scenario>.json and prints a markdown table per scenario and a summary table
+// (also written to bench/results/summary.md).
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Context, Scenario } from './lib/context.js'
+import { machine, markdown, resultsDir, TABLE_HEAD, tableRows, writeResult, type ScenarioResult } from './lib/report.js'
+import { broadcast, fanOut } from './scenarios/fan-out.js'
+import { connectStorm, sessions } from './scenarios/fleet-scale.js'
+import { getSession } from './scenarios/get-session.js'
+import { pairing } from './scenarios/pairing.js'
+import { display } from './scenarios/display.js'
+import { delivery } from './scenarios/delivery.js'
+
+// Scenarios on the shared embedded server first, then those that start servers of their own.
+const scenarios: Scenario[] = [fanOut, broadcast, delivery, pairing, getSession, display, connectStorm, sessions]
+
+function parseArgs(argv: string[]) {
+  const out = { quick: false, only: [] as string[], list: false }
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!
+    if (a === '--quick') out.quick = true
+    else if (a === '--list') out.list = true
+    else if (a === '--only') out.only.push(...(argv[++i] ?? '').split(','))
+    else if (a.startsWith('--only=')) out.only.push(...a.slice(7).split(','))
+    else throw new Error(`unknown argument ${a} (use --quick, --only NAME, --list)`)
+  }
+  out.only = out.only.map((s) => s.trim()).filter(Boolean)
+  return out
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2))
+  if (args.list) {
+    for (const s of scenarios) console.log(`${s.name.padEnd(14)} ${s.summary}`)
+    return
+  }
+  const unknown = args.only.filter((n) => !scenarios.some((s) => s.name === n))
+  if (unknown.length) throw new Error(`unknown scenario ${unknown.join(', ')}; known: ${scenarios.map((s) => s.name).join(', ')}`)
+  const selected = args.only.length ? scenarios.filter((s) => args.only.includes(s.name)) : scenarios
+
+  const workDir = mkdtempSync(join(tmpdir(), 'dps-bench-'))
+  const started = performance.now()
+  const ctx: Context = {
+    quick: args.quick,
+    workDir,
+    log: (msg) => console.error(`[${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s] ${msg}`),
+    shared: () => Promise.reject(new Error('not ready')),
+  }
+  const shared = new Map<string, { value: Promise<unknown>; dispose: (v: unknown) => Promise<void> }>()
+  ctx.shared = <T>(key: string, create: () => Promise<T>, dispose: (v: T) => Promise<void>) => {
+    let entry = shared.get(key)
+    if (!entry) {
+      entry = { value: create(), dispose: dispose as (v: unknown) => Promise<void> }
+      shared.set(key, entry)
+    }
+    return entry.value as Promise<T>
+  }
+  /** Disposes shared resources no scenario after index `i` uses (newest first: the rig before the server it runs on). */
+  const release = async (i: number) => {
+    const needed = new Set(selected.slice(i + 1).flatMap((s) => s.uses ?? []))
+    for (const key of [...shared.keys()].reverse()) {
+      if (needed.has(key)) continue
+      const entry = shared.get(key)!
+      shared.delete(key)
+      await entry.value.then(entry.dispose, () => {}).catch((err) => console.error(`disposing ${key} failed:`, err))
+    }
+  }
+  const env = { ...machine(), quick: args.quick }
+  const done: ScenarioResult[] = []
+  const failed: string[] = []
+  try {
+    const prepared = await Promise.allSettled(selected.map((s) => s.prepare?.(ctx)))
+    for (const [i, p] of prepared.entries()) if (p.status === 'rejected') console.error(`preparing ${selected[i]!.name} failed:`, p.reason)
+    for (const [i, s] of selected.entries()) {
+      ctx.log(`scenario ${s.name}`)
+      const t0 = performance.now()
+      try {
+        const r = await s.run(ctx)
+        const seconds = Math.round((performance.now() - t0) / 1000)
+        writeResult(r, { env: { ...env, seconds } })
+        done.push(r)
+        console.log(markdown(r))
+        ctx.log(`scenario ${s.name} done in ${seconds} s`)
+      } catch (err) {
+        failed.push(s.name)
+        console.error(`scenario ${s.name} failed:`, err)
+      }
+      await release(i)
+    }
+  } finally {
+    await release(selected.length)
+    rmSync(workDir, { recursive: true, force: true })
+  }
+
+  const total = Math.round((performance.now() - started) / 1000)
+  const summary = [
+    `Benchmarks ${args.quick ? '(--quick) ' : ''}on ${env.cpus} CPUs (${env.cpuModel}), ${env.memoryGiB} GiB, Node ${env.node}, load average at start ${env.loadAverage.join(' / ')}; ${env.date}; ${total} s.`,
+    '',
+    ...TABLE_HEAD,
+    ...done.flatMap(tableRows),
+    '',
+  ].join('\n')
+  console.log('## Summary\n')
+  console.log(summary)
+  if (!args.only.length) {
+    mkdirSync(resultsDir, { recursive: true })
+    writeFileSync(join(resultsDir, args.quick ? 'summary-quick.md' : 'summary.md'), summary)
+  }
+  if (failed.length) {
+    console.error(`failed: ${failed.join(', ')}`)
+    process.exitCode = 1
+  }
+}
+
+// Children end with their IPC channel; Mosquitto is killed by an exit handler (lib/mosquitto.ts).
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130))
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})

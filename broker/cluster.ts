@@ -1,0 +1,67 @@
+// Scale-out through Redis: mqemitter-redis carries publishes between instances and
+// aedes-persistence-redis keeps subscriptions, retained messages, offline queues and wills, so
+// a device on instance A receives what instance B publishes and reconnecting to B gets what
+// queued on A. Payloads crossing the cluster stay small (images travel as URLs): Redis drops a
+// pub/sub link silently once its output buffer limit is passed.
+import { createRequire } from 'node:module'
+
+const require = createRequire(import.meta.url)
+
+type Closable = { close(cb: () => void): void }
+export type ClusterParts = { mq: Closable; persistence: unknown; close(): Promise<void> }
+
+type Persistence = { addSubscriptions(client: unknown, subs: unknown[]): Promise<unknown> }
+
+/**
+ * aedes stores a SUBSCRIBE's whole topic list once per topic, concurrently; with
+ * aedes-persistence-redis only the last of those waits is ever answered (its broadcast layer keys
+ * them by client and first topic), so a multi-topic SUBSCRIBE on a persistent session never got
+ * its SUBACK. One write per list, shared by every caller, avoids it.
+ */
+function sharedSubscriptionWrites<T extends Persistence>(persistence: T): T {
+  const inFlight = new WeakMap<object, Promise<unknown>>()
+  const add = persistence.addSubscriptions.bind(persistence)
+  return new Proxy(persistence, {
+    get(target, prop, receiver) {
+      if (prop === 'addSubscriptions') {
+        return (client: unknown, subs: unknown[]) => {
+          const pending = inFlight.get(subs)
+          if (pending) return pending
+          const p = add(client, subs).finally(() => inFlight.delete(subs))
+          inFlight.set(subs, p)
+          return p
+        }
+      }
+      const value = Reflect.get(target, prop, receiver)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+}
+
+export function redisClusterParts(redisUrl: string, prefix: string): ClusterParts {
+  const MQEmitterRedis = require('mqemitter-redis') as (opts: object) => Closable
+  // The callback/stream flavour: aedes 1.x pipes retained-message streams from it.
+  const redisPersistence = require('aedes-persistence-redis') as (opts: object) => unknown
+  const Redis = require('ioredis') as new (opts: object) => { disconnect(): void }
+  const u = new URL(redisUrl)
+  const connection = {
+    host: u.hostname,
+    port: Number(u.port || 6379),
+    username: u.username ? decodeURIComponent(u.username) : undefined,
+    password: u.password ? decodeURIComponent(u.password) : undefined,
+    db: u.pathname.length > 1 ? Number(u.pathname.slice(1)) : 0,
+    tls: u.protocol === 'rediss:' ? {} : undefined,
+    // Keeps every key of the broker under REDIS_PREFIX (pub/sub channel names are not prefixed).
+    keyPrefix: `${prefix}mqtt:`,
+  }
+  // Our own connection for the persistence: its destroy() unsubscribes through the broker's
+  // emitter, which aedes has already closed by then, and would never return.
+  const conn = new Redis(connection)
+  return {
+    mq: MQEmitterRedis({ ...connection }),
+    persistence: sharedSubscriptionWrites(redisPersistence({ conn, maxSessionDelivery: 1000 }) as Persistence),
+    async close() {
+      conn.disconnect()
+    },
+  }
+}

@@ -1,0 +1,43 @@
+// Checks an MQTT client's credentials and topic access; shared by the embedded broker's hooks
+// and the HTTP auth hook an external broker calls.
+import type { Auth } from '../src/auth/auth.js'
+import type { Database } from '../src/db/client.js'
+import { accessTo } from '../src/devices/access.js'
+import { matchesHash } from '../src/devices/codes.js'
+import { findDevice } from '../src/devices/repository.js'
+import { appSubscriptionTarget, deviceMayPublish, deviceMaySubscribe } from './topics.js'
+
+export type Identity = { kind: 'device'; deviceId: string } | { kind: 'app'; userId: string }
+export type CredentialCheck = { ok: true; identity: Identity } | { ok: false; returnCode: 2 | 4 | 5; reason: string }
+
+export const APP_USERNAME = 'user'
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export async function checkCredentials(db: Database, auth: Auth, clientId: string, username: string | undefined, password: string): Promise<CredentialCheck> {
+  if (!username || !password) return { ok: false, returnCode: 4, reason: 'username and password are required' }
+  if (username === APP_USERNAME) {
+    // Companion apps: the password is a Better Auth session token. Their client ids must not
+    // collide with device ids, or connecting would take over a device's session.
+    if (UUID.test(clientId)) return { ok: false, returnCode: 2, reason: 'app client ids must not look like device ids' }
+    const session = await auth.api.getSession({ headers: new Headers({ authorization: `Bearer ${password}` }) }).catch(() => null)
+    return session ? { ok: true, identity: { kind: 'app', userId: session.user.id } } : { ok: false, returnCode: 4, reason: 'invalid session token' }
+  }
+  if (clientId !== username) return { ok: false, returnCode: 2, reason: 'the client id must be the device id' }
+  const dev = await findDevice(db, username)
+  if (!dev) return { ok: false, returnCode: 4, reason: 'unknown device or wrong secret' }
+  if (!dev.secretHash) return { ok: false, returnCode: 5, reason: 'device credentials were revoked; pair again' }
+  if (!matchesHash(password, dev.secretHash)) return { ok: false, returnCode: 4, reason: 'unknown device or wrong secret' }
+  return { ok: true, identity: { kind: 'device', deviceId: dev.id } }
+}
+
+export function mayPublish(identity: Identity, topic: string): boolean {
+  return identity.kind === 'device' && deviceMayPublish(identity.deviceId, topic)
+}
+
+export async function maySubscribe(db: Database, identity: Identity, filter: string): Promise<boolean> {
+  if (identity.kind === 'device') return deviceMaySubscribe(identity.deviceId, filter)
+  const target = appSubscriptionTarget(filter)
+  if (!target) return false
+  const dev = await findDevice(db, target)
+  return Boolean(dev && (await accessTo(db, dev, identity.userId)))
+}

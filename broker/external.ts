@@ -1,0 +1,54 @@
+// External-broker mode (MQTT_EXTERNAL_URL): no embedded broker starts. The service is an MQTT
+// client of the external cluster (EMQX, Mosquitto, VerneMQ): it publishes downlink messages and
+// consumes devices' uplink; the broker asks POST /api/device/mqtt-auth who may connect and what
+// they may touch.
+import mqtt, { type MqttClient } from 'mqtt'
+import type { Database } from '../src/db/client.js'
+import type { DeviceLink } from '../src/devices/sessions.js'
+import { parseDeviceTopic, topicFor } from './topics.js'
+import { applyUplink, parseJson } from './uplink.js'
+
+export type ExternalLink = DeviceLink & { client: MqttClient; close(): Promise<void> }
+
+export async function connectExternalBroker(opts: {
+  url: string
+  clientId: string
+  username?: string
+  password?: string
+  db: Database
+  log: { warn: (o: object | string, m?: string) => void }
+}): Promise<ExternalLink> {
+  const client = await mqtt.connectAsync(opts.url, {
+    clientId: opts.clientId,
+    username: opts.username,
+    password: opts.password,
+    // A persistent session: uplink sent while the service restarts is delivered afterwards.
+    clean: false,
+    protocolVersion: 4,
+    reconnectPeriod: 1000,
+  })
+  await client.subscribeAsync('devices/+/up/+', { qos: 1 })
+  const pending = new Set<Promise<void>>()
+  client.on('message', (topic, payload) => {
+    const t = parseDeviceTopic(topic)
+    const body = parseJson(payload)
+    if (!t || t.rest[0] !== 'up' || !body) return
+    const task = applyUplink(opts.db, t.deviceId, t.rest[1] as string, body).catch((err) => opts.log.warn({ err, topic }, 'uplink failed'))
+    pending.add(task)
+    void task.finally(() => pending.delete(task))
+  })
+  return {
+    client,
+    async publish(deviceId, kind, payload, o = {}) {
+      await client.publishAsync(topicFor(deviceId, kind), JSON.stringify(payload), { qos: 1, retain: o.retain ?? false })
+    },
+    // The external broker owns the sessions; a revoked secret keeps the device out from its next connect.
+    async kick() {
+      return false
+    },
+    async close() {
+      await Promise.allSettled([...pending])
+      await client.endAsync()
+    },
+  }
+}

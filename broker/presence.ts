@@ -1,0 +1,113 @@
+// Presence: every connect and disconnect of a device is an Event, with its reason, client id,
+// remote address and connection id; isActive and last_seen_at follow; the retained
+// devices/{id}/state carries {online, since}. Writes for one device run in order.
+import type { Aedes, Client, PublishPacket } from 'aedes'
+import type { Database } from '../src/db/client.js'
+import { findDevice, setPresence } from '../src/devices/repository.js'
+import { insertEvent, listDeviceEvents } from '../src/events/repository.js'
+import { toEventRecord } from '../src/events/records.js'
+import type { ClientMeta } from './device-broker.js'
+import type { Publisher } from './publisher.js'
+import { topicFor } from './topics.js'
+
+export type DisconnectReason = 'client_disconnect' | 'keepalive_timeout' | 'takeover' | 'kicked' | 'socket_error' | 'server_shutdown'
+
+/** A device that really went online or offline: not a takeover, not a shutdown or the reconnect after one. */
+export type PresenceChange = { deviceId: string; deviceName: string; userId: string; online: boolean; reason?: DisconnectReason; at: Date }
+
+type Deps = {
+  aedes: Aedes
+  db: Database
+  meta: WeakMap<Client, ClientMeta>
+  current: Map<string, Client>
+  publisher: Publisher
+  remoteAddress: (c: Client) => string | undefined
+  log: { warn: (o: object | string, m?: string) => void }
+  /** Called (not awaited) on real online/offline changes, e.g. to notify the owner. */
+  onPresence?: (change: PresenceChange) => void
+}
+
+/**
+ * Bytes of a retained message, kept by the broker as long as the device exists: in a buffer of
+ * their own, since a small Buffer.from() is a slice of Node's shared 8 KiB pool and would keep a
+ * whole slab alive per device (measured by the sessions benchmark).
+ */
+function unpooled(text: string): Buffer {
+  const buf = Buffer.allocUnsafeSlow(Buffer.byteLength(text))
+  buf.write(text)
+  return buf
+}
+
+export function attachPresence({ aedes, db, meta, current, publisher, remoteAddress, log, onPresence }: Deps) {
+  const chains = new Map<string, Promise<void>>()
+
+  /** Runs `task` after every earlier task of the same device. */
+  function queue(deviceId: string, task: () => Promise<void>): Promise<void> {
+    const prev = chains.get(deviceId) ?? Promise.resolve()
+    const next = prev.then(task).catch((err) => log.warn({ err, deviceId }, 'presence update failed'))
+    chains.set(deviceId, next)
+    void next.then(() => {
+      if (chains.get(deviceId) === next) chains.delete(deviceId)
+    })
+    return next
+  }
+
+  const retained = (deviceId: string, body: object) =>
+    publisher.publish({ cmd: 'publish', topic: topicFor(deviceId, 'state'), payload: unpooled(JSON.stringify(body)), qos: 1, retain: true, dup: false } as PublishPacket)
+
+  const announce = (deviceId: string, row: Parameters<typeof toEventRecord>[0]) =>
+    publisher.publish({ cmd: 'publish', topic: topicFor(deviceId, 'events'), payload: Buffer.from(JSON.stringify(toEventRecord(row))), qos: 0, retain: false, dup: false } as PublishPacket)
+
+  aedes.on('keepaliveTimeout', (client) => {
+    const m = meta.get(client)
+    if (m) m.reason ??= 'keepalive_timeout'
+  })
+  aedes.on('clientError', (client) => {
+    const m = meta.get(client)
+    if (m) m.reason ??= 'socket_error'
+  })
+
+  aedes.on('clientReady', (client) => {
+    const m = meta.get(client)
+    if (m?.kind !== 'device') return
+    const at = new Date()
+    const data = { clientId: client.id, connectionId: m.connectionId, remoteAddress: remoteAddress(client) ?? null, cleanSession: client.clean }
+    void queue(m.subject, async () => {
+      // Only read when someone listens: was the device offline, and not just restarted with the service?
+      const before = onPresence ? await findDevice(db, m.subject) : undefined
+      const [last] = before && !before.isActive ? await listDeviceEvents(db, m.subject, 1) : []
+      const dev = await setPresence(db, m.subject, true, at)
+      const ev = await insertEvent(db, { type: 'device.connected', deviceId: m.subject, userId: dev?.userId, organizationId: dev?.organizationId, data })
+      const afterShutdown = last?.type === 'device.disconnected' && last.data.reason === 'server_shutdown'
+      if (dev && before && !before.isActive && !afterShutdown) onPresence?.({ deviceId: dev.id, deviceName: dev.name, userId: dev.userId, online: true, at })
+      await retained(m.subject, { online: true, since: at.toISOString() })
+      await announce(m.subject, ev)
+    })
+  })
+
+  aedes.on('clientDisconnect', (client) => {
+    const m = meta.get(client)
+    if (m?.kind !== 'device') return
+    const at = new Date()
+    const reason: DisconnectReason = m.reason ?? ((client as unknown as { _disconnected?: boolean })._disconnected ? 'client_disconnect' : 'socket_error')
+    const stillCurrent = current.get(m.subject) === client
+    if (stillCurrent) current.delete(m.subject)
+    const data = { reason, clientId: client.id, connectionId: m.connectionId, remoteAddress: remoteAddress(client) ?? null }
+    void queue(m.subject, async () => {
+      // After a takeover the device is still online through its newer connection.
+      const dev = stillCurrent ? await setPresence(db, m.subject, false, at) : undefined
+      const ev = await insertEvent(db, { type: 'device.disconnected', deviceId: m.subject, userId: dev?.userId, organizationId: dev?.organizationId, data })
+      if (dev && reason !== 'server_shutdown') onPresence?.({ deviceId: dev.id, deviceName: dev.name, userId: dev.userId, online: false, reason, at })
+      if (stillCurrent && reason !== 'server_shutdown') await retained(m.subject, { online: false, since: at.toISOString(), reason })
+      if (reason !== 'server_shutdown') await announce(m.subject, ev)
+    })
+  })
+
+  return {
+    queue,
+    /** Resolves when every queued presence write has finished. */
+    async settled() {
+      while (chains.size) await Promise.allSettled([...chains.values()])
+    },
+  }
+}

@@ -1,0 +1,194 @@
+// A generic aedes broker with its listeners and the limits aedes lacks: maximum packet size,
+// connection rate per address, a refused empty client id on persistent sessions. Hooks are
+// injected (the service's device/app rules, or permissive ones for the standalone broker).
+import { createServer, type Server, type Socket } from 'node:net'
+import { createServer as createTlsServer } from 'node:tls'
+import type { IncomingMessage } from 'node:http'
+import type { Duplex } from 'node:stream'
+import { Aedes, type AedesOptions, type Client } from 'aedes'
+import { createWebSocketStream, WebSocketServer } from 'ws'
+
+export type BrokerLimits = {
+  /** Largest MQTT packet accepted, in bytes (aedes has no limit of its own). */
+  maxPacketSize: number
+  /** New connections allowed per remote address per `connectWindowMs`. */
+  connectRate: number
+  connectWindowMs: number
+  /** Largest keepalive a client may ask for, in seconds (0 = any). */
+  keepaliveLimit: number
+  /** Messages queued per client before its session is established (aedes queueLimit). */
+  queueLimit: number
+  /** Inbound QoS 2 messages a client may hold awaiting PUBREL. */
+  maxInflight: number
+}
+
+export const defaultLimits: BrokerLimits = {
+  maxPacketSize: 256 * 1024,
+  connectRate: 50,
+  connectWindowMs: 10_000,
+  keepaliveLimit: 3600,
+  queueLimit: 100,
+  maxInflight: 100,
+}
+
+export type BrokerHooks = Pick<AedesOptions, 'authenticate' | 'authorizePublish' | 'authorizeSubscribe' | 'authorizeForward' | 'published'>
+
+export type MqttServer = {
+  aedes: Aedes
+  /** Starts the TCP listener; resolves with the bound port. */
+  listenTcp(port: number, host?: string): Promise<number>
+  /** Starts a TLS listener (needs `tls` options); resolves with the bound port. */
+  listenTls(port: number, host?: string): Promise<number>
+  /** Serves MQTT over WebSocket on an existing HTTP server at `path`. */
+  attachWebSocket(server: import('node:http').Server, path: string): void
+  remoteAddress(client: Client): string | undefined
+  close(): Promise<void>
+}
+
+type ConnInfo = { remoteAddress?: string }
+
+export async function createMqttServer(opts: {
+  id: string
+  limits: BrokerLimits
+  hooks: BrokerHooks
+  mq?: AedesOptions['mq']
+  persistence?: AedesOptions['persistence']
+  onReject?: (reason: string, remoteAddress?: string) => void
+  tls?: { key: Buffer; cert: Buffer }
+}): Promise<MqttServer> {
+  const { limits } = opts
+  const connInfo = new WeakMap<object, ConnInfo>()
+
+  const aedes = await Aedes.createBroker({
+    id: opts.id,
+    mq: opts.mq,
+    persistence: opts.persistence,
+    keepaliveLimit: limits.keepaliveLimit,
+    queueLimit: limits.queueLimit,
+    maxInflightInbound: limits.maxInflight,
+    maxClientsIdLength: 128,
+    connectTimeout: 10_000,
+    drainTimeout: 30_000,
+    ...opts.hooks,
+    authenticate(client, username, password, done) {
+      const refuse = (client as Client & { _refuse?: 2 })._refuse
+      if (refuse) return done(connackError(refuse, 'a persistent session needs a client id'), false)
+      if (opts.hooks.authenticate) return opts.hooks.authenticate(client, username, password, done)
+      done(null, true)
+    },
+    preConnect(client, packet, done) {
+      // MQTT-3.1.3-8: an empty client id needs CleanSession=1; aedes would invent an id instead.
+      if (!packet.clientId && packet.clean === false) {
+        ;(client as Client & { _refuse?: 2 })._refuse = 2
+      }
+      done(null, true)
+    },
+  })
+
+  const seen = new Map<string, { count: number; resetAt: number }>()
+  function admit(address: string | undefined): boolean {
+    if (!address || limits.connectRate <= 0) return true
+    const now = Date.now()
+    let e = seen.get(address)
+    if (!e || e.resetAt <= now) {
+      if (seen.size > 50_000) for (const [k, v] of seen) if (v.resetAt <= now) seen.delete(k)
+      e = { count: 0, resetAt: now + limits.connectWindowMs }
+      seen.set(address, e)
+    }
+    e.count += 1
+    return e.count <= limits.connectRate
+  }
+
+  /** Refuses a packet as soon as its fixed header announces a length over the limit. */
+  function guardPacketSize(client: Client) {
+    const parser = (client as unknown as { _parser: { _parseLength: () => boolean; packet: { length: number }; _emitError: (e: Error) => void } })._parser
+    const parseLength = parser._parseLength
+    parser._parseLength = function guarded(this: typeof parser) {
+      const done = parseLength.call(this)
+      if (done && this.packet.length > limits.maxPacketSize) {
+        opts.onReject?.('packet too large', connInfo.get(client)?.remoteAddress)
+        this._emitError(new Error(`packet of ${this.packet.length} bytes exceeds the ${limits.maxPacketSize} byte limit`))
+        return false
+      }
+      return done
+    }
+  }
+
+  function handle(stream: Duplex, remoteAddress: string | undefined, req?: IncomingMessage) {
+    if (!admit(remoteAddress)) {
+      opts.onReject?.('connection rate', remoteAddress)
+      stream.destroy()
+      return
+    }
+    const client = aedes.handle(stream, req)
+    connInfo.set(client, { remoteAddress })
+    guardPacketSize(client)
+  }
+
+  const sockets = new Set<Socket>()
+  const servers: Server[] = []
+  let wss: WebSocketServer | undefined
+
+  function onSocket(socket: Socket) {
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+    // A malformed stream errors that socket only.
+    socket.on('error', () => socket.destroy())
+    handle(socket, socket.remoteAddress)
+  }
+
+  function listenOn(server: Server, port: number, host?: string): Promise<number> {
+    servers.push(server)
+    return new Promise((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(port, host, () => {
+        server.off('error', reject)
+        resolve((server.address() as { port: number }).port)
+      })
+    })
+  }
+
+  return {
+    aedes,
+    remoteAddress: (client) => connInfo.get(client)?.remoteAddress,
+    listenTcp(port, host) {
+      return listenOn(createServer(onSocket), port, host)
+    },
+    listenTls(port, host) {
+      if (!opts.tls) return Promise.reject(new Error('no TLS certificate configured'))
+      const server = createTlsServer({ key: opts.tls.key, cert: opts.tls.cert }, onSocket)
+      // A failed handshake is that client's problem only.
+      server.on('tlsClientError', (_err, socket) => socket.destroy())
+      return listenOn(server, port, host)
+    },
+    attachWebSocket(server, path) {
+      wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxPacketSize + 8 })
+      const ws = wss
+      server.on('upgrade', (req, socket, head) => {
+        if ((req.url ?? '').split('?')[0] !== path) {
+          // Node leaves an unanswered upgrade open forever: answer it unless another listener will.
+          if (server.listenerCount('upgrade') === 1) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+          return
+        }
+        ws.handleUpgrade(req, socket as Socket, head, (conn) => {
+          const stream = createWebSocketStream(conn)
+          stream.on('error', () => stream.destroy())
+          handle(stream, req.socket.remoteAddress, req)
+        })
+      })
+    },
+    async close() {
+      // Stop accepting, then close every client (aedes sends nothing more), then the sockets.
+      const listenersClosed = Promise.all(servers.map((srv) => new Promise<void>((resolve) => srv.close(() => resolve()))))
+      wss?.close()
+      await new Promise<void>((resolve) => aedes.close(() => resolve()))
+      for (const s of sockets) s.destroy()
+      await listenersClosed
+    },
+  }
+}
+
+/** Builds the error aedes turns into a CONNACK return code (MQTT 3.1.1 section 3.2.2.3). */
+export function connackError(returnCode: 2 | 3 | 4 | 5, message: string) {
+  return Object.assign(new Error(message), { returnCode })
+}

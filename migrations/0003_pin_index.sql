@@ -1,0 +1,1 @@
+CREATE INDEX "device_init_pin_idx" ON "device_init" USING btree ("pin_code","created_at");

@@ -1,0 +1,200 @@
+// Builds the whole service from a validated Config. The server and every test use this.
+import Fastify, { type FastifyInstance } from 'fastify'
+import type {} from '@fastify/swagger'
+import cors from '@fastify/cors'
+import { createAuth, type Auth } from './auth/auth.js'
+import { mountAuth } from './auth/mount.js'
+import { attachSessionCache } from './auth/guard.js'
+import { createSessionCache, type SessionCache } from './auth/session-cache.js'
+import { registerOpenApi } from './openapi/register.js'
+import { sessionRecordSchema, userRecordSchema } from './auth/session-shape.js'
+import { sessionRoutes } from './auth/session-routes.js'
+import type { Config } from './config.js'
+import { openDatabase, type DatabaseHandle } from './db/client.js'
+import { errorBodySchema, installErrorHandling } from './errors.js'
+import { registerRateLimit } from './http/rate-limit.js'
+import { createMailer, type Mailer } from './mail/mailer.js'
+import { connectRedis, type RedisHandle } from './redis/client.js'
+import { memoryCounters, redisCounters } from './http/counters.js'
+import { installJsonParser, installValidators } from './http/validation.js'
+import { sharedDeviceSchemas } from './devices/records.js'
+import { deviceRoutes } from './devices/routes.js'
+import { createDeviceService, type DeviceService } from './devices/service.js'
+import type { DeviceLink } from './devices/sessions.js'
+import { startBroker } from './mqtt.js'
+import { demoRoutes } from './generation/demo.js'
+import { generationRoutes } from './generation/routes.js'
+import { createGenerationService, type GenerationService } from './generation/service.js'
+import { buildProviders, defaultModelId } from './generation/setup.js'
+import { imageRoutes } from './images/routes.js'
+import { promptRoutes } from './prompts/routes.js'
+import { promptInputSchema, promptRecordSchema, promptTemplatesSchema } from './prompts/records.js'
+import { generationRequestSchema, generationResponseSchema, generationResultSchema } from './generation/records.js'
+import { createPromptService } from './prompts/service.js'
+import { verificationPage } from './devices/verification-page.js'
+import { mqttAuthRoutes } from './devices/mqtt-auth-routes.js'
+import { eventRecordSchema } from './events/records.js'
+import { createObjectStore } from './storage/index.js'
+import type { ObjectStore } from './storage/store.js'
+import { createNotifications, notificationRoutes, type Notifier } from './notifications/index.js'
+import { fileRoutes } from './storage/routes.js'
+import { uploadRoutes } from './uploads/routes.js'
+import { createUploadService } from './uploads/service.js'
+import { createUploadSender } from './uploads/send.js'
+import { invitationRoutes } from './invitations/routes.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config
+    database: DatabaseHandle
+    auth: Auth
+    mailer: Mailer
+    redis?: RedisHandle
+    devices: DeviceService
+    deviceLink: DeviceLink
+    storage: ObjectStore
+    sessionCache: SessionCache
+    generation: GenerationService
+    /** Push notifications: notifyUser(userId, kind, { title, body, url }) for other modules. */
+    notifier: Notifier
+    /** The bound MQTT TCP port once the app is ready (embedded broker only). */
+    mqttPort?: number
+  }
+}
+
+export async function buildApp(config: Config): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: { level: config.logLevel },
+    // Fastify also accepts a hop count at runtime; its typings omit it.
+    trustProxy: config.trustProxy as boolean | string[],
+    bodyLimit: config.bodyLimit,
+  })
+  try {
+    await assemble(app, config)
+  } catch (err) {
+    // Whatever was opened before the failure (database, Redis, broker) is closed again.
+    await app.close().catch(() => {})
+    throw err
+  }
+  return app
+}
+
+async function assemble(app: FastifyInstance, config: Config): Promise<void> {
+  installErrorHandling(app)
+  const shared = [
+    errorBodySchema,
+    sessionRecordSchema,
+    userRecordSchema,
+    eventRecordSchema,
+    ...sharedDeviceSchemas,
+    promptInputSchema,
+    promptRecordSchema,
+    promptTemplatesSchema,
+    generationRequestSchema,
+    generationResultSchema,
+    generationResponseSchema,
+  ]
+  for (const schema of shared) app.addSchema(schema)
+  installValidators(app, shared)
+  installJsonParser(app)
+
+  const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  app.decorate('database', database)
+  app.addHook('onClose', async () => database.close())
+  await database.migrate()
+
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl, config.redisPrefix) : undefined
+  if (redis) {
+    app.decorate('redis', redis)
+    app.addHook('onClose', async () => redis.close())
+  }
+
+  const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log })
+  app.decorate('mailer', mailer)
+  app.addHook('onClose', async () => mailer.close())
+
+  const storage = createObjectStore(config)
+  app.decorate('storage', storage)
+  app.addHook('onClose', async () => storage.close())
+
+  const auth = createAuth({ config, db: database.db, mailer, redis, log: app.log })
+  app.decorate('auth', auth)
+  const sessionCache = await createSessionCache({ ttlMs: config.sessionCacheTtlMs, redis, onError: (err) => app.log.warn({ err }, 'session cache') })
+  attachSessionCache(auth, sessionCache, database.db)
+  app.decorate('sessionCache', sessionCache)
+  app.addHook('onClose', async () => sessionCache.close())
+  app.decorate('config', config)
+
+  // Before any route: the OpenAPI document is collected from routes as they are registered.
+  await registerOpenApi(app, { auth })
+
+  await app.register(cors, {
+    origin: config.trustedOrigins.length ? config.trustedOrigins : false,
+    credentials: true,
+  })
+  await registerRateLimit(app, { window: config.rateLimit.window, max: config.rateLimit.max, redis })
+
+  await app.register(mountAuth, { auth, baseUrl: config.baseUrl, bodyLimit: config.bodyLimit, onAccountChange: () => sessionCache.clearAll() })
+  await app.register(sessionRoutes, { auth, db: database.db })
+
+  const notifications = await createNotifications({ config, db: database.db, log: app.log })
+  app.decorate('notifier', notifications.notifier)
+  app.addHook('onClose', async () => notifications.close())
+
+  // Producers of device messages stop before the broker closes (preClose hooks run in order).
+  const producers: Array<() => Promise<void>> = []
+  app.addHook('preClose', async () => {
+    for (const stop of producers) await stop()
+  })
+
+  const link = await startBroker(app, { config, db: database.db, auth, redis, onPresence: notifications.notifier.onPresence })
+  // After the broker's own preClose: presence notifications it started finish before the database closes.
+  app.addHook('preClose', async () => notifications.notifier.idle())
+  app.decorate('deviceLink', link)
+  const counters = redis ? redisCounters(redis) : memoryCounters()
+  const devices = createDeviceService({ db: database.db, config, counters, link })
+  if (config.devices.autoApproveUserEmail) app.log.warn({ email: config.devices.autoApproveUserEmail }, 'DEVICE_AUTO_APPROVE_USER_EMAIL is set: every new device is claimed for this account (development only)')
+  app.decorate('devices', devices)
+  await app.register(deviceRoutes, { auth, db: database.db, devices })
+  await app.register(verificationPage)
+  await app.register(mqttAuthRoutes, { auth, db: database.db, config })
+  await app.register(notificationRoutes, { auth, db: database.db, notifier: notifications.notifier })
+  // The filesystem store's presigned links point here; S3 answers its own.
+  if (storage.kind === 'fs') await app.register(fileRoutes, { store: storage, secret: config.authSecret, maxBytes: config.uploads.maxBytes })
+  const uploads = createUploadService({ store: storage, maxBytes: config.uploads.maxBytes })
+  const sendUpload = createUploadSender({ db: database.db, storage, link, baseUrl: config.baseUrl })
+  await app.register(uploadRoutes, { auth, uploads, send: sendUpload, maxBytes: config.uploads.maxBytes })
+  await app.register(invitationRoutes, { auth, db: database.db, baseUrl: config.baseUrl, trustedOrigins: config.trustedOrigins })
+  const prompts = createPromptService({ db: database.db, link, defaultModel: defaultModelId(config) })
+  await app.register(promptRoutes, { auth, db: database.db, prompts })
+  const providers = buildProviders(config)
+  const generation = createGenerationService({
+    db: database.db,
+    config,
+    storage,
+    link,
+    prompts,
+    providers,
+    log: app.log,
+    notify: () => (userId, kind, message) => notifications.notifier.notifyUser(userId, kind, message),
+    balanceChanged: () => sessionCache.clearAll(),
+  })
+  app.decorate('generation', generation)
+  await app.register(generationRoutes, { auth, db: database.db, generation, baseUrl: config.baseUrl, providers: new Set(providers.keys()), balanceChanged: () => sessionCache.clearAll() })
+  await app.register(imageRoutes, { db: database.db, storage })
+  await app.register(demoRoutes, { db: database.db, storage, baseUrl: config.baseUrl })
+  // Unfinished jobs (from before a restart too) are picked up once the app is ready.
+  app.addHook('onReady', async () => generation.runner.start())
+  producers.push(() => generation.close())
+  startSweeper(app, devices, config.devices.sweepInterval)
+
+}
+
+/** Marks stale pending pairings expired; reads check expiry too, so this only keeps the table honest. */
+function startSweeper(app: FastifyInstance, devices: DeviceService, everySeconds: number) {
+  const timer = setInterval(() => {
+    devices.sweep().catch((err) => app.log.warn({ err }, 'device sweep failed'))
+  }, everySeconds * 1000)
+  timer.unref()
+  app.addHook('onClose', async () => clearInterval(timer))
+}

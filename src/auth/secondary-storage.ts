@@ -1,0 +1,28 @@
+// Better Auth secondary storage on Redis: sessions (with storeSessionInDatabase kept on) and the
+// rate-limit counters shared by every instance.
+import type { SecondaryStorage } from 'better-auth'
+import type { RedisHandle } from '../redis/client.js'
+
+export function redisSecondaryStorage({ client, prefix }: RedisHandle): SecondaryStorage {
+  const k = (key: string) => `${prefix}auth:${key}`
+  return {
+    async get(key) {
+      return client.get(k(key))
+    },
+    async getAndDelete(key) {
+      return client.getDel(k(key))
+    },
+    async set(key, value, ttl) {
+      if (ttl && ttl > 0) await client.set(k(key), value, { expiration: { type: 'EX', value: Math.ceil(ttl) } })
+      else await client.set(k(key), value)
+    },
+    async delete(key) {
+      await client.del(k(key))
+    },
+    async increment(key, ttl) {
+      // INCR then EXPIRE NX in one round trip: the window starts at the first hit and is never extended.
+      const [count] = (await client.multi().incr(k(key)).expire(k(key), Math.max(1, Math.ceil(ttl)), 'NX').exec()) as unknown as [number]
+      return Number(count)
+    },
+  }
+}

@@ -1,0 +1,22 @@
+import { and, eq, ne } from 'drizzle-orm'
+import type { Database } from '../db/client.js'
+import { user } from '../db/schema.js'
+
+export type UserRow = typeof user.$inferSelect
+
+export async function grantConfiguredAdmin(db: Database, userId: string): Promise<void> {
+  await db
+    .update(user)
+    .set({ role: 'admin', updatedAt: new Date() })
+    .where(and(eq(user.id, userId), ne(user.role, 'admin')))
+}
+
+export async function findUserById(db: Database, userId: string): Promise<UserRow | undefined> {
+  const [row] = await db.select().from(user).where(eq(user.id, userId)).limit(1)
+  return row
+}
+
+export async function findUserByEmail(db: Database, email: string): Promise<UserRow | undefined> {
+  const [row] = await db.select().from(user).where(eq(user.email, email.toLowerCase())).limit(1)
+  return row
+}

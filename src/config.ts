@@ -1,0 +1,360 @@
+// The one place that reads the environment. Everything else receives a validated Config.
+import { randomBytes } from 'node:crypto'
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { z } from 'zod'
+
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+const csv = z
+  .string()
+  .optional()
+  .transform((v) =>
+    (v ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
+
+const optionalUrl = z
+  .string()
+  .optional()
+  .transform((v) => (v && v.trim() ? v.trim() : undefined))
+  .pipe(z.string().url().optional())
+
+/** Browsers' push services (Chrome/FCM, Firefox, Edge/WNS, Safari). Endpoints elsewhere are refused. */
+const defaultPushHosts = 'fcm.googleapis.com,android.googleapis.com,updates.push.services.mozilla.com,.push.services.mozilla.com,.notify.windows.com,.push.apple.com'
+
+/** An image provider's API base: http(s), blank means the default, kept without a trailing slash. */
+const providerBaseUrl = (fallback: string) =>
+  z.preprocess(
+    (v) => (typeof v === 'string' && !v.trim() ? undefined : v),
+    z
+      .string()
+      .trim()
+      .url()
+      .refine((v) => /^https?:\/\//i.test(v), 'must be an http(s) URL')
+      .default(fallback)
+      .transform((v) => v.replace(/\/+$/, '')),
+  )
+
+const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback)
+
+const envSchema = z.object({
+  PORT: port(3000),
+  HOST: z.string().default('0.0.0.0'),
+  BASE_URL: optionalUrl,
+  DATA_DIR: z.string().default('./data'),
+  DATABASE_URL: optionalUrl,
+  REDIS_URL: optionalUrl,
+  REDIS_PREFIX: z.string().default('dps:'),
+  MQTT_PORT: port(1883),
+  MQTT_EXTERNAL_URL: optionalUrl,
+  AUTH_SECRET: z.string().min(32, 'AUTH_SECRET must be at least 32 characters').optional(),
+  ADMIN_EMAILS: csv,
+  TRUSTED_ORIGINS: csv,
+  TRUST_PROXY: z.string().optional(),
+  SMTP_URL: optionalUrl,
+  MAIL_FROM: z.string().default('Display Pairing <no-reply@localhost>'),
+  S3_ENDPOINT: optionalUrl,
+  S3_BUCKET: z.string().optional(),
+  S3_REGION: z.string().default('us-east-1'),
+  S3_ACCESS_KEY_ID: z.string().optional(),
+  S3_SECRET_ACCESS_KEY: z.string().optional(),
+  IMAGE_PROVIDER: z.enum(['local', 'replicate', 'fal', 'bfl', 'openai']).default('local'),
+  GENERATION_TIMEOUT: z.coerce.number().int().min(5).max(86400).default(600),
+  GENERATION_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(4),
+  GENERATION_POLL_BASE_MS: z.coerce.number().int().min(10).default(500),
+  GENERATION_POLL_MAX_MS: z.coerce.number().int().min(10).default(10_000),
+  GENERATION_TICK_MS: z.coerce.number().int().min(10).default(250),
+  LOCAL_PROVIDER_DURATION_MS: z.coerce.number().int().min(0).max(600_000).default(1500),
+  REPLICATE_API_TOKEN: z.string().optional(),
+  REPLICATE_BASE_URL: providerBaseUrl('https://api.replicate.com'),
+  FAL_KEY: z.string().optional(),
+  FAL_BASE_URL: providerBaseUrl('https://queue.fal.run'),
+  BFL_API_KEY: z.string().optional(),
+  BFL_BASE_URL: providerBaseUrl('https://api.bfl.ai'),
+  OPENAI_API_KEY: z.string().optional(),
+  OPENAI_BASE_URL: providerBaseUrl('https://api.openai.com'),
+  VAPID_PUBLIC_KEY: z.string().optional(),
+  VAPID_PRIVATE_KEY: z.string().optional(),
+  VAPID_SUBJECT: z.string().regex(/^(mailto:|https:\/\/)\S+$/, 'VAPID_SUBJECT must be a mailto: address or an https: URL').optional(),
+  PUSH_ENDPOINT_HOSTS: z.string().default(defaultPushHosts),
+  PUSH_CA_FILE: z.string().optional(),
+  PUSH_TTL: z.coerce.number().int().min(0).max(2419200).default(86400),
+  PUSH_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(4),
+  PUSH_MAX_RETRY_WAIT: z.coerce.number().int().min(0).max(300).default(30),
+  UPLOAD_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+  LOG_LEVEL: z.enum(logLevels).default('info'),
+  SESSION_CACHE_TTL_MS: z.coerce.number().int().min(0).max(300_000).default(30_000),
+  BODY_LIMIT: z.coerce.number().int().positive().default(1024 * 1024),
+  RATE_LIMIT_WINDOW: z.coerce.number().int().positive().default(60),
+  RATE_LIMIT_MAX: z.coerce.number().int().positive().default(200),
+  RATE_LIMIT_AUTH_WINDOW: z.coerce.number().int().positive().default(60),
+  RATE_LIMIT_AUTH_MAX: z.coerce.number().int().positive().default(5),
+  GOOGLE_CLIENT_ID: z.string().optional(),
+  GOOGLE_CLIENT_SECRET: z.string().optional(),
+  GITHUB_CLIENT_ID: z.string().optional(),
+  GITHUB_CLIENT_SECRET: z.string().optional(),
+  APPLE_CLIENT_ID: z.string().optional(),
+  APPLE_CLIENT_SECRET: z.string().optional(),
+  APPLE_APP_BUNDLE_IDENTIFIER: z.string().optional(),
+  PASSKEY_RP_ID: z.string().optional(),
+  DEVICE_CODE_TTL: z.coerce.number().int().min(30).max(86400).default(3600),
+  DEVICE_POLL_INTERVAL: z.coerce.number().int().min(0).max(60).default(5),
+  DEVICE_SWEEP_INTERVAL: z.coerce.number().int().min(1).default(60),
+  DEVICE_AUTO_APPROVE_USER_EMAIL: z.preprocess((v) => (typeof v === 'string' && !v.trim() ? undefined : v), z.string().trim().email().optional()),
+  NODE_ENV: z.string().optional(),
+  MQTT_PUBLIC_URL: optionalUrl,
+  MQTT_EXTERNAL_USERNAME: z.string().optional(),
+  MQTT_EXTERNAL_PASSWORD: z.string().optional(),
+  MQTT_AUTH_SECRET: z.string().min(16, 'MQTT_AUTH_SECRET must be at least 16 characters').optional(),
+  MQTT_OFFLINE_QUEUE_LIMIT: z.coerce.number().int().min(1).default(1000),
+  MQTT_TLS_PORT: port(8883),
+  MQTT_TLS_CERT: z.string().optional(),
+  MQTT_TLS_KEY: z.string().optional(),
+  MQTT_BROKER_ID: z.string().regex(/^[\w.-]{1,64}$/).optional(),
+  MQTT_MAX_PACKET_SIZE: z.coerce.number().int().min(1024).max(256 * 1024 * 1024).default(256 * 1024),
+  MQTT_CONNECT_RATE: z.coerce.number().int().min(0).default(50),
+  MQTT_KEEPALIVE_MAX: z.coerce.number().int().min(0).max(65535).default(3600),
+  MQTT_QUEUE_LIMIT: z.coerce.number().int().min(1).default(100),
+  MQTT_MAX_INFLIGHT: z.coerce.number().int().min(1).default(100),
+  PASSKEY_RP_NAME: z.string().default('Display Pairing'),
+})
+
+export type SocialProvider = { clientId: string; clientSecret: string; appBundleIdentifier?: string }
+
+export type Config = {
+  port: number
+  host: string
+  baseUrl: string
+  dataDir: string
+  databaseUrl?: string
+  redisUrl?: string
+  redisPrefix: string
+  mqttPort: number
+  mqttExternalUrl?: string
+  authSecret: string
+  adminEmails: string[]
+  trustedOrigins: string[]
+  /** Fastify `trustProxy`: false (socket address), true, a hop count, or a list of addresses/CIDRs. */
+  trustProxy: boolean | number | string[]
+  smtpUrl?: string
+  mailFrom: string
+  s3?: { endpoint?: string; bucket: string; region: string; accessKeyId?: string; secretAccessKey?: string }
+  imageProvider: string
+  generation: {
+    /** Seconds a job may take before it fails with TIMEOUT (and is refunded). */
+    timeoutSeconds: number
+    /** Jobs per provider worked on at once by one instance. */
+    concurrency: number
+    pollBaseMs: number
+    pollMaxMs: number
+    tickMs: number
+    /** How long the local provider takes (queued for the first third, then running). */
+    localDurationMs: number
+  }
+  /** Remote image-generation providers; each present only when its key is set. */
+  providers: {
+    replicate?: { token: string; baseUrl: string }
+    fal?: { key: string; baseUrl: string }
+    bfl?: { key: string; baseUrl: string }
+    openai?: { key: string; baseUrl: string }
+  }
+  vapid?: { publicKey: string; privateKey: string; subject: string }
+  push: {
+    /** VAPID subject (mailto: or https:) also used with generated keys. */
+    subject: string
+    /** Allowed push-service hosts: exact names, '.suffix' for subdomains, '*' for any https host. */
+    endpointHosts: string[]
+    /** PEM file of extra CAs trusted for push services (a private push service, or tests). */
+    caFile?: string
+    /** Seconds a push service keeps an undelivered message. */
+    ttl: number
+    maxAttempts: number
+    /** Longest wait between attempts, in seconds; a longer Retry-After ends the retries. */
+    maxRetryWait: number
+  }
+  uploads: { maxBytes: number }
+  logLevel: (typeof logLevels)[number]
+  bodyLimit: number
+  /** How long a resolved session is reused (0 = no cache); account changes clear it at once. */
+  sessionCacheTtlMs: number
+  rateLimit: { window: number; max: number; authWindow: number; authMax: number }
+  social: { google?: SocialProvider; github?: SocialProvider; apple?: SocialProvider }
+  passkey: { rpId: string; rpName: string }
+  devices: {
+    /** Seconds a pending pairing stays valid. */
+    codeTtl: number
+    /** Seconds a device waits between polls of get-init-device. */
+    pollInterval: number
+    /** Seconds between sweeps that mark stale pending records expired. */
+    sweepInterval: number
+    /** Development only: every init is claimed at once for this account (refused in production). */
+    autoApproveUserEmail?: string
+    /** The MQTT URL handed to devices with their credentials. */
+    mqttPublicUrl: string
+  }
+  mqtt: {
+    external?: { url: string; username?: string; password?: string }
+    /** Shared secret an external broker sends to POST /api/device/mqtt-auth. */
+    authSecret?: string
+    /** Fixed per node (kept in DATA_DIR) so stored wills and sessions survive restarts. */
+    brokerId: string
+    offlineQueueLimit: number
+    /** PEM files; the TLS listener starts only when both are set. */
+    tls?: { port: number; certFile: string; keyFile: string }
+    limits: { maxPacketSize: number; connectRate: number; connectWindowMs: number; keepaliveLimit: number; queueLimit: number; maxInflight: number }
+  }
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
+  if (!raw || raw === 'false') return false
+  if (raw === 'true') return true
+  if (/^\d+$/.test(raw)) return Number(raw)
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+}
+
+function pair(id?: string, secret?: string, extra?: Partial<SocialProvider>): SocialProvider | undefined {
+  return id && secret ? { clientId: id, clientSecret: secret, ...extra } : undefined
+}
+
+/** AUTH_SECRET is generated once and kept in DATA_DIR so sessions survive restarts. */
+function persistentValue(dataDir: string, name: string, make: () => string): string {
+  const file = join(dataDir, name)
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
+  mkdirSync(dataDir, { recursive: true })
+  const value = make()
+  writeFileSync(file, value + '\n', { mode: 0o600, flag: 'wx' })
+  return value
+}
+
+/** Each remote provider is configured by its key; a blank key counts as unset. */
+function providersFrom(e: z.infer<typeof envSchema>): Config['providers'] {
+  const providers: Config['providers'] = {}
+  const key = (v: string | undefined) => v?.trim() || undefined
+  const replicate = key(e.REPLICATE_API_TOKEN)
+  const fal = key(e.FAL_KEY)
+  const bfl = key(e.BFL_API_KEY)
+  const openai = key(e.OPENAI_API_KEY)
+  if (replicate) providers.replicate = { token: replicate, baseUrl: e.REPLICATE_BASE_URL }
+  if (fal) providers.fal = { key: fal, baseUrl: e.FAL_BASE_URL }
+  if (bfl) providers.bfl = { key: bfl, baseUrl: e.BFL_BASE_URL }
+  if (openai) providers.openai = { key: openai, baseUrl: e.OPENAI_BASE_URL }
+  return providers
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = envSchema.safeParse(env)
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`)
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`)
+  }
+  const e = parsed.data
+  const dataDir = resolve(e.DATA_DIR)
+  const publicHost = e.HOST === '0.0.0.0' || e.HOST === '::' ? 'localhost' : e.HOST
+  const baseUrl = (e.BASE_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, '')
+  if (Boolean(e.MQTT_TLS_CERT) !== Boolean(e.MQTT_TLS_KEY)) {
+    throw new ConfigError('Invalid configuration:\n  MQTT_TLS_CERT and MQTT_TLS_KEY must be set together')
+  }
+  if ((e.VAPID_PUBLIC_KEY && !e.VAPID_PRIVATE_KEY) || (!e.VAPID_PUBLIC_KEY && e.VAPID_PRIVATE_KEY)) {
+    throw new ConfigError('Invalid configuration:\n  VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY must be set together')
+  }
+  if (e.DEVICE_AUTO_APPROVE_USER_EMAIL && e.NODE_ENV === 'production') {
+    // It hands every device that asks to one account: never on a real deployment.
+    throw new ConfigError('Invalid configuration:\n  DEVICE_AUTO_APPROVE_USER_EMAIL is for development only and is refused when NODE_ENV=production')
+  }
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    baseUrl,
+    dataDir,
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    redisPrefix: e.REDIS_PREFIX,
+    mqttPort: e.MQTT_PORT,
+    mqttExternalUrl: e.MQTT_EXTERNAL_URL,
+    authSecret: e.AUTH_SECRET ?? persistentValue(dataDir, 'auth-secret', () => randomBytes(32).toString('base64url')),
+    adminEmails: e.ADMIN_EMAILS.map((s) => s.toLowerCase()),
+    trustedOrigins: e.TRUSTED_ORIGINS,
+    trustProxy: parseTrustProxy(e.TRUST_PROXY),
+    smtpUrl: e.SMTP_URL,
+    mailFrom: e.MAIL_FROM,
+    s3: e.S3_BUCKET
+      ? {
+          endpoint: e.S3_ENDPOINT,
+          bucket: e.S3_BUCKET,
+          region: e.S3_REGION,
+          accessKeyId: e.S3_ACCESS_KEY_ID,
+          secretAccessKey: e.S3_SECRET_ACCESS_KEY,
+        }
+      : undefined,
+    imageProvider: e.IMAGE_PROVIDER,
+    providers: providersFrom(e),
+    generation: {
+      timeoutSeconds: e.GENERATION_TIMEOUT,
+      concurrency: e.GENERATION_CONCURRENCY,
+      pollBaseMs: e.GENERATION_POLL_BASE_MS,
+      pollMaxMs: e.GENERATION_POLL_MAX_MS,
+      tickMs: e.GENERATION_TICK_MS,
+      localDurationMs: e.LOCAL_PROVIDER_DURATION_MS,
+    },
+    vapid:
+      e.VAPID_PUBLIC_KEY && e.VAPID_PRIVATE_KEY
+        ? { publicKey: e.VAPID_PUBLIC_KEY, privateKey: e.VAPID_PRIVATE_KEY, subject: e.VAPID_SUBJECT ?? `mailto:admin@${publicHost}` }
+        : undefined,
+    push: {
+      subject: e.VAPID_SUBJECT ?? `mailto:admin@${publicHost}`,
+      endpointHosts: e.PUSH_ENDPOINT_HOSTS.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+      caFile: e.PUSH_CA_FILE,
+      ttl: e.PUSH_TTL,
+      maxAttempts: e.PUSH_MAX_ATTEMPTS,
+      maxRetryWait: e.PUSH_MAX_RETRY_WAIT,
+    },
+    uploads: { maxBytes: e.UPLOAD_MAX_BYTES },
+    logLevel: e.LOG_LEVEL,
+    bodyLimit: e.BODY_LIMIT,
+    sessionCacheTtlMs: e.SESSION_CACHE_TTL_MS,
+    rateLimit: {
+      window: e.RATE_LIMIT_WINDOW,
+      max: e.RATE_LIMIT_MAX,
+      authWindow: e.RATE_LIMIT_AUTH_WINDOW,
+      authMax: e.RATE_LIMIT_AUTH_MAX,
+    },
+    social: {
+      google: pair(e.GOOGLE_CLIENT_ID, e.GOOGLE_CLIENT_SECRET),
+      github: pair(e.GITHUB_CLIENT_ID, e.GITHUB_CLIENT_SECRET),
+      apple: pair(e.APPLE_CLIENT_ID, e.APPLE_CLIENT_SECRET, { appBundleIdentifier: e.APPLE_APP_BUNDLE_IDENTIFIER }),
+    },
+    passkey: { rpId: e.PASSKEY_RP_ID ?? new URL(baseUrl).hostname, rpName: e.PASSKEY_RP_NAME },
+    devices: {
+      codeTtl: e.DEVICE_CODE_TTL,
+      pollInterval: e.DEVICE_POLL_INTERVAL,
+      sweepInterval: e.DEVICE_SWEEP_INTERVAL,
+      autoApproveUserEmail: e.DEVICE_AUTO_APPROVE_USER_EMAIL?.toLowerCase(),
+      mqttPublicUrl: e.MQTT_PUBLIC_URL ?? `mqtt://${new URL(baseUrl).hostname}:${e.MQTT_PORT}`,
+    },
+    mqtt: {
+      external: e.MQTT_EXTERNAL_URL ? { url: e.MQTT_EXTERNAL_URL, username: e.MQTT_EXTERNAL_USERNAME, password: e.MQTT_EXTERNAL_PASSWORD } : undefined,
+      authSecret: e.MQTT_AUTH_SECRET,
+      offlineQueueLimit: e.MQTT_OFFLINE_QUEUE_LIMIT,
+      tls: e.MQTT_TLS_CERT && e.MQTT_TLS_KEY ? { port: e.MQTT_TLS_PORT, certFile: e.MQTT_TLS_CERT, keyFile: e.MQTT_TLS_KEY } : undefined,
+      brokerId: e.MQTT_BROKER_ID ?? persistentValue(dataDir, 'broker-id', () => `node-${randomBytes(6).toString('hex')}`),
+      limits: {
+        maxPacketSize: e.MQTT_MAX_PACKET_SIZE,
+        connectRate: e.MQTT_CONNECT_RATE,
+        connectWindowMs: 10_000,
+        keepaliveLimit: e.MQTT_KEEPALIVE_MAX,
+        queueLimit: e.MQTT_QUEUE_LIMIT,
+        maxInflight: e.MQTT_MAX_INFLIGHT,
+      },
+    },
+  }
+}

@@ -1,0 +1,28 @@
+// Who may see or change a device: its owner, and members of its organization (owners and
+// admins manage, members read). Better Auth stores several roles as "admin,member".
+import type { Executor } from '../db/client.js'
+import { AppError } from '../errors.js'
+import { findMemberRole, type DeviceRow } from './repository.js'
+
+export type DeviceAccess = 'manage' | 'read'
+
+const managerRoles = new Set(['owner', 'admin'])
+
+export const rolesOf = (role: string | null) => (role ?? '').split(',').map((r) => r.trim()).filter(Boolean)
+export const canManageWithRole = (role: string | null) => rolesOf(role).some((r) => managerRoles.has(r))
+
+export async function accessTo(db: Executor, dev: DeviceRow, userId: string): Promise<DeviceAccess | null> {
+  if (dev.userId === userId) return 'manage'
+  if (!dev.organizationId) return null
+  const role = await findMemberRole(db, dev.organizationId, userId)
+  if (role === null) return null
+  return canManageWithRole(role) ? 'manage' : 'read'
+}
+
+/** Throws 404 when the caller may not see the device (its existence is not revealed), 403 when they may only read it. */
+export async function requireAccess(db: Executor, dev: DeviceRow | undefined, userId: string, need: DeviceAccess): Promise<DeviceRow> {
+  const access = dev ? await accessTo(db, dev, userId) : null
+  if (!dev || !access) throw new AppError(404, 'DEVICE_NOT_FOUND', 'Device not found')
+  if (need === 'manage' && access !== 'manage') throw new AppError(403, 'FORBIDDEN', 'Only the owner or an organization admin may change this device')
+  return dev
+}

@@ -1,0 +1,165 @@
+// The interface's Device and Device initialisation records, and the JSON schemas that
+// describe (and, on responses, enforce) them.
+import type { DeviceInitRow, DeviceRow } from './repository.js'
+
+const str = { type: 'string' } as const
+const nstr = { type: ['string', 'null'] } as const
+const dateTime = { type: 'string', format: 'date-time' } as const
+
+const deviceFields = ['id', 'name', 'userId', 'pinCode', 'isSynced', 'icon', 'description', 'color', 'created_at', 'isActive', 'selectedModel'] as const
+
+export const deviceRecordSchema = {
+  $id: 'Device',
+  type: 'object',
+  required: [...deviceFields],
+  additionalProperties: false,
+  properties: {
+    id: str,
+    name: str,
+    userId: str,
+    pinCode: str,
+    isSynced: { type: 'boolean' },
+    icon: str,
+    description: { type: 'string', description: 'may be empty' },
+    color: { type: 'string', pattern: '^#[0-9a-fA-F]{6}$' },
+    created_at: dateTime,
+    isActive: { type: 'boolean' },
+    selectedModel: str,
+  },
+} as const
+
+export const displayProfileSchema = {
+  $id: 'DisplayProfile',
+  type: 'object',
+  required: ['width', 'height', 'palette'],
+  additionalProperties: false,
+  properties: {
+    width: { type: 'integer', minimum: 16, maximum: 4096 },
+    height: { type: 'integer', minimum: 16, maximum: 4096 },
+    palette: { type: 'string', enum: ['bw', 'gray4', 'spectra6', 'acep7', 'color'] },
+    fit: { type: 'string', enum: ['cover', 'contain'], default: 'cover' },
+    inline: { type: 'boolean', description: 'also send small images (≤ 64 KiB) inline, base64, in the MQTT message' },
+  },
+} as const
+
+export const deviceInformationSchema = {
+  $id: 'DeviceInformation',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    model: { type: 'string', maxLength: 100 },
+    firmware: { type: 'string', maxLength: 50 },
+    manufacturer: { type: 'string', maxLength: 100 },
+    serial: { type: 'string', maxLength: 100 },
+  },
+} as const
+
+export const deviceDetailSchema = {
+  $id: 'DeviceDetail',
+  type: 'object',
+  required: [...deviceFields, 'organization_id', 'display', 'info', 'last_seen_at'],
+  properties: {
+    ...deviceRecordSchema.properties,
+    organization_id: nstr,
+    display: { $ref: 'DisplayProfile#' },
+    info: { $ref: 'DeviceInformation#' },
+    last_seen_at: { type: ['string', 'null'], format: 'date-time' },
+  },
+} as const
+
+export const credentialsSchema = {
+  $id: 'DeviceCredentials',
+  type: 'object',
+  required: ['mqttUrl', 'username', 'password', 'clientId', 'topics'],
+  properties: {
+    mqttUrl: str,
+    websocketUrl: str,
+    username: str,
+    password: { type: 'string', description: '256-bit secret, shown once' },
+    clientId: str,
+    topics: {
+      type: 'object',
+      properties: { prompt: str, image: str, config: str, cmd: str, state: str, status: str, ack: str },
+    },
+  },
+} as const
+
+export const initRecordSchema = {
+  $id: 'DeviceInitRecord',
+  description: 'Device initialisation record',
+  type: 'object',
+  required: [...deviceFields, 'organization_id', 'eventId', 'deviceCode', 'userCode', 'status', 'expires_at'],
+  properties: {
+    id: str,
+    name: nstr,
+    userId: nstr,
+    pinCode: str,
+    isSynced: { type: 'boolean' },
+    icon: nstr,
+    description: { type: 'string' },
+    color: nstr,
+    created_at: dateTime,
+    isActive: { type: 'boolean' },
+    selectedModel: nstr,
+    organization_id: nstr,
+    eventId: nstr,
+    deviceCode: str,
+    userCode: { type: 'string', format: 'uuid' },
+    status: { type: 'string', enum: ['pending', 'approved', 'active', 'denied', 'expired', 'disconnected'] },
+    expires_at: dateTime,
+    interval: { type: 'integer' },
+    credentials: { $ref: 'DeviceCredentials#' },
+  },
+} as const
+
+export const sharedDeviceSchemas = [displayProfileSchema, deviceInformationSchema, deviceRecordSchema, deviceDetailSchema, credentialsSchema, initRecordSchema]
+
+export function toDeviceRecord(d: DeviceRow) {
+  return {
+    id: d.id,
+    name: d.name,
+    userId: d.userId,
+    pinCode: d.pinCode,
+    isSynced: d.isSynced,
+    icon: d.icon,
+    description: d.description,
+    color: d.color,
+    created_at: d.createdAt.toISOString(),
+    isActive: d.isActive,
+    selectedModel: d.selectedModel,
+  }
+}
+
+export function toDeviceDetail(d: DeviceRow) {
+  return {
+    ...toDeviceRecord(d),
+    organization_id: d.organizationId,
+    display: d.display,
+    info: d.info,
+    last_seen_at: d.lastSeenAt?.toISOString() ?? null,
+  }
+}
+
+/** Device fields come from the bound device once approved; before that they are empty. */
+export function toInitRecord(init: DeviceInitRow, dev: DeviceRow | undefined, deviceCode: string) {
+  return {
+    id: init.id,
+    name: dev?.name ?? null,
+    userId: dev?.userId ?? init.userId ?? null,
+    pinCode: init.pinCode,
+    isSynced: dev?.isSynced ?? false,
+    icon: dev?.icon ?? null,
+    description: dev?.description ?? '',
+    color: dev?.color ?? null,
+    created_at: init.createdAt.toISOString(),
+    isActive: dev?.isActive ?? false,
+    selectedModel: dev?.selectedModel ?? null,
+    organization_id: init.organizationId,
+    eventId: init.eventId,
+    deviceCode,
+    userCode: init.userCode,
+    status: init.status,
+    expires_at: init.expiresAt.toISOString(),
+    interval: init.interval,
+  }
+}

@@ -1,0 +1,205 @@
+// The only module that reads or writes device and device_init rows. State changes are
+// compare-and-set updates: the WHERE clause names the state the caller saw.
+import { and, desc, eq, inArray, lte, gt, or, sql } from 'drizzle-orm'
+import type { Executor } from '../db/client.js'
+import { member } from '../db/schema.js'
+import { device, deviceCommand, deviceInit, type DeviceInitStatus, type DeviceReport } from './tables.js'
+
+export type DeviceRow = typeof device.$inferSelect
+export type DeviceInitRow = typeof deviceInit.$inferSelect
+export type NewDeviceInit = typeof deviceInit.$inferInsert
+export type NewDevice = typeof device.$inferInsert
+export type DevicePatch = Partial<Pick<DeviceRow, 'name' | 'icon' | 'color' | 'description' | 'selectedModel'>>
+
+const isUniqueViolation = (err: unknown) => {
+  const e = err as { code?: string; cause?: { code?: string } }
+  return e?.code === '23505' || e?.cause?.code === '23505'
+}
+
+/** Inserts a pending record, drawing a new pin until it is unique among pending records. */
+export async function insertDeviceInit(db: Executor, row: NewDeviceInit, newPin: () => string): Promise<DeviceInitRow> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const [created] = await db.insert(deviceInit).values(row).returning()
+      return created as DeviceInitRow
+    } catch (err) {
+      if (!isUniqueViolation(err) || attempt >= 5) throw err
+      row = { ...row, pinCode: newPin() }
+    }
+  }
+}
+
+export async function findDeviceInit(db: Executor, id: string): Promise<DeviceInitRow | undefined> {
+  const [row] = await db.select().from(deviceInit).where(eq(deviceInit.id, id)).limit(1)
+  return row
+}
+
+/**
+ * The record a code names. A pin is unique only among pending records, so the pending one wins;
+ * otherwise the newest record with that pin, so a pin that was just used (or expired, swept or not)
+ * is answered 409/410 like a userCode, not as a wrong code.
+ */
+export async function findDeviceInitByCode(db: Executor, code: { pinCode?: string; userCode?: string }): Promise<DeviceInitRow | undefined> {
+  if (code.userCode) {
+    const [row] = await db.select().from(deviceInit).where(eq(deviceInit.userCode, code.userCode)).limit(1)
+    return row
+  }
+  const pin = code.pinCode ?? ''
+  const [pending] = await db.select().from(deviceInit).where(and(eq(deviceInit.pinCode, pin), eq(deviceInit.status, 'pending'))).limit(1)
+  if (pending) return pending
+  const [latest] = await db.select().from(deviceInit).where(eq(deviceInit.pinCode, pin)).orderBy(desc(deviceInit.createdAt)).limit(1)
+  return latest
+}
+
+export async function transitionDeviceInit(
+  db: Executor,
+  id: string,
+  from: DeviceInitStatus[],
+  to: DeviceInitStatus,
+  set: Partial<NewDeviceInit> = {},
+  opts: { unexpiredAt?: Date } = {},
+): Promise<DeviceInitRow | undefined> {
+  const [row] = await db
+    .update(deviceInit)
+    .set({ ...set, status: to })
+    .where(and(eq(deviceInit.id, id), inArray(deviceInit.status, from), opts.unexpiredAt ? gt(deviceInit.expiresAt, opts.unexpiredAt) : undefined))
+    .returning()
+  return row
+}
+
+/** Marks every pending record past its expiry as expired; returns how many. */
+export async function expireStaleDeviceInits(db: Executor, now: Date): Promise<number> {
+  const rows = await db
+    .update(deviceInit)
+    .set({ status: 'expired' })
+    .where(and(eq(deviceInit.status, 'pending'), lte(deviceInit.expiresAt, now)))
+    .returning({ id: deviceInit.id })
+  return rows.length
+}
+
+export async function countFailedAttempt(db: Executor, id: string): Promise<number> {
+  const [row] = await db
+    .update(deviceInit)
+    .set({ failedAttempts: sql`${deviceInit.failedAttempts} + 1` })
+    .where(eq(deviceInit.id, id))
+    .returning({ failedAttempts: deviceInit.failedAttempts })
+  return row?.failedAttempts ?? 0
+}
+
+/** Records a poll unless the previous one was less than `interval` seconds ago. */
+export async function recordPoll(db: Executor, id: string, now: Date, intervalSeconds: number): Promise<boolean> {
+  const earliest = new Date(now.getTime() - intervalSeconds * 1000)
+  const rows = await db
+    .update(deviceInit)
+    .set({ lastPolledAt: now })
+    .where(and(eq(deviceInit.id, id), or(sql`${deviceInit.lastPolledAt} IS NULL`, lte(deviceInit.lastPolledAt, earliest))))
+    .returning({ id: deviceInit.id })
+  return rows.length === 1
+}
+
+export async function insertDevice(db: Executor, row: NewDevice): Promise<DeviceRow> {
+  const [created] = await db.insert(device).values(row).returning()
+  return created as DeviceRow
+}
+
+export async function findDevice(db: Executor, id: string): Promise<DeviceRow | undefined> {
+  const [row] = await db.select().from(device).where(eq(device.id, id)).limit(1)
+  return row
+}
+
+/** Devices the user owns, plus those of `organizationId` when given. */
+export async function listDevices(db: Executor, userId: string, organizationId?: string | null): Promise<DeviceRow[]> {
+  const where = organizationId ? or(eq(device.userId, userId), eq(device.organizationId, organizationId)) : eq(device.userId, userId)
+  return db.select().from(device).where(where).orderBy(desc(device.createdAt), desc(device.id))
+}
+
+export async function updateDevice(db: Executor, id: string, patch: DevicePatch): Promise<DeviceRow | undefined> {
+  const [row] = await db
+    .update(device)
+    .set({ ...patch, updatedAt: new Date() })
+    .where(eq(device.id, id))
+    .returning()
+  return row
+}
+
+export async function setDeviceSecret(db: Executor, id: string, secretHash: string | null): Promise<DeviceRow | undefined> {
+  const [row] = await db
+    .update(device)
+    .set(secretHash ? { secretHash, secretIssuedAt: new Date(), updatedAt: new Date() } : { secretHash: null, isActive: false, updatedAt: new Date() })
+    .where(eq(device.id, id))
+    .returning()
+  return row
+}
+
+export async function deleteDeviceRows(db: Executor, id: string): Promise<DeviceRow | undefined> {
+  await db.delete(deviceInit).where(eq(deviceInit.id, id))
+  const [row] = await db.delete(device).where(eq(device.id, id)).returning()
+  return row
+}
+
+export async function findMemberRole(db: Executor, organizationId: string, userId: string): Promise<string | null> {
+  const [row] = await db
+    .select({ role: member.role })
+    .from(member)
+    .where(and(eq(member.organizationId, organizationId), eq(member.userId, userId)))
+    .limit(1)
+  return row?.role ?? null
+}
+
+/** Presence: isActive follows the live connection; last_seen_at is kept on both edges. */
+export async function setPresence(db: Executor, id: string, active: boolean, at: Date): Promise<DeviceRow | undefined> {
+  const [row] = await db.update(device).set({ isActive: active, lastSeenAt: at }).where(eq(device.id, id)).returning()
+  return row
+}
+
+/** Stores what the device reported and recomputes isSynced against the desired state, in one statement. */
+export async function applyDeviceReport(db: Executor, id: string, report: DeviceReport): Promise<DeviceRow | undefined> {
+  const shown = report.shownImageId ?? null
+  const [row] = await db
+    .update(device)
+    .set({
+      reported: report,
+      lastSeenAt: new Date(),
+      isSynced: sql`(${device.desiredConfigVersion} = ${report.configVersion ?? -1}) AND (${device.desiredImageId} IS NOT DISTINCT FROM ${shown})`,
+      ...(report.firmware ? { info: sql`${device.info} || ${JSON.stringify({ firmware: report.firmware })}::jsonb` } : {}),
+    })
+    .where(eq(device.id, id))
+    .returning()
+  return row
+}
+
+/** A new desired config version or image: the device is out of sync until it reports it. */
+export async function setDesiredState(db: Executor, id: string, change: { bumpConfig?: boolean; imageId?: string | null }): Promise<DeviceRow | undefined> {
+  const [row] = await db
+    .update(device)
+    .set({
+      isSynced: false,
+      updatedAt: new Date(),
+      ...(change.bumpConfig ? { desiredConfigVersion: sql`${device.desiredConfigVersion} + 1` } : {}),
+      ...(change.imageId !== undefined ? { desiredImageId: change.imageId } : {}),
+    })
+    .where(eq(device.id, id))
+    .returning()
+  return row
+}
+
+export type DeviceCommandRow = typeof deviceCommand.$inferSelect
+
+export async function insertCommand(db: Executor, row: typeof deviceCommand.$inferInsert): Promise<DeviceCommandRow> {
+  const [created] = await db.insert(deviceCommand).values(row).returning()
+  return created as DeviceCommandRow
+}
+
+export async function ackCommand(db: Executor, deviceId: string, commandId: string, result: Record<string, unknown>): Promise<DeviceCommandRow | undefined> {
+  const [row] = await db
+    .update(deviceCommand)
+    .set({ status: result.ok === false ? 'failed' : 'acked', ackedAt: new Date(), result })
+    .where(and(eq(deviceCommand.id, commandId), eq(deviceCommand.deviceId, deviceId), eq(deviceCommand.status, 'sent')))
+    .returning()
+  return row
+}
+
+export async function findCommand(db: Executor, deviceId: string, commandId: string): Promise<DeviceCommandRow | undefined> {
+  const [row] = await db.select().from(deviceCommand).where(and(eq(deviceCommand.id, commandId), eq(deviceCommand.deviceId, deviceId))).limit(1)
+  return row
+}

@@ -1,0 +1,311 @@
+// The device module's HTTP routes. Schemas here validate input and shape every response.
+import { errorResponses as errors, sessionSecurity, cursorFrom, pageOf } from '../http/route-schemas.js'
+import type { FastifyInstance } from 'fastify'
+import type { Auth } from '../auth/auth.js'
+import { requirePrincipal } from '../auth/guard.js'
+import type { Database } from '../db/client.js'
+import { AppError } from '../errors.js'
+import { listDeviceEvents } from '../events/repository.js'
+import { toEventRecord } from '../events/records.js'
+import { requireAccess } from './access.js'
+import { deviceInformationSchema, toDeviceDetail, toDeviceRecord } from './records.js'
+import { findDevice, findMemberRole, listDevices } from './repository.js'
+import type { ClaimInput, CodeInput, DeviceService, InitInput } from './service.js'
+import { deviceCommandNames, type DeviceCommandName } from './tables.js'
+
+const tags = ['device module']
+
+const deviceId = { type: 'string', minLength: 1, maxLength: 64 } as const
+const name = { type: 'string', minLength: 1, maxLength: 64 } as const
+const icon = { type: 'string', minLength: 1, maxLength: 32, pattern: '^[a-z0-9][a-z0-9_-]*$' } as const
+const color = { type: 'string', pattern: '^#[0-9a-fA-F]{6}$', description: 'hex colour #RRGGBB' } as const
+const description = { type: 'string', maxLength: 500 } as const
+const selectedModel = { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._:/-]*$' } as const
+const codeProps = {
+  pinCode: { type: 'string', minLength: 1, maxLength: 16, description: 'XXXX-XXXX, case and dash ignored' },
+  userCode: { type: 'string', format: 'uuid' },
+} as const
+
+const idBody = { type: 'object', required: ['deviceId'], additionalProperties: false, properties: { deviceId } } as const
+
+export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; devices: DeviceService }) {
+  const { auth, db, devices } = opts
+  const principal = (req: Parameters<typeof requirePrincipal>[2]) => requirePrincipal(auth, db, req)
+
+  app.post<{ Body: InitInput }>(
+    '/api/device/init',
+    {
+      schema: {
+        tags,
+        summary: 'Init remote device',
+        description: 'Called by the device (no account). Starts pairing and returns the codes to show.',
+        body: {
+          type: 'object',
+          required: ['display'],
+          additionalProperties: false,
+          properties: { display: { $ref: 'DisplayProfile#' }, ...deviceInformationSchema.properties },
+        },
+        response: {
+          200: {
+            type: 'object',
+            required: ['deviceId', 'deviceCode', 'userCode', 'pinCode', 'verification_uri', 'verification_uri_complete', 'expires_at', 'interval'],
+            properties: {
+              deviceId: { type: 'string' },
+              deviceCode: { type: 'string', description: 'secret the device polls with' },
+              userCode: { type: 'string', format: 'uuid' },
+              pinCode: { type: 'string', pattern: '^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$' },
+              verification_uri: { type: 'string' },
+              verification_uri_complete: { type: 'string' },
+              expires_at: { type: 'string', format: 'date-time' },
+              expires_in: { type: 'integer' },
+              interval: { type: 'integer' },
+            },
+          },
+          ...errors(400, 429),
+        },
+      },
+    },
+    async (req) => devices.init(req.body),
+  )
+
+  app.post<{ Body: ClaimInput }>(
+    '/api/device/validate',
+    {
+      schema: {
+        tags,
+        summary: 'Validate device credentials',
+        description: 'The signed-in user claims the device showing this pinCode (or userCode from its QR code).',
+        security: sessionSecurity,
+        body: {
+          type: 'object',
+          required: ['name'],
+          additionalProperties: false,
+          properties: { ...codeProps, name, icon, color, description, selectedModel, organizationId: { type: 'string', minLength: 1, maxLength: 64 } },
+        },
+        response: {
+          200: {
+            type: 'object',
+            required: ['success', 'status', 'eventId', 'device'],
+            properties: {
+              success: { type: 'boolean' },
+              status: { type: 'string' },
+              eventId: { type: 'string' },
+              organization_id: { type: ['string', 'null'] },
+              device: { $ref: 'DeviceDetail#' },
+            },
+          },
+          ...errors(400, 401, 403, 404, 409, 410, 429),
+        },
+      },
+    },
+    async (req) => {
+      const who = await principal(req)
+      const { device, eventId, status } = await devices.claim(who.userId, req.body)
+      return { success: true, status, eventId, organization_id: device.organizationId, device: toDeviceDetail(device) }
+    },
+  )
+
+  app.post<{ Body: CodeInput }>(
+    '/api/device/deny',
+    {
+      schema: {
+        tags,
+        summary: 'Deny a pairing request',
+        security: sessionSecurity,
+        body: { type: 'object', additionalProperties: false, properties: codeProps },
+        response: {
+          200: { type: 'object', properties: { success: { type: 'boolean' }, status: { type: 'string' }, deviceId: { type: 'string' } } },
+          ...errors(400, 401, 404, 409, 410, 429),
+        },
+      },
+    },
+    async (req) => {
+      const who = await principal(req)
+      return devices.deny(who.userId, req.body)
+    },
+  )
+
+  app.post<{ Body: { deviceId: string; deviceCode: string } }>(
+    '/api/device/get-init-device',
+    {
+      schema: {
+        tags,
+        summary: 'Get the initialisation record of a device',
+        description: 'Polled by the device. Once approved, the answer carries the MQTT credentials exactly once.',
+        body: {
+          type: 'object',
+          required: ['deviceId', 'deviceCode'],
+          additionalProperties: false,
+          properties: { deviceId, deviceCode: { type: 'string', minLength: 1, maxLength: 64 } },
+        },
+        response: { 200: { $ref: 'DeviceInitRecord#' }, ...errors(400, 404, 429) },
+      },
+    },
+    async (req) => devices.poll(req.body.deviceId, req.body.deviceCode),
+  )
+
+  app.post<{ Body: { deviceId: string } }>(
+    '/api/device/disconnect',
+    {
+      schema: {
+        tags,
+        summary: 'Disconnect device',
+        description: 'Revokes the device secret and ends its MQTT session. The device can pair again.',
+        security: sessionSecurity,
+        body: idBody,
+        response: {
+          200: {
+            type: 'object',
+            properties: { success: { type: 'boolean' }, message: { type: 'string' }, kicked: { type: 'boolean' }, device: { $ref: 'Device#' } },
+          },
+          ...errors(400, 401, 403, 404),
+        },
+      },
+    },
+    async (req) => {
+      const who = await principal(req)
+      const { device, kicked } = await devices.disconnect(who.userId, req.body.deviceId)
+      return { success: true, message: 'Device disconnected and its credentials revoked', kicked, device: toDeviceRecord(device) }
+    },
+  )
+
+  app.delete<{ Body: { deviceId: string } }>(
+    '/api/device/delete',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a device',
+        description: 'Permanently deletes a device and everything that hangs off it.',
+        security: [{ jwtAuth: [] }, ...sessionSecurity],
+        body: idBody,
+        response: {
+          200: {
+            type: 'object',
+            required: ['success', 'message', 'device'],
+            properties: { success: { type: 'boolean' }, message: { type: 'string' }, device: { $ref: 'Device#' } },
+          },
+          ...errors(400, 401, 403, 404),
+        },
+      },
+    },
+    async (req) => {
+      const who = await principal(req)
+      const deleted = await devices.remove(who.userId, req.body.deviceId)
+      return { success: true, message: 'Device deleted', device: toDeviceRecord(deleted) }
+    },
+  )
+
+  app.get(
+    '/api/device',
+    {
+      schema: {
+        tags,
+        summary: "The caller's devices and those of the active organization",
+        security: sessionSecurity,
+        response: { 200: { type: 'object', properties: { devices: { type: 'array', items: { $ref: 'DeviceDetail#' } } } }, ...errors(401) },
+      },
+    },
+    async (req) => {
+      const who = await principal(req)
+      const orgId = who.activeOrganizationId && (await findMemberRole(db, who.activeOrganizationId, who.userId)) ? who.activeOrganizationId : null
+      const rows = await listDevices(db, who.userId, orgId)
+      return { devices: rows.map(toDeviceDetail) }
+    },
+  )
+
+  const idParams = { type: 'object', required: ['id'], properties: { id: deviceId } } as const
+
+  app.get<{ Params: { id: string } }>(
+    '/api/device/:id',
+    {
+      schema: { tags, summary: 'Get a device', security: sessionSecurity, params: idParams, response: { 200: { $ref: 'DeviceDetail#' }, ...errors(401, 404) } },
+    },
+    async (req) => {
+      const who = await principal(req)
+      return toDeviceDetail(await requireAccess(db, await findDevice(db, req.params.id), who.userId, 'read'))
+    },
+  )
+
+  app.patch<{ Params: { id: string }; Body: { name?: string; icon?: string; color?: string; description?: string; selectedModel?: string } }>(
+    '/api/device/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Change a device',
+        security: sessionSecurity,
+        params: idParams,
+        body: { type: 'object', minProperties: 1, additionalProperties: false, properties: { name, icon, color, description, selectedModel } },
+        response: { 200: { $ref: 'DeviceDetail#' }, ...errors(400, 401, 403, 404) },
+      },
+    },
+    async (req) => {
+      const who = await principal(req)
+      return toDeviceDetail(await devices.patch(who.userId, req.params.id, req.body))
+    },
+  )
+
+  app.post<{ Params: { id: string }; Body: { command: DeviceCommandName; seconds?: number } }>(
+    '/api/device/:id/command',
+    {
+      schema: {
+        tags,
+        summary: 'Send a command to a device',
+        description: 'Published with QoS 1 to devices/{id}/cmd; a sleeping device gets it when it reconnects. Its ack is recorded against the command id.',
+        security: sessionSecurity,
+        params: idParams,
+        body: {
+          type: 'object',
+          required: ['command'],
+          additionalProperties: false,
+          properties: {
+            command: { type: 'string', enum: [...deviceCommandNames] },
+            seconds: { type: 'integer', minimum: 1, maximum: 86400, description: 'for sleep: how long to stay away' },
+          },
+        },
+        response: {
+          202: { type: 'object', required: ['commandId', 'status'], properties: { commandId: { type: 'string' }, status: { type: 'string' }, command: { type: 'string' } } },
+          ...errors(400, 401, 403, 404),
+        },
+      },
+    },
+    async (req, reply) => {
+      const who = await principal(req)
+      const { command, seconds } = req.body
+      if (command === 'sleep' && !seconds) throw new AppError(400, 'VALIDATION_ERROR', 'sleep needs seconds')
+      const row = await devices.sendCommand(who.userId, req.params.id, command, command === 'sleep' ? { seconds } : {})
+      return reply.code(202).send({ commandId: row.id, status: row.status, command: row.command })
+    },
+  )
+
+  app.get<{ Params: { id: string }; Querystring: { limit: number; cursor?: string } }>(
+    '/api/device/:id/events',
+    {
+      schema: {
+        tags,
+        summary: "A device's events, newest first",
+        security: sessionSecurity,
+        params: idParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 }, cursor: { type: 'string', maxLength: 200 } },
+        },
+        response: {
+          200: {
+            type: 'object',
+            required: ['events', 'nextCursor'],
+            properties: { events: { type: 'array', items: { $ref: 'Event#' } }, nextCursor: { type: ['string', 'null'] } },
+          },
+          ...errors(400, 401, 404),
+        },
+      },
+    },
+    async (req) => {
+      const who = await principal(req)
+      const dev = await requireAccess(db, await findDevice(db, req.params.id), who.userId, 'read')
+      const rows = await listDeviceEvents(db, dev.id, req.query.limit + 1, cursorFrom(req.query.cursor))
+      const { page, nextCursor } = pageOf(rows, req.query.limit)
+      return { events: page.map(toEventRecord), nextCursor }
+    },
+  )
+}

@@ -1,0 +1,274 @@
+// The pairing flow (RFC 8628 shaped) and the device lifecycle. Routes call these; these call
+// the repositories. Every state change is a compare-and-set, so concurrent requests race safely.
+import type { Config } from '../config.js'
+import type { Database } from '../db/client.js'
+import { AppError } from '../errors.js'
+import { deleteDeviceEvents, insertEvent } from '../events/repository.js'
+import { findUserByEmail } from '../auth/users-repository.js'
+import { deleteDevicePrompts } from '../prompts/repository.js'
+import type { Counters } from '../http/counters.js'
+import { canManageWithRole, requireAccess } from './access.js'
+import { matchesHash, newDeviceCode, newDeviceId, newDeviceSecret, newPinCode, newUserCode, normalisePinCode, sha256 } from './codes.js'
+import { toInitRecord } from './records.js'
+import {
+  countFailedAttempt,
+  deleteDeviceRows,
+  expireStaleDeviceInits,
+  findDevice,
+  findDeviceInit,
+  findDeviceInitByCode,
+  findMemberRole,
+  insertCommand,
+  insertDevice,
+  setDesiredState,
+  insertDeviceInit,
+  recordPoll,
+  setDeviceSecret,
+  transitionDeviceInit,
+  updateDevice,
+  type DeviceInitRow,
+  type DevicePatch,
+  type DeviceRow,
+} from './repository.js'
+import { randomUUID } from 'node:crypto'
+import type { DeviceLink } from './sessions.js'
+import type { DeviceCommandName, DeviceInfo, DisplayProfile } from './tables.js'
+
+/** Failed code submissions allowed per user (and per record) in the window below. */
+export const MAX_FAILED_ATTEMPTS = 5
+export const ATTEMPT_WINDOW_SECONDS = 15 * 60
+
+export type DeviceServiceDeps = { db: Database; config: Config; counters: Counters; link: DeviceLink }
+
+export type InitInput = { display: DisplayProfile; model?: string; firmware?: string; manufacturer?: string; serial?: string }
+export type CodeInput = { pinCode?: string; userCode?: string }
+export type ClaimInput = CodeInput & { name: string; icon?: string; color?: string; description?: string; selectedModel?: string; organizationId?: string }
+
+const wrongCode = () => new AppError(404, 'INVALID_CODE', 'No pending device matches this code')
+
+export function deviceTopics(deviceId: string) {
+  const base = `devices/${deviceId}`
+  return { prompt: `${base}/prompt`, image: `${base}/image`, config: `${base}/config`, cmd: `${base}/cmd`, state: `${base}/state`, status: `${base}/up/status`, ack: `${base}/up/ack` }
+}
+
+export function createDeviceService({ db, config, counters, link }: DeviceServiceDeps) {
+  const verificationUri = `${config.baseUrl}/device`
+
+  async function init(input: InitInput) {
+    const id = newDeviceId()
+    const deviceCode = newDeviceCode()
+    const now = new Date()
+    const info: DeviceInfo = { model: input.model, firmware: input.firmware, manufacturer: input.manufacturer, serial: input.serial }
+    const row = await insertDeviceInit(
+      db,
+      {
+        id,
+        deviceCodeHash: sha256(deviceCode),
+        userCode: newUserCode(),
+        pinCode: newPinCode(),
+        status: 'pending',
+        expiresAt: new Date(now.getTime() + config.devices.codeTtl * 1000),
+        interval: config.devices.pollInterval,
+        display: { ...input.display, fit: input.display.fit ?? 'cover' },
+        info: JSON.parse(JSON.stringify(info)),
+        createdAt: now,
+      },
+      newPinCode,
+    )
+    await autoApprove(row.pinCode, input)
+    return {
+      deviceId: row.id,
+      deviceCode,
+      userCode: row.userCode,
+      pinCode: row.pinCode,
+      verification_uri: verificationUri,
+      verification_uri_complete: `${verificationUri}?user_code=${row.userCode}`,
+      expires_at: row.expiresAt.toISOString(),
+      expires_in: config.devices.codeTtl,
+      interval: row.interval,
+    }
+  }
+
+  /**
+   * DEVICE_AUTO_APPROVE_USER_EMAIL (development only, refused in production): the new device is
+   * claimed at once for that account, as if its owner had typed the code, so simulated fleets
+   * pair without anyone. Until the account exists the device waits to be claimed as usual.
+   */
+  async function autoApprove(pinCode: string, input: InitInput) {
+    const email = config.devices.autoApproveUserEmail
+    if (!email) return
+    const owner = await findUserByEmail(db, email)
+    if (!owner) return
+    await claim(owner.id, { pinCode, name: `${input.model ?? 'Display'} ${pinCode}`.slice(0, 64) })
+  }
+
+  /** Pending records past their expiry are expired on read as well as by the sweeper. */
+  async function expireIfDue(rec: DeviceInitRow): Promise<DeviceInitRow> {
+    if (rec.status !== 'pending' || rec.expiresAt.getTime() > Date.now()) return rec
+    return (await transitionDeviceInit(db, rec.id, ['pending'], 'expired')) ?? (await findDeviceInit(db, rec.id)) ?? rec
+  }
+
+  /** Finds the record a person's code names, counting failures per user; refuses the reasons a code cannot be used. */
+  async function resolveCode(userId: string, code: CodeInput): Promise<DeviceInitRow> {
+    const userKey = `pair-fail:${userId}`
+    if ((await counters.get(userKey)) >= MAX_FAILED_ATTEMPTS) {
+      throw new AppError(429, 'TOO_MANY_ATTEMPTS', 'Too many wrong codes, try again later', { 'retry-after': String(ATTEMPT_WINDOW_SECONDS) })
+    }
+    if (!code.pinCode && !code.userCode) throw new AppError(400, 'VALIDATION_ERROR', 'body must have pinCode or userCode')
+    const pinCode = code.pinCode !== undefined ? normalisePinCode(code.pinCode) : undefined
+    const found = pinCode === null ? undefined : await findDeviceInitByCode(db, code.userCode ? { userCode: code.userCode } : { pinCode })
+    if (!found) {
+      await counters.hit(userKey, ATTEMPT_WINDOW_SECONDS)
+      throw wrongCode()
+    }
+    const rec = await expireIfDue(found)
+    if (rec.failedAttempts >= MAX_FAILED_ATTEMPTS) throw new AppError(429, 'TOO_MANY_ATTEMPTS', 'This code is locked after too many failed attempts')
+    if (rec.status === 'expired') throw new AppError(410, 'CODE_EXPIRED', 'This code has expired; restart pairing on the device')
+    if (rec.status !== 'pending') throw new AppError(409, 'CODE_ALREADY_USED', 'This code has already been used')
+    return rec
+  }
+
+  async function claim(userId: string, input: ClaimInput) {
+    const rec = await resolveCode(userId, input)
+    if (input.organizationId) {
+      const role = await findMemberRole(db, input.organizationId, userId)
+      if (!canManageWithRole(role)) {
+        await countFailedAttempt(db, rec.id)
+        throw new AppError(403, 'FORBIDDEN', 'You may not add devices to this organization')
+      }
+    }
+    const result = await db.transaction(async (tx) => {
+      const now = new Date()
+      const approved = await transitionDeviceInit(tx, rec.id, ['pending'], 'approved', { userId, organizationId: input.organizationId ?? null, decidedAt: now }, { unexpiredAt: now })
+      if (!approved) return null
+      const dev = await insertDevice(tx, {
+        id: rec.id,
+        name: input.name,
+        userId,
+        organizationId: input.organizationId ?? null,
+        pinCode: rec.pinCode,
+        icon: input.icon ?? 'frame',
+        color: (input.color ?? '#000000').toLowerCase(),
+        description: input.description ?? '',
+        selectedModel: input.selectedModel ?? 'local',
+        display: rec.display,
+        info: rec.info,
+        createdAt: now,
+      })
+      const ev = await insertEvent(tx, {
+        type: 'device.paired',
+        deviceId: dev.id,
+        userId,
+        organizationId: dev.organizationId,
+        data: { via: input.userCode ? 'userCode' : 'pinCode', name: dev.name },
+      })
+      await transitionDeviceInit(tx, rec.id, ['approved'], 'approved', { eventId: ev.id })
+      return { dev, eventId: ev.id }
+    })
+    if (!result) {
+      // Another request decided this record between our read and our write.
+      const now = await findDeviceInit(db, rec.id)
+      if (now?.status === 'expired' || (now && now.expiresAt.getTime() <= Date.now())) throw new AppError(410, 'CODE_EXPIRED', 'This code has expired; restart pairing on the device')
+      throw new AppError(409, 'CODE_ALREADY_USED', 'This code has already been used')
+    }
+    return { device: result.dev, eventId: result.eventId, status: 'approved' as const }
+  }
+
+  async function deny(userId: string, code: CodeInput) {
+    const rec = await resolveCode(userId, code)
+    const denied = await transitionDeviceInit(db, rec.id, ['pending'], 'denied', { userId, decidedAt: new Date() })
+    if (!denied) throw new AppError(409, 'CODE_ALREADY_USED', 'This code has already been used')
+    await insertEvent(db, { type: 'device.denied', deviceId: rec.id, userId, data: {} })
+    return { success: true, status: 'denied' as const, deviceId: rec.id }
+  }
+
+  async function poll(deviceId: string, deviceCode: string) {
+    const found = await findDeviceInit(db, deviceId)
+    if (!found || !matchesHash(deviceCode, found.deviceCodeHash)) throw new AppError(404, 'DEVICE_NOT_FOUND', 'Unknown device or wrong device code')
+    if (!(await recordPoll(db, found.id, new Date(), found.interval))) {
+      throw new AppError(429, 'SLOW_DOWN', `Poll at most every ${found.interval} seconds`, { 'retry-after': String(Math.max(1, found.interval)) })
+    }
+    const rec = await expireIfDue(found)
+    if (rec.status === 'approved') {
+      const issued = await db.transaction(async (tx) => {
+        const active = await transitionDeviceInit(tx, rec.id, ['approved'], 'active', { credentialsIssuedAt: new Date() })
+        if (!active) return null
+        const secret = newDeviceSecret()
+        const dev = await setDeviceSecret(tx, rec.id, sha256(secret))
+        await insertEvent(tx, { type: 'device.credentials_issued', deviceId: rec.id, userId: dev?.userId, organizationId: dev?.organizationId, data: {} })
+        return { active, dev, secret }
+      })
+      if (issued) {
+        if (issued.dev) await publishConfig(issued.dev)
+        return {
+          ...toInitRecord(issued.active, issued.dev, deviceCode),
+          credentials: {
+            mqttUrl: config.devices.mqttPublicUrl,
+            websocketUrl: `${config.baseUrl.replace(/^http/, 'ws')}/mqtt`,
+            username: rec.id,
+            password: issued.secret,
+            clientId: rec.id,
+            topics: deviceTopics(rec.id),
+          },
+        }
+      }
+    }
+    const latest = (await findDeviceInit(db, rec.id)) ?? rec
+    return toInitRecord(latest, await findDevice(db, rec.id), deviceCode)
+  }
+
+  async function disconnect(userId: string, deviceId: string) {
+    const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
+    const revoked = await db.transaction(async (tx) => {
+      const updated = await setDeviceSecret(tx, dev.id, null)
+      await transitionDeviceInit(tx, dev.id, ['approved', 'active'], 'disconnected')
+      await insertEvent(tx, { type: 'device.credentials_revoked', deviceId: dev.id, userId, organizationId: dev.organizationId, data: { by: userId } })
+      return updated ?? dev
+    })
+    const kicked = await link.kick(dev.id, 'kicked')
+    return { device: revoked, kicked }
+  }
+
+  async function remove(userId: string, deviceId: string) {
+    const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
+    const deleted = await db.transaction(async (tx) => {
+      await deleteDeviceEvents(tx, dev.id)
+      await deleteDevicePrompts(tx, dev.id)
+      return deleteDeviceRows(tx, dev.id)
+    })
+    if (!deleted) throw new AppError(404, 'DEVICE_NOT_FOUND', 'Device not found')
+    await link.kick(dev.id, 'kicked')
+    return deleted
+  }
+
+  async function patch(userId: string, deviceId: string, changes: DevicePatch) {
+    const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
+    await updateDevice(db, dev.id, { ...changes, ...(changes.color ? { color: changes.color.toLowerCase() } : {}) })
+    // Every change is a new desired config: the device is out of sync until it reports it.
+    const updated = await setDesiredState(db, dev.id, { bumpConfig: true })
+    if (!updated) throw new AppError(404, 'DEVICE_NOT_FOUND', 'Device not found')
+    await publishConfig(updated)
+    return updated
+  }
+
+  /** The retained desired config on devices/{id}/config. */
+  async function publishConfig(dev: DeviceRow) {
+    const config = { version: dev.desiredConfigVersion, name: dev.name, selectedModel: dev.selectedModel, color: dev.color, icon: dev.icon, display: dev.display }
+    await link.publish(dev.id, 'config', config, { retain: true })
+  }
+
+  async function sendCommand(userId: string, deviceId: string, command: DeviceCommandName, args: Record<string, unknown>) {
+    const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
+    const row = await insertCommand(db, { id: randomUUID(), deviceId: dev.id, userId, command, args })
+    await insertEvent(db, { type: 'device.command', deviceId: dev.id, userId, organizationId: dev.organizationId, data: { commandId: row.id, command, args } })
+    // QoS 1 on a persistent session: a sleeping device gets it when it reconnects.
+    await link.publish(dev.id, 'cmd', { commandId: row.id, command, args, issuedAt: row.createdAt.toISOString() })
+    return row
+  }
+
+  const sweep = () => expireStaleDeviceInits(db, new Date())
+
+  return { init, claim, deny, poll, disconnect, remove, patch, sendCommand, publishConfig, sweep }
+}
+
+export type DeviceService = ReturnType<typeof createDeviceService>

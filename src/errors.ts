@@ -1,0 +1,77 @@
+// Every error body the service sends is { message, code }. Routes throw AppError; everything
+// else is mapped here so nothing leaks a stack trace.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+
+export class AppError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message)
+    this.name = 'AppError'
+  }
+}
+
+export const errorBodySchema = {
+  $id: 'Error',
+  type: 'object',
+  required: ['message', 'code'],
+  properties: {
+    message: { type: 'string' },
+    code: { type: 'string', description: 'UPPER_SNAKE machine-readable code' },
+  },
+} as const
+
+const statusCodes: Record<number, string> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  402: 'PAYMENT_REQUIRED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  409: 'CONFLICT',
+  410: 'GONE',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  422: 'UNPROCESSABLE_ENTITY',
+  429: 'TOO_MANY_REQUESTS',
+  500: 'INTERNAL_ERROR',
+  503: 'SERVICE_UNAVAILABLE',
+}
+
+export function codeForStatus(status: number): string {
+  return statusCodes[status] ?? (status >= 500 ? 'INTERNAL_ERROR' : 'BAD_REQUEST')
+}
+
+const fastifyCodes: Record<string, [number, string]> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: [413, 'PAYLOAD_TOO_LARGE'],
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: [415, 'UNSUPPORTED_MEDIA_TYPE'],
+  FST_ERR_CTP_EMPTY_JSON_BODY: [400, 'EMPTY_JSON_BODY'],
+  FST_ERR_CTP_INVALID_JSON_BODY: [400, 'INVALID_JSON'],
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: [400, 'INVALID_CONTENT_LENGTH'],
+}
+
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    if (err instanceof AppError) {
+      return reply.code(err.statusCode).headers(err.headers).send({ message: err.message, code: err.code })
+    }
+    if (err.validation) {
+      return reply.code(400).send({ message: err.message, code: 'VALIDATION_ERROR' })
+    }
+    const mapped = err.code ? fastifyCodes[err.code] : undefined
+    if (mapped) return reply.code(mapped[0]).send({ message: err.message, code: mapped[1] })
+    if (err instanceof SyntaxError) return reply.code(400).send({ message: 'Malformed JSON body', code: 'INVALID_JSON' })
+    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
+    if (status >= 500) {
+      req.log.error({ err }, 'request failed')
+      return reply.code(status).send({ message: 'Internal server error', code: 'INTERNAL_ERROR' })
+    }
+    return reply.code(status).send({ message: err.message, code: codeForStatus(status) })
+  })
+  app.setNotFoundHandler((req, reply) => {
+    reply.code(404).send({ message: `Route ${req.method} ${req.url.split('?')[0]} not found`, code: 'NOT_FOUND' })
+  })
+}

@@ -1,0 +1,49 @@
+import { randomUUID } from 'node:crypto'
+import { and, count, desc, eq, gte, lt, or } from 'drizzle-orm'
+import type { Executor } from '../db/client.js'
+import { event } from './tables.js'
+
+export type EventRow = typeof event.$inferSelect
+export type NewEvent = { type: string; deviceId?: string | null; userId?: string | null; organizationId?: string | null; data?: Record<string, unknown> }
+
+export async function insertEvent(db: Executor, e: NewEvent): Promise<EventRow> {
+  const [row] = await db
+    .insert(event)
+    .values({ id: randomUUID(), type: e.type, deviceId: e.deviceId ?? null, userId: e.userId ?? null, organizationId: e.organizationId ?? null, data: e.data ?? {} })
+    .returning()
+  return row as EventRow
+}
+
+export type Cursor = { createdAt: Date; id: string }
+
+export function encodeCursor(c: Cursor): string {
+  return Buffer.from(`${c.createdAt.toISOString()}|${c.id}`).toString('base64url')
+}
+
+export function decodeCursor(s: string): Cursor | null {
+  const [at, id] = Buffer.from(s, 'base64url').toString('utf8').split('|')
+  const createdAt = new Date(at ?? '')
+  if (!id || Number.isNaN(createdAt.getTime())) return null
+  return { createdAt, id }
+}
+
+/** Newest first; `cursor` is the last row of the previous page. */
+export async function listDeviceEvents(db: Executor, deviceId: string, limit: number, cursor?: Cursor): Promise<EventRow[]> {
+  const after = cursor ? or(lt(event.createdAt, cursor.createdAt), and(eq(event.createdAt, cursor.createdAt), lt(event.id, cursor.id))) : undefined
+  return db
+    .select()
+    .from(event)
+    .where(and(eq(event.deviceId, deviceId), after))
+    .orderBy(desc(event.createdAt), desc(event.id))
+    .limit(limit)
+}
+
+export async function deleteDeviceEvents(db: Executor, deviceId: string): Promise<void> {
+  await db.delete(event).where(eq(event.deviceId, deviceId))
+}
+
+/** How many events of `type` were recorded at or after `since` (the benchmarks wait on this). */
+export async function countEvents(db: Executor, type: string, since: Date): Promise<number> {
+  const [row] = await db.select({ n: count() }).from(event).where(and(eq(event.type, type), gte(event.createdAt, since)))
+  return row?.n ?? 0
+}

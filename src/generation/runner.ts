@@ -1,0 +1,149 @@
+// Drives generation jobs: starts them with their provider, polls with capped exponential
+// backoff (or the provider's Retry-After), stops at the deadline, caps concurrency per
+// provider, and, because every job is a row with a lease, resumes unfinished jobs after a
+// restart (the lease of a crashed runner simply expires).
+import type { Database } from '../db/client.js'
+import { ProviderError, type GenerationInput, type ImageProvider, type PollResult, type ProviderOutput } from './provider.js'
+import { claimDueJobs, updateJob, type JobRow } from './repository.js'
+
+export type RunnerOptions = {
+  tickMs: number
+  leaseMs: number
+  /** First poll delay; doubles per poll up to `maxBackoffMs`. */
+  baseBackoffMs: number
+  maxBackoffMs: number
+  /** Jobs per provider handled at once. */
+  concurrency: number
+}
+
+export type RunnerHooks = {
+  /** Turns the provider's outputs into stored images and delivers them; returns the image id. */
+  succeed(job: JobRow, outputs: ProviderOutput[]): Promise<string>
+  /** Ends the job as failed or canceled, refunding its price; at most once per job. */
+  fail(job: JobRow, status: 'failed' | 'canceled', error?: { code: string; message: string }): Promise<void>
+  log: { warn: (o: object | string, m?: string) => void; error: (o: object | string, m?: string) => void }
+}
+
+export function backoffMs(attempt: number, opts: Pick<RunnerOptions, 'baseBackoffMs' | 'maxBackoffMs'>): number {
+  return Math.min(opts.maxBackoffMs, opts.baseBackoffMs * 2 ** Math.min(attempt, 20))
+}
+
+export function createRunner(db: Database, providers: Map<string, ImageProvider>, opts: RunnerOptions, hooks: RunnerHooks) {
+  const inFlight = new Map<string, number>()
+  const working = new Set<Promise<void>>()
+  let timer: NodeJS.Timeout | undefined
+  let stopped = false
+  let ticking = false
+
+  const providerJob = (job: JobRow) => ({ providerJobId: job.providerJobId ?? '', state: job.providerState, input: job.input as unknown as GenerationInput })
+
+  async function handle(job: JobRow): Promise<void> {
+    const provider = providers.get(job.provider)
+    if (!provider) return hooks.fail(job, 'failed', { code: 'PROVIDER_NOT_CONFIGURED', message: `provider ${job.provider} is not configured` })
+    if (job.deadlineAt.getTime() <= Date.now()) {
+      if (job.providerJobId) await provider.cancel(providerJob(job)).catch(() => {})
+      return hooks.fail(job, 'failed', { code: 'TIMEOUT', message: 'the provider did not finish before the deadline' })
+    }
+    const live: Array<JobRow['status']> = ['queued', 'running']
+    try {
+      if (!job.providerJobId) {
+        const started = await provider.start(job.input as unknown as GenerationInput)
+        await updateJob(db, job.id, live, {
+          status: 'running',
+          providerJobId: started.providerJobId,
+          providerState: started.state ?? {},
+          startedAt: new Date(),
+          attempts: 0,
+          nextPollAt: new Date(Date.now() + opts.baseBackoffMs),
+          leaseUntil: null,
+        })
+        return
+      }
+      const result: PollResult = await provider.poll(providerJob(job))
+      if (result.status === 'failed') return hooks.fail(job, 'failed', result.error)
+      if (result.status === 'queued' || result.status === 'running') {
+        await updateJob(db, job.id, live, {
+          status: 'running',
+          progress: Math.max(job.progress, Math.min(99, Math.round(result.progress ?? job.progress))),
+          providerState: result.state ? { ...job.providerState, ...result.state } : job.providerState,
+          attempts: job.attempts + 1,
+          nextPollAt: new Date(Date.now() + backoffMs(job.attempts + 1, opts)),
+          leaseUntil: null,
+        })
+        return
+      }
+      if (result.status === 'succeeded') {
+        await hooks.succeed(job, result.outputs)
+        return
+      }
+      return hooks.fail(job, 'canceled', { code: 'PROVIDER_CANCELED', message: 'the provider canceled the job' })
+    } catch (err) {
+      if (err instanceof ProviderError && err.retryable) {
+        const wait = Math.max(err.retryAfterMs ?? 0, backoffMs(job.attempts + 1, opts))
+        await updateJob(db, job.id, live, { attempts: job.attempts + 1, nextPollAt: new Date(Date.now() + wait), leaseUntil: null, errorCode: err.code, errorMessage: err.message })
+        return
+      }
+      const e = err as Error & { code?: string }
+      hooks.log.warn({ err, jobId: job.id }, 'generation job failed')
+      return hooks.fail(job, 'failed', { code: err instanceof ProviderError ? err.code : 'GENERATION_FAILED', message: e.message || 'generation failed' })
+    }
+  }
+
+  async function tick(): Promise<void> {
+    if (stopped || ticking) return
+    ticking = true
+    try {
+      for (const name of providers.keys()) {
+        const free = opts.concurrency - (inFlight.get(name) ?? 0)
+        if (free <= 0) continue
+        const jobs = await claimDueJobs(db, new Date(), free, opts.leaseMs, [name])
+        for (const job of jobs) {
+          inFlight.set(name, (inFlight.get(name) ?? 0) + 1)
+          const p = handle(job)
+            .catch((err) => hooks.log.error({ err, jobId: job.id }, 'generation runner error'))
+            .finally(() => {
+              inFlight.set(name, (inFlight.get(name) ?? 1) - 1)
+              working.delete(p)
+              // A finished job frees a slot: look for more work at once.
+              poke()
+            })
+          working.add(p)
+        }
+      }
+    } catch (err) {
+      hooks.log.error({ err }, 'generation runner tick failed')
+    } finally {
+      ticking = false
+    }
+  }
+
+  function schedule() {
+    if (stopped) return
+    timer = setTimeout(() => {
+      void tick().finally(schedule)
+    }, opts.tickMs)
+    timer.unref()
+  }
+
+  /** Looks for due jobs now (after a new job is created, or a slot frees up). */
+  function poke() {
+    if (!stopped) setImmediate(() => void tick())
+  }
+
+  return {
+    start() {
+      stopped = false
+      schedule()
+      poke()
+    },
+    poke,
+    /** Stops claiming work and waits for the jobs in hand; their leases are released by their own updates. */
+    async stop() {
+      stopped = true
+      if (timer) clearTimeout(timer)
+      while (working.size) await Promise.allSettled([...working])
+    },
+  }
+}
+
+export type Runner = ReturnType<typeof createRunner>

@@ -1,0 +1,189 @@
+// Generation jobs: created (and paid for) atomically, run by the runner, finished once —
+// succeeded with stored, converted and delivered images, or failed/canceled with a refund.
+import { randomUUID } from 'node:crypto'
+import type { Config } from '../config.js'
+import type { Database } from '../db/client.js'
+import { debit, credit } from '../credits/repository.js'
+import { requireAccess } from '../devices/access.js'
+import { findDevice } from '../devices/repository.js'
+import type { DeviceLink } from '../devices/sessions.js'
+import { AppError } from '../errors.js'
+import { deliverImage } from '../images/delivery.js'
+import { storeImage } from '../images/pipeline.js'
+import { findVariants, findImage } from '../images/repository.js'
+import type { DisplayProfile } from '../images/profiles.js'
+import { findPrompt, type PromptRow } from '../prompts/repository.js'
+import type { PromptInput, PromptService } from '../prompts/service.js'
+import type { ObjectStore } from '../storage/store.js'
+import { findModel } from './models.js'
+import { ProviderError, type GenerationInput, type ImageProvider, type ProviderOutput } from './provider.js'
+import { seedFor } from './providers/local.js'
+import { findJob, insertJob, updateJob, type JobRow } from './repository.js'
+import { createRunner } from './runner.js'
+
+export type Notify = (userId: string, kind: 'generation', message: { title: string; body: string; url?: string }) => Promise<unknown>
+
+export type GenerationDeps = {
+  db: Database
+  config: Config
+  storage: ObjectStore
+  link: DeviceLink
+  prompts: PromptService
+  providers: Map<string, ImageProvider>
+  log: { warn: (o: object | string, m?: string) => void; error: (o: object | string, m?: string) => void }
+  notify?: () => Notify | undefined
+  /** Balances changed: cached sessions (which carry the user row) must be dropped. */
+  balanceChanged?: () => Promise<void>
+}
+
+export type GenerateRequest = { promptId?: string; prompt?: PromptInput; deviceId?: string; model?: string }
+
+const MAX_OUTPUT_BYTES = 30 * 1024 * 1024
+
+/** Downloads a provider's output at once: providers delete them within the hour. */
+async function fetchOutput(output: ProviderOutput): Promise<Buffer> {
+  if ('data' in output) return output.data
+  const url = new URL(output.url)
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ProviderError('output URL is not http(s)', 'BAD_OUTPUT', false)
+  let res: Response
+  try {
+    res = await fetch(url, { signal: AbortSignal.timeout(60_000) })
+  } catch (err) {
+    throw new ProviderError(`downloading the output failed: ${(err as Error).message}`, 'OUTPUT_DOWNLOAD_FAILED', true)
+  }
+  if (!res.ok) throw new ProviderError(`downloading the output failed with ${res.status}`, 'OUTPUT_DOWNLOAD_FAILED', res.status >= 500 || res.status === 429)
+  const declared = Number(res.headers.get('content-length') ?? 0)
+  if (declared > MAX_OUTPUT_BYTES) throw new ProviderError('output too large', 'OUTPUT_TOO_LARGE', false)
+  const body = Buffer.from(await res.arrayBuffer())
+  if (body.length > MAX_OUTPUT_BYTES) throw new ProviderError('output too large', 'OUTPUT_TOO_LARGE', false)
+  return body
+}
+
+export function createGenerationService(deps: GenerationDeps) {
+  const { db, config, storage, link, providers, log } = deps
+  const g = config.generation
+
+  async function resolvePrompt(userId: string, req: GenerateRequest): Promise<PromptRow> {
+    if (req.promptId) {
+      const p = await findPrompt(db, req.promptId)
+      if (!p || p.userId !== userId) throw new AppError(404, 'PROMPT_NOT_FOUND', 'Prompt not found')
+      return p
+    }
+    if (!req.prompt) throw new AppError(400, 'VALIDATION_ERROR', 'body must have promptId or prompt')
+    return deps.prompts.create(userId, { ...req.prompt, deviceId: req.deviceId ?? req.prompt.deviceId, model: req.model ?? req.prompt.model })
+  }
+
+  async function create(userId: string, req: GenerateRequest): Promise<JobRow> {
+    const deviceId = req.deviceId ?? req.prompt?.deviceId
+    const dev = deviceId ? await requireAccess(db, await findDevice(db, deviceId), userId, 'manage') : undefined
+    const prompt = await resolvePrompt(userId, req)
+    const modelId = req.model ?? prompt.model ?? dev?.selectedModel ?? 'local'
+    const model = findModel(modelId)
+    if (!model) throw new AppError(400, 'UNKNOWN_MODEL', `Unknown model ${modelId}`)
+    if (!providers.has(model.provider)) throw new AppError(400, 'PROVIDER_NOT_CONFIGURED', `Model ${model.id} needs the ${model.provider} provider, which has no key configured`)
+    const input: GenerationInput = {
+      prompt: prompt.text,
+      negativePrompt: prompt.negativeText ?? undefined,
+      width: prompt.width,
+      height: prompt.height,
+      model: model.providerModel,
+      seed: seedFor(`${prompt.text}\n${prompt.negativeText ?? ''}`),
+    }
+    const now = new Date()
+    const job = await db.transaction(async (tx) => {
+      const row = await insertJob(tx, {
+        id: randomUUID(),
+        userId,
+        deviceId: dev?.id ?? prompt.deviceId ?? null,
+        promptId: prompt.id,
+        provider: model.provider,
+        model: model.id,
+        input: input as unknown as Record<string, unknown>,
+        price: model.price,
+        deadlineAt: new Date(now.getTime() + g.timeoutSeconds * 1000),
+        nextPollAt: now,
+      })
+      // Taken atomically with the job: two jobs racing for the last credit cannot both pass.
+      if (Number(model.price) > 0 && (await debit(tx, userId, model.price, row.id)) === null) {
+        throw new AppError(402, 'INSUFFICIENT_BALANCE', `This model costs ${model.price} credits; your balance is too low`)
+      }
+      return row
+    })
+    if (Number(model.price) > 0) await deps.balanceChanged?.()
+    runner.poke()
+    return job
+  }
+
+  async function succeed(job: JobRow, outputs: ProviderOutput[]): Promise<string> {
+    const first = outputs[0]
+    if (!first) throw new ProviderError('the provider returned no image', 'NO_OUTPUT', false)
+    const original = await fetchOutput(first)
+    const dev = job.deviceId ? await findDevice(db, job.deviceId) : undefined
+    const profile = dev ? (dev.display as DisplayProfile) : null
+    let stored
+    try {
+      stored = await storeImage({ db, storage }, { userId: job.userId, deviceId: dev?.id, jobId: job.id, source: 'generation', original, profile })
+    } catch (err) {
+      throw new ProviderError(`the output is not a usable image: ${(err as Error).message}`, 'BAD_OUTPUT', false)
+    }
+    const done = await updateJob(db, job.id, ['queued', 'running'], { status: 'succeeded', progress: 100, imageId: stored.image.id, finishedAt: new Date(), leaseUntil: null, errorCode: null, errorMessage: null })
+    // Canceled while we were downloading: keep the image, deliver nothing.
+    if (!done) return stored.image.id
+    if (dev && profile) await deliverImage({ db, link, storage, baseUrl: config.baseUrl }, dev.id, profile, stored, { userId: job.userId, jobId: job.id })
+    await deps
+      .notify?.()?.(job.userId, 'generation', { title: 'Your image is ready', body: String((job.input as { prompt?: string }).prompt ?? '').slice(0, 120), url: `${config.baseUrl}/api/generate/${job.id}` })
+      .catch((err) => log.warn({ err, jobId: job.id }, 'notification failed'))
+    return stored.image.id
+  }
+
+  async function fail(job: JobRow, status: 'failed' | 'canceled', error?: { code: string; message: string }): Promise<void> {
+    const ended = await db.transaction(async (tx) => {
+      const row = await updateJob(tx, job.id, ['queued', 'running'], { status, finishedAt: new Date(), leaseUntil: null, errorCode: error?.code ?? null, errorMessage: error?.message ?? null })
+      if (row && Number(row.price) > 0) await credit(tx, row.userId, row.price, { reason: 'refund', jobId: row.id })
+      return row
+    })
+    if (ended && Number(ended.price) > 0) await deps.balanceChanged?.()
+    if (ended && status === 'failed') {
+      await deps
+        .notify?.()?.(job.userId, 'generation', { title: 'Image generation failed', body: error?.message ?? 'failed', url: `${config.baseUrl}/api/generate/${job.id}` })
+        .catch((err) => log.warn({ err, jobId: job.id }, 'notification failed'))
+    }
+  }
+
+  async function get(userId: string, jobId: string) {
+    const job = await findJob(db, jobId)
+    if (!job || job.userId !== userId) throw new AppError(404, 'JOB_NOT_FOUND', 'Generation job not found')
+    const image = job.imageId ? await findImage(db, job.imageId) : undefined
+    const variants = image ? await findVariants(db, image.id) : []
+    return { job, image, variants }
+  }
+
+  async function cancel(userId: string, jobId: string) {
+    const job = await findJob(db, jobId)
+    if (!job || job.userId !== userId) throw new AppError(404, 'JOB_NOT_FOUND', 'Generation job not found')
+    if (job.status !== 'queued' && job.status !== 'running') throw new AppError(409, 'JOB_FINISHED', `The job is already ${job.status}`)
+    const provider = providers.get(job.provider)
+    if (provider && job.providerJobId) {
+      await provider.cancel({ providerJobId: job.providerJobId, state: job.providerState, input: job.input as unknown as GenerationInput }).catch((err) => log.warn({ err, jobId }, 'provider cancel failed'))
+    }
+    await fail(job, 'canceled', { code: 'CANCELED', message: 'canceled by the user' })
+    return get(userId, jobId)
+  }
+
+  const runner = createRunner(
+    db,
+    providers,
+    { tickMs: g.tickMs, leaseMs: 60_000, baseBackoffMs: g.pollBaseMs, maxBackoffMs: g.pollMaxMs, concurrency: g.concurrency },
+    { succeed, fail, log },
+  )
+
+  /** Stops the runner (jobs in hand finish their step) and the providers' background work. */
+  async function close() {
+    await runner.stop()
+    await Promise.allSettled([...providers.values()].map((p) => p.close?.()))
+  }
+
+  return { create, get, cancel, runner, close }
+}
+
+export type GenerationService = ReturnType<typeof createGenerationService>

@@ -1,0 +1,26 @@
+// Pieces every route module's schemas share.
+import { AppError } from '../errors.js'
+import { decodeCursor, encodeCursor, type Cursor } from '../events/repository.js'
+
+const errorRef = { $ref: 'Error#' } as const
+
+/** `{ 400: Error, 401: Error, … }` for a response schema. */
+export const errorResponses = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, errorRef]))
+
+/** A Better Auth session, as a bearer token or the session cookie. */
+export const sessionSecurity: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { cookieAuth: [] }]
+
+/** The cursor a client sent back, or undefined for the first page; 400 for one we did not issue. */
+export function cursorFrom(raw: string | undefined): Cursor | undefined {
+  if (!raw) return undefined
+  const cursor = decodeCursor(raw)
+  if (!cursor) throw new AppError(400, 'INVALID_CURSOR', 'cursor is not one this API returned')
+  return cursor
+}
+
+/** Rows fetched with limit + 1: the page, and the cursor of its last row when more follow. */
+export function pageOf<T extends Cursor>(rows: T[], limit: number): { page: T[]; nextCursor: string | null } {
+  const page = rows.slice(0, limit)
+  const last = page[page.length - 1]
+  return { page, nextCursor: rows.length > limit && last ? encodeCursor(last) : null }
+}

@@ -1,0 +1,216 @@
+// Conversion of one source image into the files a display is sent. sharp decodes, applies the
+// EXIF orientation, resizes (cover crops, contain pads with white) and flattens alpha onto white;
+// the quantisation to a fixed palette and the BMP / palette-PNG bytes are ours (see dither.ts,
+// bmp.ts, png.ts for why).
+import { availableParallelism } from 'node:os'
+import sharp, { type Sharp } from 'sharp'
+import { AppError } from '../errors.js'
+import { encodeIndexedBmp } from './bmp.js'
+import { ditherToPalette } from './dither.js'
+import { encodeIndexedPng } from './png.js'
+import { PALETTES, type DisplayProfile, type Palette, type Rgb, type Variant } from './profiles.js'
+
+export type VariantFormat = Variant['format']
+
+/** Decoded, oriented, resized pixels: packed 8-bit RGB, width × height × 3 bytes. */
+export type DisplayPixels = { data: Buffer; width: number; height: number }
+
+/**
+ * Largest source accepted, in pixels (about 10k × 10k). Far above any provider's output, and it
+ * stops a tiny compressed "decompression bomb" from making libvips allocate gigabytes.
+ */
+export const MAX_INPUT_PIXELS = 100_000_000
+
+/** Largest side we render to; device profiles are validated to 4096, this guards direct callers. */
+const MAX_SIDE = 8192
+
+const WHITE = { r: 255, g: 255, b: 255, alpha: 1 }
+
+/** The input is not an image sharp can decode (or is too large); callers map this to a 4xx or a failed job. */
+export class ImageInputError extends AppError {
+  constructor(message: string) {
+    super(422, 'INVALID_IMAGE', message)
+    this.name = 'ImageInputError'
+  }
+}
+
+/** The palette actually used for a profile: anything we do not know is treated as full colour. */
+export function paletteOf(profile: DisplayProfile): Palette {
+  const p = profile.palette
+  return p === 'bw' || p === 'gray4' || p === 'spectra6' || p === 'acep7' ? p : 'color'
+}
+
+const FORMATS: Record<Palette, VariantFormat[]> = {
+  bw: ['bmp1', 'png1'],
+  gray4: ['png-gray4'],
+  spectra6: ['png-spectra6'],
+  acep7: ['png-acep7'],
+  color: ['jpeg', 'png'],
+}
+
+/** Every format produced for a profile, the main one first. */
+export function formatsFor(profile: DisplayProfile): VariantFormat[] {
+  return [...FORMATS[paletteOf(profile)]]
+}
+
+/** The format a device with this profile should be sent (BMP for 1-bit panels, JPEG for colour). */
+export function mainVariant(profile: DisplayProfile): VariantFormat {
+  return FORMATS[paletteOf(profile)][0]!
+}
+
+const CONTENT_TYPES: Record<VariantFormat, Variant['contentType']> = {
+  bmp1: 'image/bmp',
+  png1: 'image/png',
+  'png-gray4': 'image/png',
+  'png-spectra6': 'image/png',
+  'png-acep7': 'image/png',
+  jpeg: 'image/jpeg',
+  png: 'image/png',
+}
+
+export function contentTypeOf(format: VariantFormat): Variant['contentType'] {
+  return CONTENT_TYPES[format]
+}
+
+/** Decode `input` and produce the display's pixels: oriented, resized, alpha on white, sRGB. */
+export async function renderForDisplay(input: Buffer, profile: DisplayProfile): Promise<DisplayPixels> {
+  const { width, height } = profile
+  for (const [name, v] of [
+    ['width', width],
+    ['height', height],
+  ] as const) {
+    if (!Number.isInteger(v) || v < 1 || v > MAX_SIDE) {
+      throw new AppError(400, 'INVALID_DISPLAY_PROFILE', `display ${name} must be an integer from 1 to ${MAX_SIDE}, got ${v}`)
+    }
+  }
+  if (!Buffer.isBuffer(input) || input.length === 0) throw new ImageInputError('image is empty')
+  try {
+    const { data, info } = await sharp(input, { limitInputPixels: MAX_INPUT_PIXELS })
+      .rotate() // apply the EXIF orientation, so phone photos are upright
+      .resize(width, height, { fit: profile.fit === 'contain' ? 'contain' : 'cover', position: 'centre', background: WHITE })
+      .flatten({ background: WHITE })
+      .toColourspace('srgb')
+      .raw({ depth: 'uchar' })
+      .toBuffer({ resolveWithObject: true })
+    if (info.channels !== 3 || info.width !== width || info.height !== height) {
+      // Never expected; a wrong layout would silently scramble the dithered output.
+      throw new Error(`unexpected raw layout ${info.width}×${info.height}×${info.channels}`)
+    }
+    return { data, width, height }
+  } catch (err) {
+    throw asInputError(err)
+  }
+}
+
+/** Encode already-rendered pixels as one variant. */
+export async function encodeVariant(pixels: DisplayPixels, format: VariantFormat): Promise<Variant> {
+  const { width, height } = pixels
+  const done = (data: Buffer): Variant => ({ format, contentType: CONTENT_TYPES[format], width, height, data })
+  switch (format) {
+    case 'bmp1':
+      return done(encodeIndexedBmp(quantise(pixels, PALETTES.bw), width, height, PALETTES.bw, 1))
+    case 'png1':
+      return done(encodeIndexedPng(quantise(pixels, PALETTES.bw), width, height, PALETTES.bw))
+    case 'png-gray4':
+      return done(encodeIndexedPng(quantise(pixels, PALETTES.gray4), width, height, PALETTES.gray4))
+    case 'png-spectra6':
+      return done(encodeIndexedPng(quantise(pixels, PALETTES.spectra6), width, height, PALETTES.spectra6))
+    case 'png-acep7':
+      return done(encodeIndexedPng(quantise(pixels, PALETTES.acep7), width, height, PALETTES.acep7))
+    case 'jpeg':
+      return done(await fromRaw(pixels).jpeg({ quality: 85, mozjpeg: true }).toBuffer())
+    case 'png':
+      return done(await fromRaw(pixels).png().toBuffer())
+  }
+}
+
+/**
+ * Every variant for `profile`, main format first: bw → BMP + PNG (1 bit), gray4 → 4-grey PNG,
+ * spectra6 / acep7 → palette PNG, anything else → JPEG + PNG.
+ */
+export async function convertForDisplay(input: Buffer, profile: DisplayProfile): Promise<Variant[]> {
+  const pixels = await renderForDisplay(input, profile)
+  const formats = formatsFor(profile)
+  // bw writes two files from the same dithered pixels: dither once.
+  if (paletteOf(profile) === 'bw') {
+    const indices = quantise(pixels, PALETTES.bw)
+    const { width, height } = pixels
+    return [
+      { format: 'bmp1', contentType: 'image/bmp', width, height, data: encodeIndexedBmp(indices, width, height, PALETTES.bw, 1) },
+      { format: 'png1', contentType: 'image/png', width, height, data: encodeIndexedPng(indices, width, height, PALETTES.bw) },
+    ]
+  }
+  const out: Variant[] = []
+  for (const f of formats) out.push(await encodeVariant(pixels, f))
+  return out
+}
+
+function quantise(pixels: DisplayPixels, palette: readonly Rgb[]): Uint8Array {
+  return ditherToPalette(pixels.data, pixels.width, pixels.height, palette)
+}
+
+function fromRaw(pixels: DisplayPixels): Sharp {
+  return sharp(pixels.data, { raw: { width: pixels.width, height: pixels.height, channels: 3 } })
+}
+
+function asInputError(err: unknown): Error {
+  if (err instanceof AppError) return err
+  // libvips messages sometimes end in a dangling ":" or a newline.
+  const msg = (err instanceof Error ? err.message : String(err)).trim().replace(/:$/, '')
+  // sharp / libvips wording for undecodable, truncated or oversized input.
+  if (/unsupported image format|input buffer|corrupt|premature end|pixel limit|bad seek|not a known file format|improper image header|vipsload|read error/i.test(msg)) {
+    return new ImageInputError(`not a usable image: ${msg}`)
+  }
+  return err instanceof Error ? err : new Error(msg)
+}
+
+export type ConversionQueue = {
+  /** Convert through the queue. */
+  convert(input: Buffer, profile: DisplayProfile): Promise<Variant[]>
+  /** Run any task under the same limit. */
+  run<T>(task: () => Promise<T>): Promise<T>
+  readonly concurrency: number
+  readonly active: number
+  readonly waiting: number
+}
+
+/**
+ * A FIFO with at most `concurrency` conversions in flight. sharp.concurrency() is 1 here (one
+ * libvips thread per image), so conversions overlap only if several are started at once; the cap
+ * keeps a burst of finished jobs from decoding dozens of large images into memory together.
+ * Dithering itself runs on the main thread between libvips stages.
+ */
+export function createConversionQueue(concurrency = Math.max(1, availableParallelism())): ConversionQueue {
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`)
+  let active = 0
+  const waiting: Array<() => void> = []
+
+  const release = () => {
+    const next = waiting.shift()
+    // Hand the slot straight to the next waiter (active stays the same), or free it.
+    if (next) next()
+    else active--
+  }
+
+  async function run<T>(task: () => Promise<T>): Promise<T> {
+    if (active >= concurrency) await new Promise<void>((resolve) => waiting.push(resolve))
+    else active++
+    try {
+      return await task()
+    } finally {
+      release()
+    }
+  }
+
+  return {
+    run,
+    convert: (input, profile) => run(() => convertForDisplay(input, profile)),
+    concurrency,
+    get active() {
+      return active
+    },
+    get waiting() {
+      return waiting.length
+    },
+  }
+}

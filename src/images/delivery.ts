@@ -1,0 +1,47 @@
+// Sends a converted image to a device: devices/{id}/image gets {imageId, url, format, width,
+// height, bytes, sha256} (and the bytes inline when the profile asks and the file is small); the
+// device's desired image changes, so it is out of sync until it reports showing it.
+import type { Database } from '../db/client.js'
+import { setDesiredState } from '../devices/repository.js'
+import type { DeviceLink } from '../devices/sessions.js'
+import { insertEvent } from '../events/repository.js'
+import type { ObjectStore } from '../storage/store.js'
+import { mainVariant } from './convert.js'
+import type { DisplayProfile } from './profiles.js'
+import { imageUrl, type StoredImage } from './pipeline.js'
+
+/** Inline bytes only below this size: MQTT messages cross the cluster through Redis pub/sub. */
+export const INLINE_LIMIT = 64 * 1024
+
+export type ImageMessage = { imageId: string; url: string; format: string; width: number; height: number; bytes: number; sha256: string; contentType: string; data?: string }
+
+export async function deliverImage(
+  deps: { db: Database; link: DeviceLink; storage: ObjectStore; baseUrl: string },
+  deviceId: string,
+  profile: DisplayProfile,
+  stored: StoredImage,
+  by: { userId: string; jobId?: string | null },
+): Promise<ImageMessage> {
+  const wanted = mainVariant(profile)
+  const v = stored.variants.find((x) => x.format === wanted) ?? stored.variants[0]
+  const message: ImageMessage = v
+    ? { imageId: stored.image.id, url: imageUrl(deps.baseUrl, stored.image.id, v.format), format: v.format, width: v.width, height: v.height, bytes: v.bytes, sha256: v.sha256, contentType: v.contentType }
+    : {
+        imageId: stored.image.id,
+        url: imageUrl(deps.baseUrl, stored.image.id, 'original'),
+        format: 'original',
+        width: stored.image.width,
+        height: stored.image.height,
+        bytes: stored.image.bytes,
+        sha256: stored.image.sha256,
+        contentType: stored.image.contentType,
+      }
+  if (profile.inline && v && v.bytes <= INLINE_LIMIT) {
+    const obj = await deps.storage.get(v.key)
+    if (obj) message.data = obj.body.toString('base64')
+  }
+  const dev = await setDesiredState(deps.db, deviceId, { imageId: stored.image.id })
+  await insertEvent(deps.db, { type: 'device.image', deviceId, userId: by.userId, organizationId: dev?.organizationId, data: { imageId: stored.image.id, format: message.format, jobId: by.jobId ?? null } })
+  await deps.link.publish(deviceId, 'image', message)
+  return message
+}

@@ -1,0 +1,60 @@
+// From original bytes to images a display can show: store the original at once (provider URLs
+// expire within the hour), convert for the device's profile, store each variant, record them.
+import { createHash, randomUUID } from 'node:crypto'
+import sharp from 'sharp'
+import type { Database } from '../db/client.js'
+import type { ObjectStore } from '../storage/store.js'
+import { createConversionQueue } from './convert.js'
+import type { DisplayProfile } from './profiles.js'
+import { insertImage, type ImageRow, type VariantRow } from './repository.js'
+
+const IMMUTABLE = 'public, max-age=31536000, immutable'
+const extFor: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp', 'image/gif': 'gif', 'image/avif': 'avif', 'image/bmp': 'bmp' }
+// One queue for the process: sharp works on one image at a time here, so conversions of
+// several jobs are scheduled in parallel up to the number of cores.
+const conversions = createConversionQueue()
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex')
+
+export type StoredImage = { image: ImageRow; variants: VariantRow[] }
+
+export function imageUrl(baseUrl: string, imageId: string, format: string): string {
+  return `${baseUrl}/api/images/${imageId}/${format}`
+}
+
+export async function storeImage(
+  deps: { db: Database; storage: ObjectStore },
+  input: { userId: string; deviceId?: string | null; jobId?: string | null; source: ImageRow['source']; original: Buffer; profile?: DisplayProfile | null; imageId?: string },
+): Promise<StoredImage> {
+  const meta = await sharp(input.original).metadata()
+  const contentType = meta.format === 'jpeg' ? 'image/jpeg' : `image/${meta.format ?? 'png'}`
+  const id = input.imageId ?? randomUUID()
+  const originalKey = `images/${id}/original.${extFor[contentType] ?? 'bin'}`
+  await deps.storage.put(originalKey, input.original, { contentType, cacheControl: IMMUTABLE })
+  const converted = input.profile ? await conversions.convert(input.original, input.profile) : []
+  const variants: VariantRow[] = []
+  for (const v of converted) {
+    const key = `images/${id}/${v.format}.${extFor[v.contentType] ?? 'bin'}`
+    await deps.storage.put(key, v.data, { contentType: v.contentType, cacheControl: IMMUTABLE })
+    variants.push({ imageId: id, format: v.format, key, contentType: v.contentType, width: v.width, height: v.height, bytes: v.data.length, sha256: sha256(v.data) })
+  }
+  const image = await insertImage(
+    deps.db,
+    {
+      id,
+      userId: input.userId,
+      deviceId: input.deviceId ?? null,
+      jobId: input.jobId ?? null,
+      source: input.source,
+      originalKey,
+      contentType,
+      width: meta.width ?? 0,
+      height: meta.height ?? 0,
+      bytes: input.original.length,
+      sha256: sha256(input.original),
+      profile: input.profile ?? null,
+    },
+    variants,
+  )
+  return { image, variants }
+}

@@ -1,0 +1,30 @@
+import { and, eq } from 'drizzle-orm'
+import type { Executor } from '../db/client.js'
+import { image, imageVariant } from './tables.js'
+
+export type ImageRow = typeof image.$inferSelect
+export type VariantRow = typeof imageVariant.$inferSelect
+
+export async function insertImage(db: Executor, row: typeof image.$inferInsert, variants: Array<typeof imageVariant.$inferInsert>): Promise<ImageRow> {
+  const [created] = await db.insert(image).values(row).returning()
+  if (variants.length) await db.insert(imageVariant).values(variants)
+  return created as ImageRow
+}
+
+export async function findImage(db: Executor, id: string): Promise<ImageRow | undefined> {
+  const [row] = await db.select().from(image).where(eq(image.id, id)).limit(1)
+  return row
+}
+
+export async function findVariants(db: Executor, imageId: string): Promise<VariantRow[]> {
+  return db.select().from(imageVariant).where(eq(imageVariant.imageId, imageId))
+}
+
+export async function findVariant(db: Executor, imageId: string, format: string): Promise<VariantRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(imageVariant)
+    .where(and(eq(imageVariant.imageId, imageId), eq(imageVariant.format, format)))
+    .limit(1)
+  return row
+}

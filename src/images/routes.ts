@@ -1,0 +1,41 @@
+// Stable image URLs for devices and apps: /api/images/{imageId}/{format}. Image ids are random
+// UUIDs handed only to the owner and their devices (capability URLs: a display fetches them
+// without an account). Content never changes under a URL, so it is cached for a year.
+import type { FastifyInstance } from 'fastify'
+import type { Database } from '../db/client.js'
+import { AppError } from '../errors.js'
+import type { ObjectStore } from '../storage/store.js'
+import { findImage, findVariant } from './repository.js'
+
+export async function imageRoutes(app: FastifyInstance, opts: { db: Database; storage: ObjectStore }) {
+  const { db, storage } = opts
+  app.get<{ Params: { id: string; format: string } }>(
+    '/api/images/:id/:format',
+    {
+      schema: {
+        tags: ['device module'],
+        summary: 'An image file: the original or a display format (bmp1, png1, png-gray4, png-spectra6, png-acep7, jpeg, png)',
+        params: {
+          type: 'object',
+          required: ['id', 'format'],
+          properties: { id: { type: 'string', format: 'uuid' }, format: { type: 'string', pattern: '^[a-z0-9-]{1,20}$' } },
+        },
+        response: { 200: { type: 'string', format: 'binary', description: 'image bytes' }, 304: { type: 'null', description: 'not modified' }, 400: { $ref: 'Error#' }, 404: { $ref: 'Error#' } },
+      },
+    },
+    async (req, reply) => {
+      const { id, format } = req.params
+      const image = await findImage(db, id)
+      const variant = image && format !== 'original' ? await findVariant(db, id, format) : undefined
+      const key = format === 'original' ? image?.originalKey : variant?.key
+      const sha = format === 'original' ? image?.sha256 : variant?.sha256
+      if (!image || !key || !sha) throw new AppError(404, 'IMAGE_NOT_FOUND', 'Image not found')
+      const etag = `"${sha}"`
+      reply.header('etag', etag).header('cache-control', 'public, max-age=31536000, immutable')
+      if (req.headers['if-none-match'] === etag) return reply.code(304).send()
+      const obj = await storage.get(key)
+      if (!obj) throw new AppError(404, 'IMAGE_NOT_FOUND', 'Image not found')
+      return reply.type(obj.meta.contentType).header('content-length', obj.body.length).send(obj.body)
+    },
+  )
+}

@@ -1,0 +1,87 @@
+// GET /accept-invitation/:id (the page an invitation e-mail links to) and
+// POST /api/invitations/accept (what its Accept button calls).
+import type { FastifyInstance } from 'fastify'
+import type { Auth } from '../auth/auth.js'
+import { findCaller, requireCaller, toHeaders } from '../auth/guard.js'
+import type { Database } from '../db/client.js'
+import { AppError } from '../errors.js'
+import { closedPage, invitationPage, notFoundPage } from './page.js'
+import { findInvitationDetails } from './repository.js'
+import { acceptInvitation, stateOf } from './service.js'
+
+const err = { $ref: 'Error#' }
+const tags = ['admin API']
+const idParam = { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$' } as const
+
+export async function invitationRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; baseUrl: string; trustedOrigins: string[] }) {
+  const { auth, db } = opts
+  const allowedOrigins = new Set([new URL(opts.baseUrl).origin, ...opts.trustedOrigins])
+
+  app.get<{ Params: { id: string } }>(
+    '/accept-invitation/:id',
+    {
+      schema: {
+        tags,
+        summary: 'The page an invitation e-mail links to: sign in, then accept',
+        params: { type: 'object', required: ['id'], properties: { id: idParam } },
+        response: { 200: { type: 'string', description: 'text/html' }, 404: { type: 'string' }, 409: { type: 'string' }, 410: { type: 'string' } },
+      },
+    },
+    async (req, reply) => {
+      reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').header('referrer-policy', 'no-referrer')
+      const inv = await findInvitationDetails(db, req.params.id)
+      if (!inv) return reply.code(404).send(notFoundPage())
+      const state = stateOf(inv)
+      if (state !== 'pending') return reply.code(state === 'expired' ? 410 : 409).send(closedPage(inv, state))
+      return reply.send(invitationPage(inv, await findCaller(auth, req)))
+    },
+  )
+
+  app.post<{ Body: { invitationId: string } }>(
+    '/api/invitations/accept',
+    {
+      schema: {
+        tags,
+        summary: 'Accept organization invitation',
+        description: "Accepts an invitation for the signed-in user; their e-mail must be the invitation's and verified.",
+        security: [{ bearerAuth: [] }, { cookieAuth: [] }],
+        body: { type: 'object', required: ['invitationId'], additionalProperties: false, properties: { invitationId: idParam } },
+        response: {
+          200: {
+            type: 'object',
+            required: ['success', 'organization', 'member'],
+            properties: {
+              success: { type: 'boolean' },
+              organization: { type: 'object', required: ['id', 'name', 'slug'], properties: { id: { type: 'string' }, name: { type: 'string' }, slug: { type: 'string' } } },
+              member: {
+                type: 'object',
+                required: ['id', 'organizationId', 'userId', 'role'],
+                properties: { id: { type: 'string' }, organizationId: { type: 'string' }, userId: { type: 'string' }, role: { type: 'string' } },
+              },
+            },
+          },
+          400: err,
+          401: err,
+          403: err,
+          404: err,
+          409: err,
+          410: err,
+        },
+      },
+    },
+    async (req, reply) => {
+      // A cookie rides along on cross-site requests: those must come from our own pages.
+      const origin = req.headers.origin
+      if (req.headers.cookie && origin && !allowedOrigins.has(origin)) throw new AppError(403, 'FORBIDDEN_ORIGIN', 'Requests with a session cookie must come from this service')
+      const who = await requireCaller(auth, req)
+      const result = await acceptInvitation({ auth, db, who, headers: toHeaders(req), invitationId: req.body.invitationId })
+      if (result.setCookies.length) reply.header('set-cookie', result.setCookies)
+      const m = result.member as { id: string; organizationId: string; userId: string; role: string }
+      return {
+        success: true,
+        organization: { id: result.invitation.organizationId, name: result.invitation.organizationName, slug: result.invitation.organizationSlug },
+        member: { id: m.id, organizationId: m.organizationId, userId: m.userId, role: m.role },
+      }
+    },
+  )
+}

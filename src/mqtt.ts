@@ -1,0 +1,64 @@
+// Starts the embedded broker with the app: TCP on MQTT_PORT once the app is ready, WebSocket
+// at /mqtt on the HTTP server, closed before the database on shutdown.
+import { readFileSync } from 'node:fs'
+import type { FastifyInstance } from 'fastify'
+import { createDeviceBroker, type DeviceBroker } from '../broker/device-broker.js'
+import type { PresenceChange } from '../broker/presence.js'
+import { redisClusterParts } from '../broker/cluster.js'
+import { connectExternalBroker } from '../broker/external.js'
+import type { Auth } from './auth/auth.js'
+import { ConfigError, type Config } from './config.js'
+import type { Database } from './db/client.js'
+import type { DeviceLink } from './devices/sessions.js'
+import type { RedisHandle } from './redis/client.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    broker?: DeviceBroker
+    mqttTlsPort?: number
+  }
+}
+
+export async function startBroker(app: FastifyInstance, deps: { config: Config; db: Database; auth: Auth; redis?: RedisHandle; onPresence?: (change: PresenceChange) => void }): Promise<DeviceLink> {
+  const { config } = deps
+  if (config.mqtt.external) {
+    const ext = config.mqtt.external
+    const link = await connectExternalBroker({ url: ext.url, username: ext.username, password: ext.password, clientId: `dps-service-${config.mqtt.brokerId}`, db: deps.db, log: app.log })
+    app.addHook('preClose', async () => link.close())
+    return link
+  }
+  const cluster = config.redisUrl ? redisClusterParts(config.redisUrl, config.redisPrefix) : undefined
+  const broker = await createDeviceBroker({
+    id: config.mqtt.brokerId,
+    db: deps.db,
+    auth: deps.auth,
+    limits: config.mqtt.limits,
+    log: app.log,
+    mq: cluster?.mq,
+    persistence: cluster?.persistence,
+    offlineQueueLimit: config.mqtt.offlineQueueLimit,
+    tls: config.mqtt.tls ? { cert: readFileSync(config.mqtt.tls.certFile), key: readFileSync(config.mqtt.tls.keyFile) } : undefined,
+    onPresence: deps.onPresence,
+  })
+  app.decorate('broker', broker)
+  app.decorate('mqttPort', undefined as number | undefined)
+  app.decorate('mqttTlsPort', undefined as number | undefined)
+  broker.server.attachWebSocket(app.server, '/mqtt')
+  app.addHook('onReady', async () => {
+    try {
+      app.mqttPort = await broker.listen(config.mqttPort, config.host)
+      if (config.mqtt.tls) app.mqttTlsPort = await broker.listenTls(config.mqtt.tls.port, config.host)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+        throw new ConfigError(`An MQTT port (MQTT_PORT ${config.mqttPort}${config.mqtt.tls ? ` or MQTT_TLS_PORT ${config.mqtt.tls.port}` : ''}) is already in use: set it to a free port (0 picks one)`)
+      }
+      throw err
+    }
+  })
+  app.addHook('preClose', async () => {
+    await broker.close()
+    // aedes closes its emitter but leaves the persistence connection to its owner.
+    await cluster?.close()
+  })
+  return broker
+}

@@ -1,0 +1,227 @@
+// HTTP routes of the notification module: the VAPID public key, a user's push subscriptions,
+// sending, and preferences.
+import { errorResponses as errors, sessionSecurity as security } from '../http/route-schemas.js'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Auth } from '../auth/auth.js'
+import { requireCaller } from '../auth/guard.js'
+import type { Database } from '../db/client.js'
+import { requireAccess, rolesOf } from '../devices/access.js'
+import { findDevice } from '../devices/repository.js'
+import { findUserById } from '../auth/users-repository.js'
+import { AppError } from '../errors.js'
+import type { Urgency } from './push-sender.js'
+import type { PushSubscriptionRow } from './repository.js'
+import type { Notifier, SubscriptionInput } from './service.js'
+
+const tags = ['admin API']
+
+const base64url = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+={0,2}$' } as const
+const subscriptionRecord = {
+  type: 'object',
+  required: ['id', 'endpoint', 'expirationTime', 'userAgent', 'createdAt', 'lastSuccessAt'],
+  properties: {
+    id: { type: 'string' },
+    endpoint: { type: 'string' },
+    expirationTime: { type: ['string', 'null'], format: 'date-time' },
+    userAgent: { type: ['string', 'null'] },
+    createdAt: { type: 'string', format: 'date-time' },
+    lastSuccessAt: { type: ['string', 'null'], format: 'date-time' },
+  },
+} as const
+const preferencesRecord = {
+  type: 'object',
+  required: ['generationResults', 'devicePresence'],
+  properties: {
+    generationResults: { type: 'boolean', description: 'notify when an image generation finishes or fails' },
+    devicePresence: { type: 'boolean', description: 'notify when a device goes online or offline' },
+  },
+} as const
+
+const toSubscription = (s: PushSubscriptionRow) => ({
+  id: s.id,
+  endpoint: s.endpoint,
+  expirationTime: s.expirationTime?.toISOString() ?? null,
+  userAgent: s.userAgent,
+  createdAt: s.createdAt.toISOString(),
+  lastSuccessAt: s.lastSuccessAt?.toISOString() ?? null,
+})
+
+type SendBody = { title: string; body: string; url?: string; deviceId?: string; userId?: string; urgency?: Urgency; ttl?: number }
+
+export async function notificationRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; notifier: Notifier }) {
+  const { auth, db, notifier } = opts
+  const caller = (req: FastifyRequest) => requireCaller(auth, req)
+
+  app.get(
+    '/api/notifications/vapid-public-key',
+    {
+      schema: {
+        tags,
+        summary: "The VAPID public key, for the browser's pushManager.subscribe({ applicationServerKey })",
+        response: { 200: { type: 'object', required: ['publicKey'], properties: { publicKey: { type: 'string', description: 'base64url, 65-byte uncompressed P-256 point' } } } },
+      },
+    },
+    async () => ({ publicKey: notifier.vapidPublicKey }),
+  )
+
+  app.get(
+    '/api/notifications/subscriptions',
+    {
+      schema: {
+        tags,
+        summary: "The caller's push subscriptions",
+        security,
+        response: { 200: { type: 'object', required: ['subscriptions'], properties: { subscriptions: { type: 'array', items: subscriptionRecord } } }, ...errors(401) },
+      },
+    },
+    async (req) => {
+      const who = await caller(req)
+      return { subscriptions: (await notifier.list(who.user.id)).map(toSubscription) }
+    },
+  )
+
+  app.post<{ Body: SubscriptionInput }>(
+    '/api/notifications/subscriptions',
+    {
+      schema: {
+        tags,
+        summary: 'Subscribe this browser to notifications',
+        description: "The body is the browser's PushSubscription as JSON (subscription.toJSON()). Subscribing an endpoint again updates it (201 the first time, 200 after).",
+        security,
+        body: {
+          type: 'object',
+          required: ['endpoint', 'keys'],
+          additionalProperties: false,
+          properties: {
+            endpoint: { type: 'string', minLength: 1, maxLength: 2048 },
+            expirationTime: { type: ['number', 'null'] },
+            keys: { type: 'object', required: ['p256dh', 'auth'], additionalProperties: false, properties: { p256dh: base64url, auth: base64url } },
+          },
+        },
+        response: { 200: subscriptionRecord, 201: subscriptionRecord, ...errors(400, 401) },
+      },
+    },
+    async (req, reply) => {
+      const who = await caller(req)
+      const { row, created } = await notifier.subscribe(who.user.id, req.body, req.headers['user-agent'] ?? null)
+      return reply.code(created ? 201 : 200).send(toSubscription(row))
+    },
+  )
+
+  app.delete<{ Body: { id?: string; endpoint?: string } }>(
+    '/api/notifications/subscriptions',
+    {
+      schema: {
+        tags,
+        summary: 'Unsubscribe one of your push subscriptions, by id or endpoint',
+        security,
+        body: {
+          type: 'object',
+          minProperties: 1,
+          maxProperties: 1,
+          additionalProperties: false,
+          properties: { id: { type: 'string', minLength: 1, maxLength: 64 }, endpoint: { type: 'string', minLength: 1, maxLength: 2048 } },
+        },
+        response: { 200: { type: 'object', required: ['success', 'id'], properties: { success: { type: 'boolean' }, id: { type: 'string' } } }, ...errors(400, 401, 404) },
+      },
+    },
+    async (req) => {
+      const who = await caller(req)
+      const row = await notifier.unsubscribe(who.user.id, req.body)
+      return { success: true, id: row.id }
+    },
+  )
+
+  app.post<{ Body: SendBody }>(
+    '/api/notifications/send',
+    {
+      schema: {
+        tags,
+        summary: 'Send notification via the push-notification service',
+        description:
+          'Sends to every push subscription of the target user: yourself by default, the owner of `deviceId` (a device you may see), or `userId` (admins only, or yourself). ' +
+          'Subscriptions the push service answers 404/410 for are removed. The JSON message must fit the protocol\'s 4 KiB encrypted body (413 otherwise).',
+        security,
+        body: {
+          type: 'object',
+          required: ['title', 'body'],
+          additionalProperties: false,
+          properties: {
+            title: { type: 'string', minLength: 1, maxLength: 4000 },
+            body: { type: 'string', maxLength: 4000 },
+            url: { type: 'string', maxLength: 2048, pattern: '^(/|https?://)', description: 'opened when the notification is clicked: a path or an http(s) URL' },
+            deviceId: { type: 'string', minLength: 1, maxLength: 64 },
+            userId: { type: 'string', minLength: 1, maxLength: 64 },
+            urgency: { type: 'string', enum: ['very-low', 'low', 'normal', 'high'] },
+            ttl: { type: 'integer', minimum: 0, maximum: 2419200, description: 'seconds the push service keeps an undelivered message' },
+          },
+        },
+        response: {
+          200: {
+            type: 'object',
+            required: ['userId', 'sent', 'failed', 'removed', 'results'],
+            properties: {
+              userId: { type: 'string' },
+              sent: { type: 'integer' },
+              failed: { type: 'integer' },
+              removed: { type: 'integer', description: 'subscriptions removed because the push service no longer knows them' },
+              results: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  required: ['subscriptionId', 'status', 'statusCode', 'attempts'],
+                  properties: {
+                    subscriptionId: { type: 'string' },
+                    endpointOrigin: { type: 'string' },
+                    status: { type: 'string', enum: ['sent', 'gone', 'failed'] },
+                    statusCode: { type: ['integer', 'null'] },
+                    attempts: { type: 'integer' },
+                    error: { type: 'string' },
+                  },
+                },
+              },
+            },
+          },
+          ...errors(400, 401, 403, 404, 413),
+        },
+      },
+    },
+    async (req) => {
+      const who = await caller(req)
+      const { title, body, url, deviceId, userId, urgency, ttl } = req.body
+      if (deviceId && userId) throw new AppError(400, 'VALIDATION_ERROR', 'Give deviceId or userId, not both')
+      const isAdmin = rolesOf((who.user as { role?: string | null }).role ?? null).includes('admin')
+      let target = who.user.id
+      if (deviceId) {
+        const dev = await findDevice(db, deviceId)
+        // Admins may reach any device's owner; others only devices they may see (404 otherwise, like the device routes).
+        target = isAdmin && dev ? dev.userId : (await requireAccess(db, dev, who.user.id, 'read')).userId
+      } else if (userId && userId !== who.user.id) {
+        if (!isAdmin) throw new AppError(403, 'FORBIDDEN', 'Only admins may notify other users')
+        if (!(await findUserById(db, userId))) throw new AppError(404, 'USER_NOT_FOUND', 'No such user')
+        target = userId
+      }
+      return notifier.sendToUser(target, 'message', { title, body, url }, { urgency, ttl })
+    },
+  )
+
+  app.get(
+    '/api/notifications/preferences',
+    { schema: { tags, summary: 'What you are notified about', security, response: { 200: preferencesRecord, ...errors(401) } } },
+    async (req) => notifier.preferences((await caller(req)).user.id),
+  )
+
+  app.patch<{ Body: { generationResults?: boolean; devicePresence?: boolean } }>(
+    '/api/notifications/preferences',
+    {
+      schema: {
+        tags,
+        summary: 'Change what you are notified about',
+        security,
+        body: { type: 'object', minProperties: 1, additionalProperties: false, properties: preferencesRecord.properties },
+        response: { 200: preferencesRecord, ...errors(400, 401) },
+      },
+    },
+    async (req) => notifier.updatePreferences((await caller(req)).user.id, req.body),
+  )
+}

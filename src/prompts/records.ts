@@ -1,0 +1,78 @@
+import { MODEL_IDS } from '../generation/models.js'
+import { STYLES, TEMPLATES } from './templates.js'
+import type { PromptRow } from './repository.js'
+
+export const PROMPT_TEXT_MAX = 1000
+export const NEGATIVE_TEXT_MAX = 500
+
+export const promptInputSchema = {
+  $id: 'PromptInput',
+  type: 'object',
+  required: ['text'],
+  additionalProperties: false,
+  properties: {
+    text: { type: 'string', minLength: 1, maxLength: PROMPT_TEXT_MAX, description: 'the prompt, or the subject when a template is used' },
+    negativeText: { type: 'string', maxLength: NEGATIVE_TEXT_MAX },
+    style: { type: 'string', enum: STYLES },
+    template: { type: 'string', enum: TEMPLATES.map((t) => t.name) },
+    deviceId: { type: 'string', minLength: 1, maxLength: 64 },
+    model: { type: 'string', enum: MODEL_IDS },
+    size: {
+      type: 'object',
+      required: ['width', 'height'],
+      additionalProperties: false,
+      properties: { width: { type: 'integer', minimum: 64, maximum: 2048 }, height: { type: 'integer', minimum: 64, maximum: 2048 } },
+    },
+  },
+} as const
+
+export const promptRecordSchema = {
+  $id: 'Prompt',
+  type: 'object',
+  required: ['id', 'userId', 'deviceId', 'text', 'negativeText', 'style', 'template', 'model', 'width', 'height', 'created_at'],
+  properties: {
+    id: { type: 'string' },
+    userId: { type: 'string' },
+    deviceId: { type: ['string', 'null'] },
+    text: { type: 'string' },
+    negativeText: { type: ['string', 'null'] },
+    style: { type: ['string', 'null'] },
+    template: { type: ['string', 'null'] },
+    model: { type: 'string' },
+    width: { type: 'integer' },
+    height: { type: 'integer' },
+    created_at: { type: 'string', format: 'date-time' },
+  },
+} as const
+
+export const promptTemplatesSchema = {
+  $id: 'PromptTemplates',
+  type: 'object',
+  required: ['templates'],
+  properties: {
+    templates: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name', 'title', 'text', 'style'],
+        properties: { name: { type: 'string' }, title: { type: 'string' }, text: { type: 'string' }, negativeText: { type: 'string' }, style: { type: 'string' } },
+      },
+    },
+  },
+} as const
+
+export function toPromptRecord(p: PromptRow) {
+  return {
+    id: p.id,
+    userId: p.userId,
+    deviceId: p.deviceId,
+    text: p.text,
+    negativeText: p.negativeText,
+    style: p.style,
+    template: p.template,
+    model: p.model,
+    width: p.width,
+    height: p.height,
+    created_at: p.createdAt.toISOString(),
+  }
+}

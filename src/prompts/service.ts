@@ -1,0 +1,70 @@
+// Prompts: stored for the user's history and, when a device is named, published to it.
+import { randomUUID } from 'node:crypto'
+import type { Database } from '../db/client.js'
+import { requireAccess } from '../devices/access.js'
+import { findDevice, type DeviceRow } from '../devices/repository.js'
+import type { DeviceLink } from '../devices/sessions.js'
+import { AppError } from '../errors.js'
+import { findModel } from '../generation/models.js'
+import { insertPrompt, type PromptRow } from './repository.js'
+import { findTemplate, renderTemplate } from './templates.js'
+
+export type PromptInput = {
+  text: string
+  negativeText?: string
+  style?: string
+  template?: string
+  deviceId?: string
+  model?: string
+  size?: { width: number; height: number }
+}
+
+/** A generation size near the display's aspect ratio, longest side 1024, multiples of 16 (what providers accept). */
+export function generationSize(dev?: Pick<DeviceRow, 'display'> | null, size?: { width: number; height: number }) {
+  if (size) return size
+  if (!dev) return { width: 1024, height: 1024 }
+  const { width, height } = dev.display
+  const scale = 1024 / Math.max(width, height)
+  const r16 = (n: number) => Math.max(256, Math.round((n * scale) / 16) * 16)
+  return { width: r16(width), height: r16(height) }
+}
+
+export function createPromptService(deps: { db: Database; link: DeviceLink; defaultModel: string }) {
+  const { db, link } = deps
+
+  async function create(userId: string, input: PromptInput): Promise<PromptRow> {
+    const template = input.template ? findTemplate(input.template) : undefined
+    if (input.template && !template) throw new AppError(400, 'UNKNOWN_TEMPLATE', `Unknown template ${input.template}`)
+    const dev = input.deviceId ? await requireAccess(db, await findDevice(db, input.deviceId), userId, 'manage') : undefined
+    const model = input.model ?? dev?.selectedModel ?? deps.defaultModel
+    if (!findModel(model)) throw new AppError(400, 'UNKNOWN_MODEL', `Unknown model ${model}`)
+    const { width, height } = generationSize(dev, input.size)
+    const row = await insertPrompt(db, {
+      id: randomUUID(),
+      userId,
+      deviceId: dev?.id ?? null,
+      text: template ? renderTemplate(template, input.text) : input.text,
+      negativeText: input.negativeText ?? template?.negativeText ?? null,
+      style: input.style ?? template?.style ?? null,
+      template: template?.name ?? null,
+      model,
+      width,
+      height,
+    })
+    if (dev) {
+      await link.publish(dev.id, 'prompt', {
+        promptId: row.id,
+        text: row.text,
+        negativeText: row.negativeText,
+        style: row.style,
+        model: row.model,
+        createdAt: row.createdAt.toISOString(),
+      })
+    }
+    return row
+  }
+
+  return { create }
+}
+
+export type PromptService = ReturnType<typeof createPromptService>

@@ -1,0 +1,65 @@
+// Starts the service: loads config, builds the app, listens, and shuts down cleanly on signals.
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig } from './config.js'
+
+async function main() {
+  let config
+  try {
+    config = loadConfig()
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message)
+      process.exit(78)
+    }
+    throw err
+  }
+  const app = await buildApp(config)
+  try {
+    await app.listen({ port: config.port, host: config.host })
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException
+    if (err instanceof ConfigError) {
+      app.log.fatal(err.message)
+      await app.close()
+      process.exit(1)
+    }
+    if (e.code === 'EADDRINUSE') {
+      app.log.fatal(`HTTP port ${config.port} is already in use: set PORT to a free port (PORT=0 picks one)`)
+      await app.close()
+      process.exit(1)
+    }
+    throw err
+  }
+  const address = app.server.address()
+  if (address && typeof address === 'object') {
+    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
+    app.log.info(`HTTP listening on http://${host}:${address.port}`)
+  }
+  if (app.mqttPort !== undefined) {
+    app.log.info(`MQTT listening on mqtt://${config.host}:${app.mqttPort}`)
+    if (app.mqttTlsPort !== undefined) app.log.info(`MQTT over TLS listening on mqtts://${config.host}:${app.mqttTlsPort}`)
+    app.log.info(`MQTT over WebSocket on ${config.baseUrl.replace(/^http/, 'ws')}/mqtt`)
+  }
+  app.log.info(`public URL ${config.baseUrl} (database: ${app.database.kind}${app.redis ? ', redis' : ''})`)
+
+  let closing = false
+  const shutdown = async (signal: string) => {
+    if (closing) return
+    closing = true
+    app.log.info(`${signal} received, shutting down`)
+    const timer = setTimeout(() => {
+      app.log.error('shutdown took longer than 10 s, exiting')
+      process.exit(1)
+    }, 10_000)
+    timer.unref()
+    await app.close()
+    process.exit(0)
+  }
+  process.on('SIGINT', () => void shutdown('SIGINT'))
+  process.on('SIGTERM', () => void shutdown('SIGTERM'))
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})

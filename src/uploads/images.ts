@@ -1,0 +1,80 @@
+// What an upload really is, from its bytes (never its name or declared type), and a clean copy:
+// re-encoded by sharp, so EXIF (GPS, camera serials), XMP and comments are gone and the EXIF
+// orientation is applied to the pixels instead.
+import sharp, { type Metadata } from 'sharp'
+import { AppError } from '../errors.js'
+
+export type UploadFormat = { ext: 'png' | 'jpg' | 'webp' | 'gif' | 'avif'; contentType: string }
+export type CleanImage = UploadFormat & { body: Buffer; width: number; height: number }
+
+export const acceptedContentTypes = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'image/avif'] as const
+
+/** 40 megapixels: a decompression bomb is refused before sharp allocates its pixels. */
+const MAX_PIXELS = 40_000_000
+
+function formatOf(meta: Metadata): UploadFormat | null {
+  switch (meta.format) {
+    case 'png':
+      return { ext: 'png', contentType: 'image/png' }
+    case 'jpeg':
+      return { ext: 'jpg', contentType: 'image/jpeg' }
+    case 'webp':
+      return { ext: 'webp', contentType: 'image/webp' }
+    case 'gif':
+      return { ext: 'gif', contentType: 'image/gif' }
+    case 'heif':
+      // HEIF holds AVIF (AV1) and HEIC (HEVC); only AVIF is accepted.
+      return meta.compression === 'av1' ? { ext: 'avif', contentType: 'image/avif' } : null
+    default:
+      return null
+  }
+}
+
+const unsupported = () =>
+  new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Only PNG, JPEG, WebP, GIF and AVIF images are accepted (the type is read from the file itself)')
+
+export async function cleanImage(input: Buffer): Promise<CleanImage> {
+  if (input.length === 0) throw new AppError(400, 'EMPTY_FILE', 'The file is empty')
+  let meta: Metadata
+  try {
+    meta = await sharp(input, { limitInputPixels: MAX_PIXELS }).metadata()
+  } catch {
+    throw unsupported()
+  }
+  const format = formatOf(meta)
+  if (!format) throw unsupported()
+  if ((meta.width ?? 0) * (meta.pageHeight ?? meta.height ?? 0) > MAX_PIXELS) {
+    throw new AppError(413, 'IMAGE_TOO_LARGE', `Images may have at most ${MAX_PIXELS} pixels`)
+  }
+  const animated = (meta.pages ?? 1) > 1 && (format.ext === 'gif' || format.ext === 'webp')
+  try {
+    let img = sharp(input, { limitInputPixels: MAX_PIXELS, animated })
+    // Orientation 1 is upright; animations carry no EXIF orientation.
+    if (!animated && meta.orientation && meta.orientation > 1) img = img.rotate()
+    // sharp writes no metadata unless asked (no withMetadata/keepExif here).
+    switch (format.ext) {
+      case 'png':
+        img = img.png()
+        break
+      case 'jpg':
+        img = img.jpeg({ quality: 90 })
+        break
+      case 'webp':
+        img = img.webp({ quality: 90 })
+        break
+      case 'gif':
+        img = img.gif()
+        break
+      case 'avif':
+        img = img.avif({ quality: 60 })
+        break
+    }
+    const body = await img.toBuffer()
+    const out = await sharp(body).metadata()
+    return { ...format, body, width: out.width ?? 0, height: out.pageHeight ?? out.height ?? 0 }
+  } catch (err) {
+    if (err instanceof AppError) throw err
+    // Recognised by its header but not decodable: a truncated or corrupt image.
+    throw new AppError(422, 'INVALID_IMAGE', 'The image could not be decoded')
+  }
+}

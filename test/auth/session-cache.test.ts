@@ -1,0 +1,71 @@
+// The session cache never outlives a revocation: on the same instance the next request is
+// refused at once; on another instance sharing Redis, within a second.
+import t from 'tap'
+import { randomBytes } from 'node:crypto'
+import postgres from 'postgres'
+import { startApp } from '../helpers/app.js'
+import { signUpAdmin } from '../helpers/admin.js'
+import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { eventually } from '../helpers/mqtt.js'
+import { reachable, redisUrl } from '../helpers/services.js'
+
+const status = async (url: string, token: string) => (await fetch(`${url}/get-session`, { headers: { authorization: `Bearer ${token}` } })).status
+const post = (url: string, path: string, token: string, body: object = {}) =>
+  fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', origin: url }, body: JSON.stringify(body) })
+
+t.test('same instance: sign-out, revoke, ban and password change are refused at once', async (t) => {
+  const adminEmail = uniqueEmail('admin')
+  const svc = await startApp(t, { env: { ADMIN_EMAILS: adminEmail, SESSION_CACHE_TTL_MS: '60000' } })
+  const admin = await signUpAdmin(svc, adminEmail)
+
+  const a = await signUp(makeClient(svc.url).client, uniqueEmail())
+  t.equal(await status(svc.url, a.token), 200)
+  t.ok(svc.app.sessionCache.size > 0, 'the session is cached')
+  t.equal(await status(svc.url, a.token), 200, 'served again (from the cache)')
+  t.equal((await post(svc.url, '/sign-out', a.token)).status, 200)
+  t.equal(await status(svc.url, a.token), 401, 'signed out: refused on the next request')
+
+  const email = uniqueEmail()
+  const b = await signUp(makeClient(svc.url).client, email)
+  const other = (await (await fetch(`${svc.url}/sign-in/email`, { method: 'POST', headers: { 'content-type': 'application/json', origin: svc.url }, body: JSON.stringify({ email, password: 'correct-horse-battery' }) })).json()) as { token: string }
+  t.equal(await status(svc.url, b.token), 200)
+  t.equal(await status(svc.url, other.token), 200)
+  t.equal((await post(svc.url, '/revoke-session', b.token, { token: other.token })).status, 200)
+  t.equal(await status(svc.url, other.token), 401, 'revoked: refused at once')
+
+  t.equal((await post(svc.url, '/change-password', b.token, { currentPassword: 'correct-horse-battery', newPassword: 'another-long-password', revokeOtherSessions: true })).status, 200)
+  t.equal(await status(svc.url, b.token), 401, 'password changed with revokeOtherSessions: the old token is refused')
+
+  const c = await signUp(makeClient(svc.url).client, uniqueEmail())
+  t.equal(await status(svc.url, c.token), 200)
+  t.equal((await post(svc.url, '/api/auth/admin/ban-user', admin.token, { userId: c.userId })).status, 200)
+  t.equal(await status(svc.url, c.token), 401, 'banned: refused at once')
+})
+
+const pgReachable = await reachable(5432)
+const redis = await redisUrl()
+
+t.test('another instance refuses a revoked session within a second', { skip: pgReachable && redis ? false : 'needs PostgreSQL and Redis on the machine' }, async (t) => {
+  const base = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+  const name = `t_${randomBytes(6).toString('hex')}`
+  const admin = postgres(base, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`CREATE DATABASE ${name}`)
+  await admin.end()
+  t.teardown(async () => {
+    const drop = postgres(base, { max: 1, onnotice: () => {} })
+    await drop.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {})
+    await drop.end()
+  })
+  const u = new URL(base)
+  u.pathname = `/${name}`
+  // Instances of one service share AUTH_SECRET (sessions are signed with it).
+  const env = { AUTH_SECRET: randomBytes(32).toString('base64url'), DATABASE_URL: u.toString(), REDIS_URL: redis as string, REDIS_PREFIX: `test:${randomBytes(6).toString('hex')}:`, SESSION_CACHE_TTL_MS: '60000' }
+  const a = await startApp(t, { env })
+  const b = await startApp(t, { env })
+  const user = await signUp(makeClient(a.url).client, uniqueEmail())
+  t.equal(await status(b.url, user.token), 200, 'B resolves and caches the session')
+  t.equal(await status(b.url, user.token), 200)
+  t.equal((await post(a.url, '/sign-out', user.token)).status, 200, 'signed out through A')
+  await eventually(async () => (await status(b.url, user.token)) === 401, 1000)
+  t.pass('B refuses it within one second')
+})

@@ -1,0 +1,56 @@
+// External-broker mode against the machine's Mosquitto: the service publishes through it as a
+// client, consumes uplink from it, and answers the broker's HTTP auth hook.
+import t from 'tap'
+import mqtt from 'mqtt'
+import { startApp } from '../helpers/app.js'
+import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { pairDevice } from '../helpers/devices.js'
+import { eventually, nextMessage } from '../helpers/mqtt.js'
+import { mosquittoUrl } from '../helpers/services.js'
+
+const broker = await mosquittoUrl()
+const HOOK_SECRET = 'hook-secret-0123456789'
+
+t.test('external broker mode', { skip: broker ? false : 'no Mosquitto on 127.0.0.1:1883' }, async (t) => {
+  const svc = await startApp(t, { env: { MQTT_EXTERNAL_URL: broker as string, MQTT_AUTH_SECRET: HOOK_SECRET, DEVICE_POLL_INTERVAL: '0' } })
+  t.equal(svc.app.broker, undefined, 'no embedded broker starts')
+  const { client } = makeClient(svc.url)
+  const { token } = await signUp(client, uniqueEmail())
+  const dev = await pairDevice(svc, token)
+
+  const watcher = await mqtt.connectAsync(broker as string, { clientId: `watch-${dev.deviceId.slice(0, 8)}`, reconnectPeriod: 0 })
+  t.teardown(() => watcher.endAsync())
+  await watcher.subscribeAsync(`devices/${dev.deviceId}/cmd`, { qos: 1 })
+  const arrives = nextMessage<{ command: string }>(watcher, `devices/${dev.deviceId}/cmd`)
+  const res = await fetch(`${svc.url}/api/device/${dev.deviceId}/command`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ command: 'refresh' }),
+  })
+  t.equal(res.status, 202)
+  t.equal((await arrives).payload.command, 'refresh', 'a plain client subscribed on Mosquitto receives it')
+
+  // Uplink published on the external broker reaches the service.
+  await watcher.publishAsync(`devices/${dev.deviceId}/up/status`, JSON.stringify({ battery: 77, configVersion: 1, shownImageId: null }), { qos: 1 })
+  const synced = await eventually(async () => {
+    const d = (await (await fetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { isSynced: boolean }
+    return d.isSynced ? d : null
+  })
+  t.equal(synced.isSynced, true, 'status from the external broker marks the device synced')
+
+  const hook = (body: object, secret = HOOK_SECRET) =>
+    fetch(`${svc.url}/api/device/mqtt-auth`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` }, body: JSON.stringify(body) })
+  const allow = (await (await hook({ clientid: dev.deviceId, username: dev.deviceId, password: dev.password })).json()) as { result: string }
+  t.equal(allow.result, 'allow', 'the device is allowed')
+  const stranger = (await (await hook({ clientid: 'x', username: 'x', password: 'y' })).json()) as { result: string }
+  t.equal(stranger.result, 'deny', 'a stranger is denied')
+  const wrongPw = (await (await hook({ clientid: dev.deviceId, username: dev.deviceId, password: 'nope' })).json()) as { result: string }
+  t.equal(wrongPw.result, 'deny')
+  const ownTopic = (await (await hook({ clientid: dev.deviceId, username: dev.deviceId, password: dev.password, topic: `devices/${dev.deviceId}/up/status`, action: 'publish' })).json()) as { result: string }
+  t.equal(ownTopic.result, 'allow')
+  const other = (await (await hook({ clientid: dev.deviceId, username: dev.deviceId, password: dev.password, topic: 'devices/other/cmd', action: 'subscribe' })).json()) as { result: string }
+  t.equal(other.result, 'deny')
+  const noSecret = await hook({ clientid: dev.deviceId }, 'wrong-secret-wrong-secret')
+  t.equal(noSecret.status, 401)
+  t.equal(((await noSecret.json()) as { code: string }).code, 'UNAUTHORIZED')
+})

@@ -1,0 +1,264 @@
+// Presence: every connect and disconnect of a device is an Event with its reason, isActive and
+// last_seen_at follow, and the retained devices/{id}/state shows {online, since}.
+import { connect as tcpConnect, type Socket } from 'node:net'
+import t from 'tap'
+import type { MqttClient } from 'mqtt'
+import { startApp, type TestApp } from '../helpers/app.js'
+import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { pairDevice, type PairedDevice } from '../helpers/devices.js'
+import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
+
+type Ev = { id: string; type: string; deviceId: string; userId: string | null; data: Record<string, unknown>; created_at: string }
+type Detail = { isActive: boolean; last_seen_at: string | null }
+
+let svc: TestApp
+let token: string
+
+t.before(async () => {
+  svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', MQTT_CONNECT_RATE: '1000' } })
+  ;({ token } = await signUp(makeClient(svc.url).client, uniqueEmail('presence')))
+})
+
+const asDevice = (dev: PairedDevice) => connect(mqttUrl(svc), { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })
+
+let appSeq = 0
+const asApp = () => connect(mqttUrl(svc), { clientId: `presence-app-${process.pid}-${++appSeq}`, username: 'user', password: token })
+
+async function get<T>(path: string): Promise<T> {
+  const res = await fetch(`${svc.url}${path}`, { headers: { authorization: `Bearer ${token}` } })
+  if (res.status !== 200) throw new Error(`${path} → ${res.status}`)
+  return (await res.json()) as T
+}
+const detail = (id: string) => get<Detail>(`/api/device/${id}`)
+/** Presence events of a device, oldest first. */
+const presence = async (id: string) =>
+  (await get<{ events: Ev[] }>(`/api/device/${id}/events?limit=100`)).events.filter((e) => e.type === 'device.connected' || e.type === 'device.disconnected').reverse()
+
+/** Waits until the device has `n` presence events and returns them. */
+const presenceCount = (id: string, n: number) => eventually(async () => ((await presence(id)).length >= n ? presence(id) : null))
+
+/** The retained state a fresh subscriber sees. */
+async function retainedState(dev: PairedDevice) {
+  const app = await asApp()
+  const got = nextMessage<{ online: boolean; since: string | null; reason?: string }>(app, `devices/${dev.deviceId}/state`)
+  await subscribe(app, `devices/${dev.deviceId}/state`)
+  const m = await got
+  await close(app)
+  return m
+}
+
+function closedFlag(c: MqttClient) {
+  const flag = { closed: false }
+  c.once('close', () => (flag.closed = true))
+  return flag
+}
+
+/** A hand-built MQTT 3.1.1 CONNECT (section 3.1) with username and password. */
+function connectPacket(clientId: string, username: string, password: string, keepalive: number, clean = true): Buffer {
+  const str = (s: string) => {
+    const b = Buffer.from(s, 'utf8')
+    const len = Buffer.alloc(2)
+    len.writeUInt16BE(b.length)
+    return Buffer.concat([len, b])
+  }
+  const ka = Buffer.alloc(2)
+  ka.writeUInt16BE(keepalive)
+  const flags = 0x80 | 0x40 | (clean ? 0x02 : 0)
+  const body = Buffer.concat([str('MQTT'), Buffer.from([4, flags]), ka, str(clientId), str(username), str(password)])
+  const lenBytes: number[] = []
+  let n = body.length
+  do {
+    let byte = n % 128
+    n = Math.floor(n / 128)
+    if (n > 0) byte |= 0x80
+    lenBytes.push(byte)
+  } while (n > 0)
+  return Buffer.concat([Buffer.from([0x10, ...lenBytes]), body])
+}
+
+/** Opens a raw socket, sends CONNECT and resolves with the CONNACK return code. */
+function rawConnect(packet: Buffer): Promise<{ socket: Socket; returnCode: number; closed: Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const socket = tcpConnect(svc.app.mqttPort!, '127.0.0.1')
+    const closed = new Promise<void>((r) => socket.once('close', () => r()))
+    let buf = Buffer.alloc(0)
+    socket.on('error', () => {})
+    socket.on('connect', () => socket.write(packet))
+    socket.on('data', (d) => {
+      buf = Buffer.concat([buf, d])
+      if (buf.length >= 4) {
+        if (buf[0] !== 0x20) reject(new Error(`expected CONNACK, got ${buf[0]}`))
+        resolve({ socket, returnCode: buf[3]!, closed })
+      }
+    })
+    socket.once('close', () => reject(new Error('closed before CONNACK')))
+  })
+}
+
+t.test('connect and clean disconnect', async (t) => {
+  const dev = await pairDevice(svc, token)
+  const before = await detail(dev.deviceId)
+  t.equal(before.isActive, false, 'not active before it connects')
+
+  // An app watching the device sees the state change live.
+  const app = await asApp()
+  t.teardown(() => app.end(true))
+  t.equal(await subscribe(app, `devices/${dev.deviceId}/state`), 1)
+  const online = nextMessage<{ online: boolean; since: string }>(app, `devices/${dev.deviceId}/state`)
+
+  const c = await asDevice(dev)
+  const [connected] = await presenceCount(dev.deviceId, 1)
+  t.equal(connected!.type, 'device.connected')
+  t.equal(connected!.deviceId, dev.deviceId)
+  t.equal(connected!.data.clientId, dev.deviceId)
+  t.match(connected!.data.remoteAddress, /127\.0\.0\.1/)
+  t.match(connected!.data.connectionId, /^[0-9a-f-]{36}$/)
+  t.equal(connected!.data.cleanSession, true)
+  const on = await online
+  t.equal(on.payload.online, true)
+  t.ok(Date.parse(on.payload.since) > 0, 'since is a timestamp')
+  const d1 = await detail(dev.deviceId)
+  t.equal(d1.isActive, true)
+  t.ok(d1.last_seen_at && Date.parse(d1.last_seen_at) > 0, 'last_seen_at set')
+  const st1 = await retainedState(dev)
+  t.equal(st1.retain, true)
+  t.equal(st1.payload.online, true)
+
+  const offline = nextMessage<{ online: boolean; since: string; reason: string }>(app, `devices/${dev.deviceId}/state`)
+  await close(c)
+  const [, disconnected] = await presenceCount(dev.deviceId, 2)
+  t.equal(disconnected!.type, 'device.disconnected')
+  t.equal(disconnected!.data.reason, 'client_disconnect')
+  t.equal(disconnected!.data.connectionId, connected!.data.connectionId, 'matched on the connection id')
+  t.equal(disconnected!.data.clientId, dev.deviceId)
+  t.match(disconnected!.data.remoteAddress, /127\.0\.0\.1/)
+  const off = await offline
+  t.equal(off.payload.online, false)
+  t.equal(off.payload.reason, 'client_disconnect')
+  const d2 = await eventually(async () => {
+    const d = await detail(dev.deviceId)
+    return d.isActive ? null : d
+  })
+  t.equal(d2.isActive, false)
+  t.ok(Date.parse(d2.last_seen_at!) >= Date.parse(d1.last_seen_at!), 'last_seen_at moves forward')
+  const st2 = await retainedState(dev)
+  t.equal(st2.retain, true)
+  t.equal(st2.payload.online, false)
+})
+
+t.test('keepalive timeout', async (t) => {
+  const dev = await pairDevice(svc, token)
+  // A client that asks for a 1 s keepalive and then never sends another byte.
+  const raw = await rawConnect(connectPacket(dev.deviceId, dev.deviceId, dev.password, 1))
+  t.equal(raw.returnCode, 0, 'CONNACK accepted')
+  t.teardown(() => raw.socket.destroy())
+  const [connected] = await presenceCount(dev.deviceId, 1)
+  t.equal(connected!.type, 'device.connected')
+  await raw.closed
+  t.pass('the broker closed the silent connection')
+  const [, disconnected] = await presenceCount(dev.deviceId, 2)
+  t.equal(disconnected!.type, 'device.disconnected')
+  t.equal(disconnected!.data.reason, 'keepalive_timeout')
+  t.equal(disconnected!.data.connectionId, connected!.data.connectionId)
+  await eventually(async () => !(await detail(dev.deviceId)).isActive)
+  const st = await retainedState(dev)
+  t.equal(st.payload.online, false)
+})
+
+t.test('takeover: the same device connecting again closes the old connection', async (t) => {
+  const dev = await pairDevice(svc, token)
+  const first = await asDevice(dev)
+  t.teardown(() => first.end(true))
+  const firstClosed = closedFlag(first)
+  const [c1] = await presenceCount(dev.deviceId, 1)
+
+  const second = await asDevice(dev)
+  t.teardown(() => second.end(true))
+  await eventually(async () => firstClosed.closed)
+  t.pass('the first connection was closed')
+  t.equal(second.connected, true, 'the new one stays')
+
+  const events = await presenceCount(dev.deviceId, 3)
+  const connects = events.filter((e) => e.type === 'device.connected')
+  const disconnects = events.filter((e) => e.type === 'device.disconnected')
+  t.equal(connects.length, 2)
+  t.equal(disconnects.length, 1)
+  const c2 = connects.find((e) => e.data.connectionId !== c1!.data.connectionId)
+  t.ok(c2, 'the second connection has its own id')
+  t.equal(disconnects[0]!.data.reason, 'takeover')
+  t.equal(disconnects[0]!.data.connectionId, c1!.data.connectionId, 'the disconnect names the old connection')
+
+  t.equal((await detail(dev.deviceId)).isActive, true, 'still active through the new connection')
+  const st = await retainedState(dev)
+  t.equal(st.payload.online, true, 'still shown online')
+
+  // The new connection is the live one: it gets commands.
+  t.equal(await subscribe(second, dev.topics.cmd!), 1)
+  const cmd = nextMessage<{ marker: string }>(second, dev.topics.cmd!)
+  await svc.app.broker!.publish(dev.deviceId, 'cmd', { marker: 'after-takeover' })
+  t.equal((await cmd).payload.marker, 'after-takeover')
+
+  // Its clean disconnect is then the one that takes the device offline.
+  await close(second)
+  const after = await presenceCount(dev.deviceId, 4)
+  t.equal(after[3]!.data.reason, 'client_disconnect')
+  t.equal(after[3]!.data.connectionId, c2!.data.connectionId)
+  await eventually(async () => !(await detail(dev.deviceId)).isActive)
+  t.pass('inactive after the live connection leaves')
+})
+
+t.test('kick through the broker', async (t) => {
+  const dev = await pairDevice(svc, token)
+  const c = await asDevice(dev)
+  t.teardown(() => c.end(true))
+  const flag = closedFlag(c)
+  const [connected] = await presenceCount(dev.deviceId, 1)
+  t.equal(await svc.app.broker!.kick(dev.deviceId), true, 'a live session was kicked')
+  await eventually(async () => flag.closed, 1000)
+  t.pass('the client saw its connection close')
+  const [, disconnected] = await presenceCount(dev.deviceId, 2)
+  t.equal(disconnected!.data.reason, 'kicked')
+  t.equal(disconnected!.data.connectionId, connected!.data.connectionId)
+  await eventually(async () => !(await detail(dev.deviceId)).isActive)
+  t.equal((await retainedState(dev)).payload.online, false)
+  t.equal(await svc.app.broker!.kick(dev.deviceId), false, 'nothing left to kick')
+
+  // Kicking does not revoke: the device can come back.
+  const again = await asDevice(dev)
+  t.equal(again.connected, true)
+  await close(again)
+})
+
+t.test('disconnect over HTTP ends the live session within a second', async (t) => {
+  const dev = await pairDevice(svc, token)
+  const c = await asDevice(dev)
+  t.teardown(() => c.end(true))
+  const flag = closedFlag(c)
+  const [connected] = await presenceCount(dev.deviceId, 1)
+
+  const res = await fetch(`${svc.url}/api/device/disconnect`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ deviceId: dev.deviceId }),
+  })
+  t.equal(res.status, 200)
+  const body = (await res.json()) as { success: boolean; kicked: boolean }
+  t.equal(body.success, true)
+  t.equal(body.kicked, true, 'the response says a session was ended')
+  await eventually(async () => flag.closed, 1000)
+  t.pass('the client saw its connection close within a second')
+
+  const events = await eventually(async () => {
+    const evs = (await get<{ events: Ev[] }>(`/api/device/${dev.deviceId}/events?limit=100`)).events
+    return evs.some((e) => e.type === 'device.disconnected') ? evs : null
+  })
+  const disconnected = events.find((e) => e.type === 'device.disconnected')!
+  t.equal(disconnected.data.reason, 'kicked')
+  t.equal(disconnected.data.connectionId, connected!.data.connectionId)
+  t.ok(
+    events.some((e) => e.type === 'device.credentials_revoked'),
+    'the revocation is recorded too',
+  )
+  await eventually(async () => !(await detail(dev.deviceId)).isActive)
+  t.equal((await retainedState(dev)).payload.online, false)
+})

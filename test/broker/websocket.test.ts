@@ -1,0 +1,145 @@
+// MQTT over WebSocket at /mqtt on the HTTP port: the same authentication, rules and presence as TCP.
+import t from 'tap'
+import type { MqttClient } from 'mqtt'
+import WebSocket from 'ws'
+import { startApp, type TestApp } from '../helpers/app.js'
+import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { pairDevice } from '../helpers/devices.js'
+import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
+
+let svc: TestApp
+let token: string
+let wsUrl: string
+
+t.before(async () => {
+  svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', MQTT_CONNECT_RATE: '1000' } })
+  ;({ token } = await signUp(makeClient(svc.url).client, uniqueEmail('ws')))
+  wsUrl = `${svc.url.replace(/^http/, 'ws')}/mqtt`
+})
+
+function granted(client: MqttClient, topic: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    client.subscribe(topic, { qos: 1 }, (err, _subs, packet) => {
+      const code = (packet as { granted?: number[] } | undefined)?.granted?.[0]
+      if (code === undefined) reject(err ?? new Error('no SUBACK'))
+      else resolve(code)
+    })
+  })
+}
+
+async function refusalCode(p: Promise<MqttClient>): Promise<number | undefined> {
+  try {
+    const c = await p
+    c.end(true)
+    return 0
+  } catch (err) {
+    return (err as { code?: number }).code
+  }
+}
+
+t.test('a companion app over WebSocket follows its device', async (t) => {
+  const dev = await pairDevice(svc, token)
+  const other = await signUp(makeClient(svc.url).client, uniqueEmail('ws-other'))
+  const theirs = await pairDevice(svc, other.token)
+
+  const app = await connect(wsUrl, { clientId: `ws-app-${process.pid}`, username: 'user', password: token })
+  t.teardown(() => app.end(true))
+  t.equal(app.connected, true)
+  t.equal(await granted(app, `devices/${dev.deviceId}/state`), 1)
+  t.equal(await granted(app, `devices/${dev.deviceId}/events`), 1)
+  t.equal(await granted(app, `devices/${theirs.deviceId}/state`), 128, "someone else's device is refused")
+  t.equal(await granted(app, '#'), 128)
+
+  // The device connects over TCP; the app sees it over WebSocket.
+  const event = nextMessage<{ type: string; data: { clientId: string; remoteAddress: string } }>(app, `devices/${dev.deviceId}/events`)
+  const state = nextMessage<{ online: boolean; since: string }>(app, `devices/${dev.deviceId}/state`)
+  const d = await connect(mqttUrl(svc), { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })
+  const ev = await event
+  t.equal(ev.payload.type, 'device.connected')
+  t.equal(ev.payload.data.clientId, dev.deviceId)
+  t.equal((await state).payload.online, true)
+
+  const gone = nextMessage<{ type: string; data: { reason: string } }>(app, `devices/${dev.deviceId}/events`)
+  const offline = nextMessage<{ online: boolean }>(app, `devices/${dev.deviceId}/state`)
+  await close(d)
+  t.equal((await gone).payload.data.reason, 'client_disconnect')
+  t.equal((await offline).payload.online, false)
+
+  t.equal(await refusalCode(connect(wsUrl, { clientId: `ws-bad-${process.pid}`, username: 'user', password: 'nope' })), 4, 'a bad token is refused over WebSocket too')
+  await close(app)
+})
+
+t.test('a device over WebSocket connects, gets commands and reports', async (t) => {
+  const dev = await pairDevice(svc, token)
+  t.equal(await refusalCode(connect(wsUrl, { clientId: dev.deviceId, username: dev.deviceId, password: 'wrong' })), 4)
+
+  const c = await connect(wsUrl, { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })
+  t.teardown(() => c.end(true))
+  const connected = await eventually(async () => {
+    const r = await fetch(`${svc.url}/api/device/${dev.deviceId}/events?limit=20`, { headers: { authorization: `Bearer ${token}` } })
+    const body = (await r.json()) as { events: Array<{ type: string; data: Record<string, unknown> }> }
+    return body.events.find((e) => e.type === 'device.connected')
+  })
+  t.match(connected.data.remoteAddress, /127\.0\.0\.1/)
+
+  const cfg = nextMessage<{ version: number }>(c, dev.topics.config!)
+  t.equal(await subscribe(c, dev.topics.config!), 1)
+  const version = (await cfg).payload.version
+  t.equal(await subscribe(c, dev.topics.cmd!), 1)
+  t.equal(await granted(c, 'devices/+/cmd'), 128)
+
+  const cmd = nextMessage<{ commandId: string; command: string }>(c, dev.topics.cmd!)
+  const res = await fetch(`${svc.url}/api/device/${dev.deviceId}/command`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ command: 'refresh' }),
+  })
+  t.equal(res.status, 202)
+  const { commandId } = (await res.json()) as { commandId: string }
+  t.equal((await cmd).payload.commandId, commandId)
+
+  await new Promise<void>((resolve, reject) =>
+    c.publish(dev.topics.status!, JSON.stringify({ battery: 70, firmware: '3.0.0', shownImageId: null, configVersion: version }), { qos: 1 }, (e) => (e ? reject(e) : resolve())),
+  )
+  await eventually(async () => {
+    const r = await fetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })
+    const d = (await r.json()) as { isSynced: boolean; isActive: boolean }
+    return d.isSynced && d.isActive
+  })
+  t.pass('its status report over WebSocket synced it')
+  await close(c)
+})
+
+t.test('garbage on a WebSocket closes only that connection', async (t) => {
+  const dev = await pairDevice(svc, token)
+  const good = await connect(wsUrl, { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })
+  t.teardown(() => good.end(true))
+  t.equal(await subscribe(good, dev.topics.cmd!), 1)
+
+  const ws = new WebSocket(wsUrl, 'mqtt')
+  const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()))
+  ws.on('error', () => {})
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve())
+    ws.once('error', reject)
+  })
+  ws.send(Buffer.from([0x00, 0x00, 0xff, 0xff]))
+  await closed
+  t.pass('the broker closed the WebSocket that sent garbage')
+
+  t.equal(good.connected, true)
+  const got = nextMessage<{ marker: string }>(good, dev.topics.cmd!)
+  await svc.app.broker!.publish(dev.deviceId, 'cmd', { marker: 'still-here' })
+  t.equal((await got).payload.marker, 'still-here')
+  await close(good)
+
+  // Other paths on the HTTP port are not MQTT.
+  const elsewhere = new WebSocket(`${svc.url.replace(/^http/, 'ws')}/not-mqtt`, 'mqtt')
+  const outcome = await new Promise<string>((resolve) => {
+    elsewhere.once('open', () => resolve('open'))
+    elsewhere.once('error', () => resolve('refused'))
+    elsewhere.once('unexpected-response', (_req, res) => resolve(`refused ${res.statusCode}`))
+  })
+  elsewhere.terminate()
+  t.match(outcome, /^refused/, 'no WebSocket upgrade outside /mqtt')
+})

@@ -1,0 +1,124 @@
+// Builds the real app for a test file: its own data folder and migrated database (a fresh
+// PostgreSQL database when DATABASE_URL is set), its own Redis key prefix when REDIS_URL is set,
+// listening on a free loopback port.
+import { randomBytes } from 'node:crypto'
+import { cp, mkdtemp, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { createHash } from 'node:crypto'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import postgres from 'postgres'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import { loadConfig, type Config } from '../../src/config.js'
+import { migrationsFolder, openDatabase } from '../../src/db/client.js'
+
+type Tap = { teardown(fn: () => unknown): void }
+
+export type TestApp = {
+  app: FastifyInstance
+  config: Config
+  /** http://127.0.0.1:PORT */
+  url: string
+  dataDir: string
+  close(): Promise<void>
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.unref()
+    srv.on('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number }
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+/** A fresh database on the machine's PostgreSQL, dropped when the test file ends. */
+async function freshPostgres(t: Tap, baseUrl: string): Promise<string> {
+  const name = `t_${randomBytes(6).toString('hex')}`
+  const admin = postgres(baseUrl, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`CREATE DATABASE ${name}`)
+  await admin.end()
+  t.teardown(async () => {
+    const drop = postgres(baseUrl, { max: 1, onnotice: () => {} })
+    await drop.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {})
+    await drop.end()
+  })
+  const u = new URL(baseUrl)
+  u.pathname = `/${name}`
+  return u.toString()
+}
+
+/**
+ * A migrated PGlite database to copy for each test: creating and migrating one costs seconds
+ * (initdb in WebAssembly), copying it a fraction of that. Keyed by the migrations, built once per
+ * machine; concurrent test processes race safely (build aside, then rename).
+ */
+async function pgliteTemplate(): Promise<string> {
+  const hash = createHash('sha256')
+  for (const name of (await readdir(migrationsFolder)).sort()) {
+    if (name.endsWith('.sql')) hash.update(name).update(await readFile(join(migrationsFolder, name)))
+  }
+  const dir = join(tmpdir(), `dps-pglite-template-${hash.digest('hex').slice(0, 16)}`)
+  const ready = async () => stat(join(dir, 'ready')).then(() => true, () => false)
+  if (await ready()) return dir
+  const work = await mkdtemp(join(tmpdir(), 'dps-pglite-build-'))
+  const db = openDatabase({ dataDir: work })
+  await db.migrate()
+  await db.close()
+  await writeFile(join(work, 'ready'), '')
+  await rename(work, dir).catch(async () => {
+    // Another process finished first; use theirs.
+    await rm(work, { recursive: true, force: true })
+  })
+  if (!(await ready())) throw new Error(`could not prepare the PGlite template in ${dir}`)
+  return dir
+}
+
+export type StartOptions = {
+  env?: Record<string, string>
+  /** Reuse a data folder and database (to restart the "same" service). */
+  reuse?: { dataDir: string; databaseUrl?: string; redisPrefix?: string }
+}
+
+export async function startApp(t: Tap, opts: StartOptions = {}): Promise<TestApp> {
+  const dataDir = opts.reuse?.dataDir ?? (await mkdtemp(join(tmpdir(), 'dps-test-')))
+  if (!opts.reuse) t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const env: Record<string, string | undefined> = {
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    MQTT_PORT: '0',
+    // Generous limits: only the rate-limit tests exercise the defaults.
+    RATE_LIMIT_MAX: '100000',
+    RATE_LIMIT_AUTH_MAX: '100000',
+  }
+  if (process.env.DATABASE_URL) {
+    env.DATABASE_URL = opts.reuse?.databaseUrl ?? (await freshPostgres(t, process.env.DATABASE_URL))
+  } else if (!opts.reuse && !opts.env?.DATABASE_URL) {
+    await cp(join(await pgliteTemplate(), 'pglite'), join(dataDir, 'pglite'), { recursive: true })
+  }
+  if (process.env.REDIS_URL) {
+    env.REDIS_URL = process.env.REDIS_URL
+    env.REDIS_PREFIX = opts.reuse?.redisPrefix ?? `test:${randomBytes(6).toString('hex')}:`
+  }
+  Object.assign(env, opts.env)
+  // A given PORT (with MQTT_PORT) restarts a service where its clients expect it.
+  const port = opts.env?.PORT ? Number(opts.env.PORT) : await freePort()
+  env.PORT = String(port)
+  env.BASE_URL ??= `http://127.0.0.1:${port}`
+  const config = loadConfig(env)
+  const app = await buildApp(config)
+  await app.listen({ port, host: '127.0.0.1' })
+  let closed = false
+  const close = async () => {
+    if (closed) return
+    closed = true
+    await app.close()
+  }
+  t.teardown(close)
+  return { app, config, url: `http://127.0.0.1:${port}`, dataDir, close }
+}

@@ -1,0 +1,58 @@
+// Real mqtt.js clients against the app's broker on loopback.
+import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
+import type { TestApp } from './app.js'
+
+export function mqttUrl(svc: TestApp): string {
+  if (svc.app.mqttPort === undefined) throw new Error('broker not listening')
+  return `mqtt://127.0.0.1:${svc.app.mqttPort}`
+}
+
+/** Connects and resolves on CONNACK 0; rejects with the CONNACK error otherwise. Never reconnects. */
+export function connect(url: string, opts: IClientOptions): Promise<MqttClient> {
+  return new Promise((resolve, reject) => {
+    const client = mqtt.connect(url, { reconnectPeriod: 0, connectTimeout: 5000, protocolVersion: 4, ...opts })
+    client.once('connect', () => resolve(client))
+    client.once('error', (err) => {
+      client.end(true)
+      reject(err)
+    })
+  })
+}
+
+export function close(client: MqttClient): Promise<void> {
+  return new Promise((resolve) => client.end(false, {}, () => resolve()))
+}
+
+/** The next message on `topic` (exact match), as parsed JSON. */
+export function nextMessage<T = Record<string, unknown>>(client: MqttClient, topic: string, timeoutMs = 5000): Promise<{ payload: T; retain: boolean }> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      client.off('message', onMessage)
+      reject(new Error(`no message on ${topic} within ${timeoutMs} ms`))
+    }, timeoutMs)
+    function onMessage(t: string, payload: Buffer, packet: { retain: boolean }) {
+      if (t !== topic) return
+      clearTimeout(timer)
+      client.off('message', onMessage)
+      resolve({ payload: JSON.parse(payload.toString('utf8')) as T, retain: packet.retain })
+    }
+    client.on('message', onMessage)
+  })
+}
+
+export function subscribe(client: MqttClient, topic: string, qos: 0 | 1 = 1): Promise<number> {
+  return new Promise((resolve, reject) => {
+    client.subscribe(topic, { qos }, (err, granted) => (err ? reject(err) : resolve(granted?.[0]?.qos ?? -1)))
+  })
+}
+
+/** Polls `check` until it returns a truthy value (for effects written asynchronously). */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const v = await check()
+    if (v) return v
+    if (Date.now() > deadline) throw new Error('condition not met in time')
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
