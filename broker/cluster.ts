@@ -8,6 +8,7 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 
 type Closable = { close(cb: () => void): void }
+type Emitter = { on(event: 'error', listener: (err: Error) => void): unknown }
 export type ClusterParts = { mq: Closable; persistence: unknown; close(): Promise<void> }
 
 type Persistence = { addSubscriptions(client: unknown, subs: unknown[]): Promise<unknown> }
@@ -38,11 +39,16 @@ function sharedSubscriptionWrites<T extends Persistence>(persistence: T): T {
   })
 }
 
-export function redisClusterParts(redisUrl: string, prefix: string): ClusterParts {
-  const MQEmitterRedis = require('mqemitter-redis') as (opts: object) => Closable
+/**
+ * Redis errors (a dropped link, a refused ready check) are reported through `onError` and never
+ * thrown: ioredis reconnects by itself and aedes keeps serving local clients meanwhile. Without a
+ * listener, mqemitter-redis re-emits them on an EventEmitter that would crash the process.
+ */
+export function redisClusterParts(redisUrl: string, prefix: string, onError: (err: Error, part: string) => void): ClusterParts {
+  const MQEmitterRedis = require('mqemitter-redis') as (opts: object) => Closable & { state: Emitter }
   // The callback/stream flavour: aedes 1.x pipes retained-message streams from it.
   const redisPersistence = require('aedes-persistence-redis') as (opts: object) => unknown
-  const Redis = require('ioredis') as new (opts: object) => { disconnect(): void }
+  const Redis = require('ioredis') as new (opts: object) => Emitter & { disconnect(): void }
   const u = new URL(redisUrl)
   const connection = {
     host: u.hostname,
@@ -57,8 +63,11 @@ export function redisClusterParts(redisUrl: string, prefix: string): ClusterPart
   // Our own connection for the persistence: its destroy() unsubscribes through the broker's
   // emitter, which aedes has already closed by then, and would never return.
   const conn = new Redis(connection)
+  conn.on('error', (err) => onError(err, 'persistence'))
+  const mq = MQEmitterRedis({ ...connection })
+  mq.state.on('error', (err) => onError(err, 'emitter'))
   return {
-    mq: MQEmitterRedis({ ...connection }),
+    mq,
     persistence: sharedSubscriptionWrites(redisPersistence({ conn, maxSessionDelivery: 1000 }) as Persistence),
     async close() {
       conn.disconnect()

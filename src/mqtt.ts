@@ -27,7 +27,7 @@ export async function startBroker(app: FastifyInstance, deps: { config: Config; 
     app.addHook('preClose', async () => link.close())
     return link
   }
-  const cluster = config.redisUrl ? redisClusterParts(config.redisUrl, config.redisPrefix) : undefined
+  const cluster = config.redisUrl ? redisClusterParts(config.redisUrl, config.redisPrefix, (err, part) => app.log.warn({ err, part }, 'MQTT cluster: Redis error (reconnecting)')) : undefined
   const broker = await createDeviceBroker({
     id: config.mqtt.brokerId,
     db: deps.db,
