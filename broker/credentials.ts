@@ -4,16 +4,39 @@ import type { Auth } from '../src/auth/auth.js'
 import type { Database } from '../src/db/client.js'
 import { accessTo } from '../src/devices/access.js'
 import { matchesHash } from '../src/devices/codes.js'
-import { findDevice } from '../src/devices/repository.js'
+import { findDevice, findDeviceCredentials, type DeviceCredentialRow } from '../src/devices/repository.js'
+import { batched } from './batching.js'
 import { appSubscriptionTarget, deviceMayPublish, deviceMaySubscribe } from './topics.js'
 
 export type Identity = { kind: 'device'; deviceId: string } | { kind: 'app'; userId: string }
-export type CredentialCheck = { ok: true; identity: Identity } | { ok: false; returnCode: 2 | 4 | 5; reason: string }
+/** The owner and name a device's events are attributed to, read when it authenticates. */
+export type DeviceOwner = Pick<DeviceCredentialRow, 'userId' | 'organizationId' | 'name'>
+export type CredentialCheck = { ok: true; identity: Identity; device?: DeviceOwner } | { ok: false; returnCode: 2 | 4 | 5; reason: string }
+
+export type DeviceLookup = (id: string) => Promise<DeviceCredentialRow | undefined>
+
+/** One query per lookup: for the HTTP auth hook an external broker calls. */
+export const directLookup =
+  (db: Database): DeviceLookup =>
+  async (id) =>
+    (await findDeviceCredentials(db, [id]))[0]
+
+/** Lookups made while earlier ones are in flight share one query (see batching.ts). */
+export function batchedLookup(db: Database): DeviceLookup {
+  const loader = batched<string, DeviceCredentialRow | undefined>(
+    async (ids) => {
+      const byId = new Map((await findDeviceCredentials(db, ids)).map((r) => [r.id, r]))
+      return ids.map((id) => byId.get(id))
+    },
+    { concurrency: 2, maxBatchSize: 500 },
+  )
+  return (id) => loader.load(id)
+}
 
 export const APP_USERNAME = 'user'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-export async function checkCredentials(db: Database, auth: Auth, clientId: string, username: string | undefined, password: string): Promise<CredentialCheck> {
+export async function checkCredentials(db: Database, auth: Auth, clientId: string, username: string | undefined, password: string, lookup: DeviceLookup = directLookup(db)): Promise<CredentialCheck> {
   if (!username || !password) return { ok: false, returnCode: 4, reason: 'username and password are required' }
   if (username === APP_USERNAME) {
     // Companion apps: the password is a Better Auth session token. Their client ids must not
@@ -23,11 +46,12 @@ export async function checkCredentials(db: Database, auth: Auth, clientId: strin
     return session ? { ok: true, identity: { kind: 'app', userId: session.user.id } } : { ok: false, returnCode: 4, reason: 'invalid session token' }
   }
   if (clientId !== username) return { ok: false, returnCode: 2, reason: 'the client id must be the device id' }
-  const dev = await findDevice(db, username)
+  // Device ids are UUIDs: anything else is unknown without asking the database.
+  const dev = UUID.test(username) ? await lookup(username) : undefined
   if (!dev) return { ok: false, returnCode: 4, reason: 'unknown device or wrong secret' }
   if (!dev.secretHash) return { ok: false, returnCode: 5, reason: 'device credentials were revoked; pair again' }
   if (!matchesHash(password, dev.secretHash)) return { ok: false, returnCode: 4, reason: 'unknown device or wrong secret' }
-  return { ok: true, identity: { kind: 'device', deviceId: dev.id } }
+  return { ok: true, identity: { kind: 'device', deviceId: dev.id }, device: { userId: dev.userId, organizationId: dev.organizationId, name: dev.name } }
 }
 
 export function mayPublish(identity: Identity, topic: string): boolean {

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto'
 import type { Aedes, Client, PublishPacket } from 'aedes'
 import type { Auth } from '../src/auth/auth.js'
 import type { Database } from '../src/db/client.js'
-import { checkCredentials, mayPublish, maySubscribe, type Identity } from './credentials.js'
+import { batchedLookup, checkCredentials, mayPublish, maySubscribe, type DeviceOwner, type Identity } from './credentials.js'
 import type { DeviceLink } from '../src/devices/sessions.js'
 import { Publisher } from './publisher.js'
 import { attachPresence, type DisconnectReason, type PresenceChange } from './presence.js'
@@ -19,6 +19,8 @@ export type ClientMeta = {
   /** Unique per connection: a takeover's late disconnect must not be confused with the new session. */
   connectionId: string
   reason?: DisconnectReason
+  /** Devices: the owner their events are attributed to, as read at authentication. */
+  owner?: DeviceOwner
 }
 
 export type BrokerStats = { droppedPublishes: number; refusedSubscriptions: number; refusedConnections: number; droppedOffline: number }
@@ -66,6 +68,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
   const stats: BrokerStats = { droppedPublishes: 0, refusedSubscriptions: 0, refusedConnections: 0, droppedOffline: 0 }
   /** Messages published to each offline device since it was last connected (single-node mode). */
   const offlineQueued = new Map<string, number>()
+  const lookup = batchedLookup(db)
 
   const refuse = (code: 2 | 3 | 4 | 5, message: string, done: (err: ReturnType<typeof connackError>, ok: boolean | null) => void) => {
     stats.refusedConnections += 1
@@ -84,7 +87,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     },
     hooks: {
       authenticate(client, username, password, done) {
-        checkCredentials(db, auth, client.id, username, password?.toString('utf8') ?? '')
+        checkCredentials(db, auth, client.id, username, password?.toString('utf8') ?? '', lookup)
           .then((check) => {
             if (!check.ok) return refuse(check.returnCode, check.reason, done)
             if (check.identity.kind === 'app') {
@@ -98,7 +101,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
               if (m) m.reason ??= 'takeover'
             }
             current.set(deviceId, client)
-            meta.set(client, { kind: 'device', subject: deviceId, connectionId: randomUUID() })
+            meta.set(client, { kind: 'device', subject: deviceId, connectionId: randomUUID(), owner: check.device })
             // The broker sets the will: a device that drops off is shown offline to everyone.
             ;(client as unknown as { _will: unknown })._will = {
               cmd: 'publish',

@@ -3,10 +3,9 @@
 // devices/{id}/state carries {online, since}. Writes for one device run in order.
 import type { Aedes, Client, PublishPacket } from 'aedes'
 import type { Database } from '../src/db/client.js'
-import { findDevice, setPresence } from '../src/devices/repository.js'
-import { insertEvent, listDeviceEvents } from '../src/events/repository.js'
 import { toEventRecord } from '../src/events/records.js'
 import type { ClientMeta } from './device-broker.js'
+import { createPresenceStore } from './presence-store.js'
 import type { Publisher } from './publisher.js'
 import { topicFor } from './topics.js'
 
@@ -40,6 +39,7 @@ function unpooled(text: string): Buffer {
 
 export function attachPresence({ aedes, db, meta, current, publisher, remoteAddress, log, onPresence }: Deps) {
   const chains = new Map<string, Promise<void>>()
+  const store = createPresenceStore(db)
 
   /** Runs `task` after every earlier task of the same device. */
   function queue(deviceId: string, task: () => Promise<void>): Promise<void> {
@@ -73,15 +73,12 @@ export function attachPresence({ aedes, db, meta, current, publisher, remoteAddr
     const at = new Date()
     const data = { clientId: client.id, connectionId: m.connectionId, remoteAddress: remoteAddress(client) ?? null, cleanSession: client.clean }
     void queue(m.subject, async () => {
-      // Only read when someone listens: was the device offline, and not just restarted with the service?
-      const before = onPresence ? await findDevice(db, m.subject) : undefined
-      const [last] = before && !before.isActive ? await listDeviceEvents(db, m.subject, 1) : []
-      const dev = await setPresence(db, m.subject, true, at)
-      const ev = await insertEvent(db, { type: 'device.connected', deviceId: m.subject, userId: dev?.userId, organizationId: dev?.organizationId, data })
-      const afterShutdown = last?.type === 'device.disconnected' && last.data.reason === 'server_shutdown'
-      if (dev && before && !before.isActive && !afterShutdown) onPresence?.({ deviceId: dev.id, deviceName: dev.name, userId: dev.userId, online: true, at })
+      // The previous event is only needed when someone listens: was the device offline, and not just restarted with the service?
+      const { event, device, previous } = await store.write({ type: 'device.connected', deviceId: m.subject, owner: m.owner, data, at, setActive: true, previousWhenInactive: Boolean(onPresence) })
+      const afterShutdown = previous?.type === 'device.disconnected' && previous.data.reason === 'server_shutdown'
+      if (device && !device.wasActive && !afterShutdown) onPresence?.({ deviceId: device.id, deviceName: device.name, userId: device.userId, online: true, at })
       await retained(m.subject, { online: true, since: at.toISOString() })
-      await announce(m.subject, ev)
+      await announce(m.subject, event)
     })
   })
 
@@ -95,11 +92,10 @@ export function attachPresence({ aedes, db, meta, current, publisher, remoteAddr
     const data = { reason, clientId: client.id, connectionId: m.connectionId, remoteAddress: remoteAddress(client) ?? null }
     void queue(m.subject, async () => {
       // After a takeover the device is still online through its newer connection.
-      const dev = stillCurrent ? await setPresence(db, m.subject, false, at) : undefined
-      const ev = await insertEvent(db, { type: 'device.disconnected', deviceId: m.subject, userId: dev?.userId, organizationId: dev?.organizationId, data })
-      if (dev && reason !== 'server_shutdown') onPresence?.({ deviceId: dev.id, deviceName: dev.name, userId: dev.userId, online: false, reason, at })
+      const { event, device } = await store.write({ type: 'device.disconnected', deviceId: m.subject, owner: m.owner, data, at, setActive: stillCurrent ? false : undefined })
+      if (device && reason !== 'server_shutdown') onPresence?.({ deviceId: device.id, deviceName: device.name, userId: device.userId, online: false, reason, at })
       if (stillCurrent && reason !== 'server_shutdown') await retained(m.subject, { online: false, since: at.toISOString(), reason })
-      if (reason !== 'server_shutdown') await announce(m.subject, ev)
+      if (reason !== 'server_shutdown') await announce(m.subject, event)
     })
   })
 

@@ -56,6 +56,11 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): D
   }
 }
 
+/** The rows of a raw `db.execute()`: PGlite wraps them in `{ rows }`, postgres.js returns the array. */
+export function rowsOf<T>(result: unknown): T[] {
+  return (result as { rows?: T[] }).rows ?? (result as T[])
+}
+
 export type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0]
 /** Either the database or an open transaction: repositories accept both. */
 export type Executor = Database | Transaction

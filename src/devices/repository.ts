@@ -1,7 +1,7 @@
 // The only module that reads or writes device and device_init rows. State changes are
 // compare-and-set updates: the WHERE clause names the state the caller saw.
 import { and, desc, eq, inArray, lte, gt, or, sql } from 'drizzle-orm'
-import type { Executor } from '../db/client.js'
+import { rowsOf, type Executor } from '../db/client.js'
 import { member } from '../db/schema.js'
 import { device, deviceCommand, deviceInit, type DeviceInitStatus, type DeviceReport } from './tables.js'
 
@@ -150,6 +150,40 @@ export async function findMemberRole(db: Executor, organizationId: string, userI
 export async function setPresence(db: Executor, id: string, active: boolean, at: Date): Promise<DeviceRow | undefined> {
   const [row] = await db.update(device).set({ isActive: active, lastSeenAt: at }).where(eq(device.id, id)).returning()
   return row
+}
+
+/** What the broker needs to authenticate a device and to attribute its events. */
+export type DeviceCredentialRow = Pick<DeviceRow, 'id' | 'userId' | 'organizationId' | 'name' | 'secretHash'>
+
+/** Several devices' credential rows in one query (the broker batches concurrent connects). */
+export async function findDeviceCredentials(db: Executor, ids: readonly string[]): Promise<DeviceCredentialRow[]> {
+  if (!ids.length) return []
+  return db
+    .select({ id: device.id, userId: device.userId, organizationId: device.organizationId, name: device.name, secretHash: device.secretHash })
+    .from(device)
+    .where(inArray(device.id, [...ids]))
+}
+
+export type PresenceUpdate = { id: string; active: boolean; at: Date }
+export type PresenceUpdated = Pick<DeviceRow, 'id' | 'userId' | 'organizationId' | 'name'> & { wasActive: boolean }
+
+/**
+ * Sets isActive and last_seen_at of several devices in one statement and returns, for each device
+ * that still exists, its owner and whether it was active before: the self-join reads the row as
+ * it was when the statement started (PostgreSQL has no RETURNING OLD before version 18).
+ */
+export async function setPresenceMany(db: Executor, updates: readonly PresenceUpdate[]): Promise<PresenceUpdated[]> {
+  if (!updates.length) return []
+  const values = sql.join(
+    updates.map((u) => sql`(${u.id}::text, ${u.active}::boolean, ${u.at.toISOString()}::timestamptz)`),
+    sql`, `,
+  )
+  const rows = await db.execute(sql`
+    update ${device} as d set is_active = v.active, last_seen_at = v.at
+    from (values ${values}) as v(id, active, at), ${device} as o
+    where d.id = v.id and o.id = d.id
+    returning d.id, d.user_id, d.organization_id, d.name, o.is_active as was_active`)
+  return rowsOf<{ id: string; user_id: string; organization_id: string | null; name: string; was_active: boolean }>(rows).map((r) => ({ id: r.id, userId: r.user_id, organizationId: r.organization_id, name: r.name, wasActive: Boolean(r.was_active) }))
 }
 
 /** Stores what the device reported and recomputes isSynced against the desired state, in one statement. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { and, count, desc, eq, gte, lt, or } from 'drizzle-orm'
+import { and, count, desc, eq, gte, inArray, lt, or } from 'drizzle-orm'
 import type { Executor } from '../db/client.js'
 import { event } from './tables.js'
 
@@ -12,6 +12,25 @@ export async function insertEvent(db: Executor, e: NewEvent): Promise<EventRow> 
     .values({ id: randomUUID(), type: e.type, deviceId: e.deviceId ?? null, userId: e.userId ?? null, organizationId: e.organizationId ?? null, data: e.data ?? {} })
     .returning()
   return row as EventRow
+}
+
+/** Several events in one statement, each with its own time (when the broker saw it, not when the batch was written). */
+export async function insertEvents(db: Executor, events: ReadonlyArray<NewEvent & { at: Date }>): Promise<EventRow[]> {
+  if (!events.length) return []
+  return db
+    .insert(event)
+    .values(events.map((e) => ({ id: randomUUID(), type: e.type, deviceId: e.deviceId ?? null, userId: e.userId ?? null, organizationId: e.organizationId ?? null, data: e.data ?? {}, createdAt: e.at })))
+    .returning()
+}
+
+/** The newest event of each of several devices. */
+export async function lastDeviceEvents(db: Executor, deviceIds: readonly string[]): Promise<EventRow[]> {
+  if (!deviceIds.length) return []
+  return db
+    .selectDistinctOn([event.deviceId])
+    .from(event)
+    .where(inArray(event.deviceId, [...deviceIds]))
+    .orderBy(event.deviceId, desc(event.createdAt), desc(event.id))
 }
 
 export type Cursor = { createdAt: Date; id: string }

@@ -1,7 +1,7 @@
 // Generation jobs. A runner claims due jobs with a lease (FOR UPDATE SKIP LOCKED), so several
 // instances can share the table and a crashed runner's jobs are taken over once its lease ends.
 import { and, eq, inArray, sql } from 'drizzle-orm'
-import type { Executor } from '../db/client.js'
+import { rowsOf, type Executor } from '../db/client.js'
 import { generationJob, type JobStatus } from './tables.js'
 
 export type JobRow = typeof generationJob.$inferSelect
@@ -31,7 +31,7 @@ export async function claimDueJobs(db: Executor, now: Date, limit: number, lease
       FOR UPDATE SKIP LOCKED
     )
     RETURNING id`)
-  const ids = ((rows as unknown as { rows?: Array<{ id: string }> }).rows ?? (rows as unknown as Array<{ id: string }>)).map((r) => r.id)
+  const ids = rowsOf<{ id: string }>(rows).map((r) => r.id)
   if (!ids.length) return []
   return db.select().from(generationJob).where(inArray(generationJob.id, ids))
 }

@@ -13,10 +13,11 @@ type Detail = { isActive: boolean; last_seen_at: string | null }
 
 let svc: TestApp
 let token: string
+let ownerId: string
 
 t.before(async () => {
   svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', MQTT_CONNECT_RATE: '1000' } })
-  ;({ token } = await signUp(makeClient(svc.url).client, uniqueEmail('presence')))
+  ;({ token, userId: ownerId } = await signUp(makeClient(svc.url).client, uniqueEmail('presence')))
 })
 
 const asDevice = (dev: PairedDevice) => connect(mqttUrl(svc), { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })
@@ -187,6 +188,7 @@ t.test('takeover: the same device connecting again closes the old connection', a
   t.ok(c2, 'the second connection has its own id')
   t.equal(disconnects[0]!.data.reason, 'takeover')
   t.equal(disconnects[0]!.data.connectionId, c1!.data.connectionId, 'the disconnect names the old connection')
+  t.equal(disconnects[0]!.userId, ownerId, 'and is attributed to the owner, though the device row was not changed')
 
   t.equal((await detail(dev.deviceId)).isActive, true, 'still active through the new connection')
   const st = await retainedState(dev)
@@ -205,6 +207,29 @@ t.test('takeover: the same device connecting again closes the old connection', a
   t.equal(after[3]!.data.connectionId, c2!.data.connectionId)
   await eventually(async () => !(await detail(dev.deviceId)).isActive)
   t.pass('inactive after the live connection leaves')
+})
+
+t.test('a fleet connecting and leaving at once: one event each, attributed, in order', async (t) => {
+  const fleet = await Promise.all(Array.from({ length: 40 }, () => pairDevice(svc, token)))
+  const clients = await Promise.all(fleet.map((dev) => asDevice(dev)))
+  t.teardown(() => clients.forEach((c) => c.end(true)))
+  const connected = await Promise.all(fleet.map((dev) => presenceCount(dev.deviceId, 1)))
+  for (const [i, events] of connected.entries()) {
+    if (events.length !== 1 || events[0]!.userId !== ownerId || events[0]!.data.clientId !== fleet[i]!.deviceId) {
+      t.fail(`device ${i}: ${JSON.stringify(events)}`)
+    }
+  }
+  t.pass('every device has exactly its own connect event, with its owner')
+  const shown = await Promise.all(fleet.map((dev) => eventually(async () => (await detail(dev.deviceId)).isActive)))
+  t.equal(shown.filter(Boolean).length, fleet.length, 'every device is active')
+
+  await Promise.all(clients.map((c) => close(c)))
+  const all = await Promise.all(fleet.map((dev) => presenceCount(dev.deviceId, 2)))
+  const ordered = all.filter((ev) => ev.length === 2 && ev[0]!.type === 'device.connected' && ev[1]!.type === 'device.disconnected' && ev[1]!.data.reason === 'client_disconnect')
+  t.equal(ordered.length, fleet.length, 'each has its connect, then its clean disconnect')
+  const offline = await Promise.all(fleet.map((dev) => eventually(async () => !(await detail(dev.deviceId)).isActive)))
+  t.equal(offline.filter(Boolean).length, fleet.length, 'every device is inactive again')
+  t.ok(new Date(all[0]![1]!.created_at) >= new Date(all[0]![0]!.created_at), 'events carry the time each was seen')
 })
 
 t.test('kick through the broker', async (t) => {

@@ -1,0 +1,55 @@
+// Presence writes, batched: every connect and disconnect still gets its own Event row (with the
+// time the broker saw it), but the rows of devices connecting at the same time go out as one
+// UPDATE of the device rows and one multi-row INSERT of events instead of two statements each.
+import type { Database } from '../src/db/client.js'
+import { setPresenceMany, type PresenceUpdated } from '../src/devices/repository.js'
+import { insertEvents, lastDeviceEvents, type EventRow } from '../src/events/repository.js'
+import { batched } from './batching.js'
+import type { DeviceOwner } from './credentials.js'
+
+export type PresenceWrite = {
+  type: 'device.connected' | 'device.disconnected'
+  deviceId: string
+  /** Who the event is attributed to: the owner when the device authenticated. */
+  owner?: DeviceOwner
+  data: Record<string, unknown>
+  at: Date
+  /** The device row's new isActive; absent when the row must not change (a takeover's old connection). */
+  setActive?: boolean
+  /** Also read the device's previous event, when it comes back from being inactive. */
+  previousWhenInactive?: boolean
+}
+
+export type PresenceWritten = {
+  event: EventRow
+  /** The device row as updated (absent when not updated, or when the device no longer exists). */
+  device?: PresenceUpdated
+  /** The device's newest event before this one, when asked for and the device was inactive. */
+  previous?: EventRow
+}
+
+/** Batches of up to 500 devices, at most two batches in flight (PGlite serializes anyway). */
+export function createPresenceStore(db: Database) {
+  const loader = batched<PresenceWrite, PresenceWritten>(
+    async (writes) => {
+      // The same device appears at most once per batch: writes of one device are chained (presence.ts).
+      const updated = new Map((await setPresenceMany(db, writes.filter((w) => w.setActive !== undefined).map((w) => ({ id: w.deviceId, active: w.setActive!, at: w.at })))).map((d) => [d.id, d]))
+      const comeBack = writes.filter((w) => w.previousWhenInactive && updated.get(w.deviceId)?.wasActive === false).map((w) => w.deviceId)
+      // Read before this batch's events exist, so "previous" is really the one before.
+      const previous = new Map((await lastDeviceEvents(db, comeBack)).map((e) => [e.deviceId, e]))
+      const rows = await insertEvents(
+        db,
+        writes.map((w) => ({ type: w.type, deviceId: w.deviceId, userId: w.owner?.userId ?? null, organizationId: w.owner?.organizationId ?? null, data: w.data, at: w.at })),
+      )
+      // RETURNING keeps the order of VALUES in practice but does not promise it: match by content.
+      const byKey = new Map(rows.map((r) => [`${r.deviceId}|${r.type}`, r]))
+      return writes.map((w) => {
+        const event = byKey.get(`${w.deviceId}|${w.type}`)
+        if (!event) return new Error(`event of ${w.deviceId} not stored`)
+        return { event, device: updated.get(w.deviceId), previous: previous.get(w.deviceId) }
+      })
+    },
+    { concurrency: 2, maxBatchSize: 500 },
+  )
+  return { write: (w: PresenceWrite) => loader.load(w) }
+}
