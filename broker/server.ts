@@ -1,12 +1,17 @@
 // A generic aedes broker with its listeners and the limits aedes lacks: maximum packet size,
 // connection rate per address, a refused empty client id on persistent sessions. Hooks are
 // injected (the service's device/app rules, or permissive ones for the standalone broker).
+import { createRequire } from 'node:module'
 import { createServer, type Server, type Socket } from 'node:net'
 import { createServer as createTlsServer } from 'node:tls'
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { Aedes, type AedesOptions, type Client } from 'aedes'
 import { createWebSocketStream, WebSocketServer } from 'ws'
+import { withRetainedTree } from './retained.js'
+
+// CommonJS whose typings declare an ESM default export that does not exist at runtime.
+const memoryPersistence = createRequire(import.meta.url)('aedes-persistence') as () => object
 
 export type BrokerLimits = {
   /** Largest MQTT packet accepted, in bytes (aedes has no limit of its own). */
@@ -62,7 +67,8 @@ export async function createMqttServer(opts: {
   const aedes = await Aedes.createBroker({
     id: opts.id,
     mq: opts.mq,
-    persistence: opts.persistence,
+    // Single-node: aedes' in-memory persistence with retained messages in a topic tree (retained.ts).
+    persistence: opts.persistence ?? (withRetainedTree(memoryPersistence()) as unknown as AedesOptions['persistence']),
     keepaliveLimit: limits.keepaliveLimit,
     queueLimit: limits.queueLimit,
     maxInflightInbound: limits.maxInflight,
