@@ -84,6 +84,7 @@ const envSchema = z.object({
   PUSH_TTL: z.coerce.number().int().min(0).max(2419200).default(86400),
   PUSH_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(4),
   PUSH_MAX_RETRY_WAIT: z.coerce.number().int().min(0).max(300).default(30),
+  PUSH_PRESENCE_WINDOW: z.coerce.number().min(0).max(3600).default(10),
   UPLOAD_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
   LOG_LEVEL: z.enum(logLevels).default('info'),
   SESSION_CACHE_TTL_MS: z.coerce.number().int().min(0).max(300_000).default(30_000),
@@ -174,6 +175,8 @@ export type Config = {
     maxAttempts: number
     /** Longest wait between attempts, in seconds; a longer Retry-After ends the retries. */
     maxRetryWait: number
+    /** Seconds during which an owner's further device online/offline changes are gathered into one notification. */
+    presenceWindow: number
   }
   uploads: { maxBytes: number }
   logLevel: (typeof logLevels)[number]
@@ -317,6 +320,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ttl: e.PUSH_TTL,
       maxAttempts: e.PUSH_MAX_ATTEMPTS,
       maxRetryWait: e.PUSH_MAX_RETRY_WAIT,
+      presenceWindow: e.PUSH_PRESENCE_WINDOW,
     },
     uploads: { maxBytes: e.UPLOAD_MAX_BYTES },
     logLevel: e.LOG_LEVEL,

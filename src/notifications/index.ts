@@ -13,7 +13,7 @@ import { loadVapidKeys } from './vapid.js'
 export { notificationRoutes } from './routes.js'
 export type { Notifier, NotificationKind, NotificationMessage, PresenceChange } from './service.js'
 
-export async function createNotifications(opts: { config: Config; db: Database; log: FastifyBaseLogger }): Promise<{ notifier: Notifier; close(): void }> {
+export async function createNotifications(opts: { config: Config; db: Database; log: FastifyBaseLogger }): Promise<{ notifier: Notifier; close(): Promise<void> }> {
   const { config } = opts
   const vapid = await loadVapidKeys({ db: opts.db, configured: config.vapid, authSecret: config.authSecret, subject: config.push.subject })
   // The public roots stay trusted next to the extra CA, so real push services keep working.
@@ -32,7 +32,14 @@ export async function createNotifications(opts: { config: Config; db: Database; 
     endpointHosts: config.push.endpointHosts,
     defaultTtl: config.push.ttl,
     maxSubscriptionsPerUser: 20,
+    presenceWindowMs: config.push.presenceWindow * 1000,
     log: opts.log,
   })
-  return { notifier, close: () => agent.destroy() }
+  return {
+    notifier,
+    async close() {
+      await notifier.close()
+      agent.destroy()
+    },
+  }
 }

@@ -16,6 +16,7 @@ import {
   type Preferences,
   type PushSubscriptionRow,
 } from './repository.js'
+import { createPresenceDigest } from './presence-digest.js'
 import { MAX_PUSH_PLAINTEXT, type Delivery, type PushSender, type Urgency } from './push-sender.js'
 
 export type NotificationKind = 'generation' | 'device-presence' | 'message'
@@ -36,6 +37,8 @@ export type NotifierDeps = {
   endpointHosts: string[]
   defaultTtl: number
   maxSubscriptionsPerUser: number
+  /** Presence changes of one owner within this many ms after a notification are sent as one (0: each on its own). */
+  presenceWindowMs: number
   log: { warn: (o: object, m?: string) => void; info: (o: object, m?: string) => void }
 }
 
@@ -122,18 +125,11 @@ export function createNotifier(deps: NotifierDeps) {
     }
   }
 
-  function onPresence(change: PresenceChange): void {
-    const what = change.online ? 'is online' : `went offline${change.reason ? ` (${change.reason.replace(/_/g, ' ')})` : ''}`
-    track(
-      notifyUser(
-        change.userId,
-        'device-presence',
-        { title: `${change.deviceName} ${change.online ? 'is online' : 'is offline'}`, body: `${change.deviceName} ${what} at ${change.at.toISOString()}.`, url: `/devices/${change.deviceId}` },
-        // A newer state replaces an undelivered older one at the push service.
-        { urgency: 'low', topic: topicFor(`presence:${change.deviceId}`) },
-      ),
-    )
-  }
+  const presence = createPresenceDigest({
+    windowMs: deps.presenceWindowMs,
+    // A topic, so a newer state replaces an undelivered older one at the push service.
+    send: ({ userId, message, topicScope }) => track(notifyUser(userId, 'device-presence', message, { urgency: 'low', topic: topicFor(topicScope) })),
+  })
 
   return {
     vapidPublicKey: deps.vapidPublicKey,
@@ -157,11 +153,16 @@ export function createNotifier(deps: NotifierDeps) {
     list: (userId: string) => listSubscriptions(db, userId),
     sendToUser,
     notifyUser,
-    onPresence,
+    onPresence: (change: PresenceChange) => presence.add(change),
     preferences: (userId: string) => findPreferences(db, userId),
     updatePreferences: (userId: string, patch: Partial<Preferences>) => updatePreferences(db, userId, patch),
     /** Resolves when every background notification started so far has finished. */
     async idle(): Promise<void> {
+      while (pending.size) await Promise.allSettled([...pending])
+    },
+    /** Sends the presence changes still gathered and waits for every send. */
+    async close(): Promise<void> {
+      presence.close()
       while (pending.size) await Promise.allSettled([...pending])
     },
   }

@@ -45,6 +45,8 @@ t.before(async () => {
       ADMIN_EMAILS: ADMIN,
       VAPID_SUBJECT: 'mailto:ops@example.com',
       DEVICE_POLL_INTERVAL: '0',
+      // Short, so a change right after a notification arrives within the tests' waits.
+      PUSH_PRESENCE_WINDOW: '1',
     },
   })
   alice = await person('alice')
@@ -311,6 +313,24 @@ t.test('device online/offline notifies the owner, per their preference, and not 
   t.same(await svc.app.notifier.notifyUser(owner.id, 'generation', { title: 'Another', body: 'x' }), { skipped: 'preference' })
   t.equal(push.requestsFor('owner-browser').length, 3)
   await close(watcher)
+})
+
+t.test('a fleet coming online at once: the first device at once, the rest in one message', async (t) => {
+  const owner = await person('fleet-owner')
+  await subscribeAs(owner, push.subscribe('fleet-browser'))
+  const fleet = await Promise.all(Array.from({ length: 8 }, (_, i) => pairDevice(svc, owner.token, { name: `Frame ${i + 1}` })))
+  const clients = await Promise.all(fleet.map((dev) => connect(mqttUrl(svc), { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })))
+  t.teardown(() => clients.forEach((c) => c.end(true)))
+  const first = message(await push.waitFor('fleet-browser', 1))
+  t.match(first, { kind: 'device-presence', title: /^Frame \d is online$/ })
+  const digest = message(await push.waitFor('fleet-browser', 2))
+  t.match(digest, { kind: 'device-presence', title: '7 devices are online', url: '/devices' })
+  t.match(digest.body, /^Online: (Frame \d, ){4}Frame \d and 2 more\.$/)
+  const requests = push.requestsFor('fleet-browser')
+  t.not(requests[1]!.headers.topic, requests[0]!.headers.topic, 'the digest does not replace the first device\'s message')
+  await new Promise((r) => setTimeout(r, 1500))
+  await svc.app.notifier.idle()
+  t.equal(push.requestsFor('fleet-browser').length, 2, 'two pushes for eight devices')
 })
 
 t.test('generated VAPID keys are kept: same key after a restart, private key sealed in the database', async (t) => {
