@@ -8,6 +8,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { Aedes, type AedesOptions, type Client } from 'aedes'
 import { createWebSocketStream, WebSocketServer } from 'ws'
+import { dedupeByIdentity } from './dedupe.js'
 import { withRetainedTree } from './retained.js'
 
 // CommonJS whose typings declare an ESM default export that does not exist at runtime.
@@ -52,15 +53,6 @@ export type MqttServer = {
 
 type ConnInfo = { remoteAddress?: string }
 
-/**
- * Replaces aedes' per-client duplicate filter, which drops any message whose broker counter is
- * not above the last one delivered to the client. Counters are taken when a publish starts, but
- * publishes finish out of order (a QoS 1 message to a persistent session waits for its offline
- * copy to be stored, a QoS 0 one does not), so with Redis a prompt published just before a
- * presence event was silently dropped as a "duplicate". QoS 1 is at least once: devices
- * de-duplicate by commandId/imageId; losing a message is the failure that matters.
- */
-const NO_DEDUPE: object = new Proxy({}, { set: () => true })
 
 export async function createMqttServer(opts: {
   id: string
@@ -93,7 +85,7 @@ export async function createMqttServer(opts: {
       done(null, true)
     },
     preConnect(client, packet, done) {
-      ;(client as Client & { duplicates: object }).duplicates = NO_DEDUPE
+      dedupeByIdentity(client)
       // MQTT-3.1.3-8: an empty client id needs CleanSession=1; aedes would invent an id instead.
       if (!packet.clientId && packet.clean === false) {
         ;(client as Client & { _refuse?: 2 })._refuse = 2
