@@ -8,8 +8,8 @@
 // this very message (broker id and counter) was among the client's last few deliveries.
 import type { Client } from 'aedes'
 
-/** Overlapping subscriptions deliver their copies back to back; a short memory is enough. */
-const REMEMBERED = 16
+/** Overlapping subscriptions deliver their copies back to back, in one emit: a short memory is enough. */
+const REMEMBERED = 4
 
 type Deliver = (packet: { brokerId?: string; brokerCounter?: number }, cb: () => void) => void
 type State = { counter: number; ids: Array<string | undefined>; counters: number[]; next: number }
