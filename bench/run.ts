@@ -1,6 +1,6 @@
 // npm run bench [-- --quick] [-- --only NAME[,NAME…]] [-- --list]
 // Runs each scenario (ours and its peer alternating, A B A B …), writes
-// bench/results/<scenario>.json and prints a markdown table per scenario and a summary table
+// bench/results/<scenario>.json (--quick: bench/results/quick/) and prints a markdown table per scenario and a summary table
 // (also written to bench/results/summary.md).
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -80,7 +80,7 @@ async function main() {
       try {
         const r = await s.run(ctx)
         const seconds = Math.round((performance.now() - t0) / 1000)
-        writeResult(r, { env: { ...env, seconds } })
+        writeResult(r, { env: { ...env, seconds } }, { quick: args.quick })
         done.push(r)
         console.log(markdown(r))
         ctx.log(`scenario ${s.name} done in ${seconds} s`)

@@ -99,9 +99,11 @@ export function machine() {
 
 export const resultsDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'results')
 
-export function writeResult(r: ScenarioResult, extra: Record<string, unknown>): string {
-  mkdirSync(resultsDir, { recursive: true })
-  const file = join(resultsDir, `${r.scenario}.json`)
+/** Full runs write bench/results/<scenario>.json; --quick runs bench/results/quick/, so they never replace a full run's figures. */
+export function writeResult(r: ScenarioResult, extra: Record<string, unknown>, opts: { quick: boolean }): string {
+  const dir = opts.quick ? join(resultsDir, 'quick') : resultsDir
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, `${r.scenario}.json`)
   const metrics = r.metrics.map((m) => ({ ...m, oursSummary: summarize(m.ours), peerSummary: summarize(m.peer), ratio: summarize(ratios(m)) }))
   writeFileSync(file, JSON.stringify({ ...extra, ...r, metrics }, null, 2) + '\n')
   return file
