@@ -28,26 +28,39 @@ export type PresenceWritten = {
   previous?: EventRow
 }
 
+/** Writes one batch in a transaction: device rows, the previous events asked for, the new events. */
+async function writeBatch(db: Database, writes: readonly PresenceWrite[]): Promise<Array<PresenceWritten | Error>> {
+  return db.transaction(async (tx) => {
+    // The same device appears at most once per batch: writes of one device are chained (presence.ts).
+    const updated = new Map((await setPresenceMany(tx, writes.filter((w) => w.setActive !== undefined).map((w) => ({ id: w.deviceId, active: w.setActive!, at: w.at })))).map((d) => [d.id, d]))
+    const comeBack = writes.filter((w) => w.previousWhenInactive && updated.get(w.deviceId)?.wasActive === false).map((w) => w.deviceId)
+    // Read before this batch's events exist, so "previous" is really the one before.
+    const previous = new Map((await lastDeviceEvents(tx, comeBack)).map((e) => [e.deviceId, e]))
+    const rows = await insertEvents(
+      tx,
+      writes.map((w) => ({ type: w.type, deviceId: w.deviceId, userId: w.owner?.userId ?? null, organizationId: w.owner?.organizationId ?? null, data: w.data, at: w.at })),
+    )
+    // RETURNING keeps the order of VALUES in practice but does not promise it: match by content.
+    const byKey = new Map(rows.map((r) => [`${r.deviceId}|${r.type}`, r]))
+    return writes.map((w) => {
+      const event = byKey.get(`${w.deviceId}|${w.type}`)
+      if (!event) return new Error(`event of ${w.deviceId} not stored`)
+      return { event, device: updated.get(w.deviceId), previous: previous.get(w.deviceId) }
+    })
+  })
+}
+
 /** Batches of up to 500 devices, at most two batches in flight (PGlite serializes anyway). */
 export function createPresenceStore(db: Database) {
   const loader = batched<PresenceWrite, PresenceWritten>(
     async (writes) => {
-      // The same device appears at most once per batch: writes of one device are chained (presence.ts).
-      const updated = new Map((await setPresenceMany(db, writes.filter((w) => w.setActive !== undefined).map((w) => ({ id: w.deviceId, active: w.setActive!, at: w.at })))).map((d) => [d.id, d]))
-      const comeBack = writes.filter((w) => w.previousWhenInactive && updated.get(w.deviceId)?.wasActive === false).map((w) => w.deviceId)
-      // Read before this batch's events exist, so "previous" is really the one before.
-      const previous = new Map((await lastDeviceEvents(db, comeBack)).map((e) => [e.deviceId, e]))
-      const rows = await insertEvents(
-        db,
-        writes.map((w) => ({ type: w.type, deviceId: w.deviceId, userId: w.owner?.userId ?? null, organizationId: w.owner?.organizationId ?? null, data: w.data, at: w.at })),
-      )
-      // RETURNING keeps the order of VALUES in practice but does not promise it: match by content.
-      const byKey = new Map(rows.map((r) => [`${r.deviceId}|${r.type}`, r]))
-      return writes.map((w) => {
-        const event = byKey.get(`${w.deviceId}|${w.type}`)
-        if (!event) return new Error(`event of ${w.deviceId} not stored`)
-        return { event, device: updated.get(w.deviceId), previous: previous.get(w.deviceId) }
-      })
+      try {
+        return await writeBatch(db, writes)
+      } catch (err) {
+        if (writes.length === 1) throw err
+        // One bad row (or a deadlock with another instance) must not cost the others their events.
+        return Promise.all(writes.map((w) => writeBatch(db, [w]).then((r) => r[0]!, (e: unknown) => (e instanceof Error ? e : new Error(String(e))))))
+      }
     },
     { concurrency: 2, maxBatchSize: 500 },
   )

@@ -174,12 +174,14 @@ export type PresenceUpdated = Pick<DeviceRow, 'id' | 'userId' | 'organizationId'
  */
 export async function setPresenceMany(db: Executor, updates: readonly PresenceUpdate[]): Promise<PresenceUpdated[]> {
   if (!updates.length) return []
+  // Rows are locked in id order, so two instances writing overlapping batches cannot deadlock.
+  const sorted = [...updates].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   const values = sql.join(
-    updates.map((u) => sql`(${u.id}::text, ${u.active}::boolean, ${u.at.toISOString()}::timestamptz)`),
+    sorted.map((u) => sql`(${u.id}::text, ${u.active}::boolean, ${u.at.toISOString()}::timestamptz)`),
     sql`, `,
   )
   const rows = await db.execute(sql`
-    update ${device} as d set is_active = v.active, last_seen_at = v.at
+    update ${device} as d set is_active = v.active, last_seen_at = greatest(d.last_seen_at, v.at)
     from (values ${values}) as v(id, active, at), ${device} as o
     where d.id = v.id and o.id = d.id
     returning d.id, d.user_id, d.organization_id, d.name, o.is_active as was_active`)

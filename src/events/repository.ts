@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { and, count, desc, eq, gte, inArray, lt, or } from 'drizzle-orm'
-import type { Executor } from '../db/client.js'
+import { and, count, desc, eq, gte, lt, or, sql } from 'drizzle-orm'
+import { rowsOf, type Executor } from '../db/client.js'
 import { event } from './tables.js'
 
 export type EventRow = typeof event.$inferSelect
@@ -23,14 +23,28 @@ export async function insertEvents(db: Executor, events: ReadonlyArray<NewEvent 
     .returning()
 }
 
-/** The newest event of each of several devices. */
+/** The newest event of each of several devices: one backward index probe per device. */
 export async function lastDeviceEvents(db: Executor, deviceIds: readonly string[]): Promise<EventRow[]> {
   if (!deviceIds.length) return []
-  return db
-    .selectDistinctOn([event.deviceId])
-    .from(event)
-    .where(inArray(event.deviceId, [...deviceIds]))
-    .orderBy(event.deviceId, desc(event.createdAt), desc(event.id))
+  const ids = sql.join(
+    deviceIds.map((id) => sql`(${id}::text)`),
+    sql`, `,
+  )
+  const rows = await db.execute(sql`
+    select e.id, e.type, e.device_id, e.user_id, e.organization_id, e.data, e.created_at
+    from (values ${ids}) as d(id)
+    cross join lateral (
+      select * from ${event} where ${event.deviceId} = d.id order by ${event.createdAt} desc, ${event.id} desc limit 1
+    ) as e`)
+  return rowsOf<{ id: string; type: string; device_id: string; user_id: string | null; organization_id: string | null; data: Record<string, unknown> | string; created_at: Date | string }>(rows).map((r) => ({
+    id: r.id,
+    type: r.type,
+    deviceId: r.device_id,
+    userId: r.user_id,
+    organizationId: r.organization_id,
+    data: typeof r.data === 'string' ? (JSON.parse(r.data) as Record<string, unknown>) : r.data,
+    createdAt: new Date(r.created_at),
+  }))
 }
 
 export type Cursor = { createdAt: Date; id: string }

@@ -4,7 +4,8 @@
 // per device; the owner wants to know "40 devices are online", not 40 times.
 import type { NotificationMessage, PresenceChange } from './service.js'
 
-export type PresenceNotice = { userId: string; message: NotificationMessage; topicScope: string }
+/** topicScope: a newer notice with the same scope replaces an undelivered older one at the push service. */
+export type PresenceNotice = { userId: string; message: NotificationMessage; topicScope?: string }
 
 type Window = { timer: NodeJS.Timeout; changes: Map<string, PresenceChange> }
 
@@ -57,7 +58,8 @@ export function createPresenceDigest(opts: { windowMs: number; send: (notice: Pr
     if (!changes.length) return
     // Something was sent: keep coalescing while changes keep coming.
     if (reopen) open(userId)
-    opts.send({ userId, message: digestMessage(changes), topicScope: changes.length === 1 ? `presence:${changes[0]!.deviceId}` : `presence-digest:${userId}` })
+    // A digest names other devices than the next one will, so it must not replace it: no topic.
+    opts.send({ userId, message: digestMessage(changes), topicScope: changes.length === 1 ? `presence:${changes[0]!.deviceId}` : undefined })
   }
 
   return {

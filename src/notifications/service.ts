@@ -128,7 +128,7 @@ export function createNotifier(deps: NotifierDeps) {
   const presence = createPresenceDigest({
     windowMs: deps.presenceWindowMs,
     // A topic, so a newer state replaces an undelivered older one at the push service.
-    send: ({ userId, message, topicScope }) => track(notifyUser(userId, 'device-presence', message, { urgency: 'low', topic: topicFor(topicScope) })),
+    send: ({ userId, message, topicScope }) => track(notifyUser(userId, 'device-presence', message, { urgency: 'low', topic: topicScope ? topicFor(topicScope) : undefined })),
   })
 
   return {

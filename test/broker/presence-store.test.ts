@@ -1,0 +1,45 @@
+// Batched presence writes against the real database: one batch stores each device's event and
+// row, a write the database refuses fails alone (the batch falls back to one write each), and
+// last_seen_at never moves backwards.
+import t from 'tap'
+import { createPresenceStore } from '../../broker/presence-store.js'
+import { findDevice } from '../../src/devices/repository.js'
+import { startApp } from '../helpers/app.js'
+import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { pairDevice } from '../helpers/devices.js'
+
+t.test('a batch with one refused write stores the others', async (t) => {
+  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
+  const { token, userId } = await signUp(makeClient(svc.url).client, uniqueEmail('presence-store'))
+  const devices = await Promise.all([0, 1, 2].map(() => pairDevice(svc, token)))
+  const db = svc.app.database.db
+  const store = createPresenceStore(db)
+  const at = new Date()
+  const owner = { userId, organizationId: null, name: 'x' }
+  const results = await Promise.allSettled(
+    devices.map((d, i) =>
+      store.write({
+        type: 'device.connected',
+        deviceId: d.deviceId,
+        owner,
+        // PostgreSQL's jsonb refuses \u0000, so this one write fails inside the batch.
+        data: { clientId: i === 1 ? 'bad\u0000id' : d.deviceId },
+        at,
+        setActive: true,
+      }),
+    ),
+  )
+  t.equal(results[0]!.status, 'fulfilled', 'the first device is stored')
+  t.equal(results[1]!.status, 'rejected', 'the refused write fails')
+  t.equal(results[2]!.status, 'fulfilled', 'and the third is stored too')
+  const stored = results[0]!.status === 'fulfilled' ? results[0]!.value : undefined
+  t.equal(stored?.event.userId, userId, 'attributed to the owner')
+  t.equal(stored?.device?.wasActive, false, 'the row says it was inactive before')
+  t.equal((await findDevice(db, devices[0]!.deviceId))?.isActive, true)
+  t.equal((await findDevice(db, devices[1]!.deviceId))?.isActive, false, 'the failed write changed nothing (one transaction)')
+
+  const earlier = new Date(at.getTime() - 60_000)
+  const late = await store.write({ type: 'device.disconnected', deviceId: devices[0]!.deviceId, owner, data: {}, at: earlier, setActive: false })
+  t.equal(late.device?.wasActive, true)
+  t.equal((await findDevice(db, devices[0]!.deviceId))?.lastSeenAt?.getTime(), at.getTime(), 'last_seen_at keeps the newer time')
+})
