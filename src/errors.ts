@@ -53,6 +53,17 @@ const fastifyCodes: Record<string, [number, string]> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: [400, 'INVALID_CONTENT_LENGTH'],
 }
 
+/**
+ * PostgreSQL's data exceptions (SQLSTATE class 22: bad date, invalid text, out of range) and
+ * 54000 (a value too large to index) come from values a request carried, not from the server.
+ * drizzle wraps the driver's error, so the code may sit on its cause.
+ */
+function isRefusedValue(err: unknown): boolean {
+  const e = err as { code?: unknown; cause?: { code?: unknown } }
+  const code = typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) ? e.code : e.cause?.code
+  return typeof code === 'string' && (code.startsWith('22') || code === '54000')
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof AppError) {
@@ -64,6 +75,11 @@ export function installErrorHandling(app: FastifyInstance): void {
     const mapped = err.code ? fastifyCodes[err.code] : undefined
     if (mapped) return reply.code(mapped[0]).send({ message: err.message, code: mapped[1] })
     if (err instanceof SyntaxError) return reply.code(400).send({ message: 'Malformed JSON body', code: 'INVALID_JSON' })
+    if (isRefusedValue(err)) {
+      // Validation should have caught it; the log says where it did not.
+      req.log.warn({ err }, 'the database refused a value from the request')
+      return reply.code(400).send({ message: 'A value in the request is not acceptable', code: 'INVALID_VALUE' })
+    }
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
     if (status >= 500) {
       req.log.error({ err }, 'request failed')

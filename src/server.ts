@@ -30,14 +30,16 @@ async function main() {
     }
     throw err
   }
+  // Both listeners bind HOST; the HTTP socket tells how it resolved (localhost → 127.0.0.1).
   const address = app.server.address()
+  let host = config.host
   if (address && typeof address === 'object') {
-    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
+    host = address.family === 'IPv6' ? `[${address.address}]` : address.address
     app.log.info(`HTTP listening on http://${host}:${address.port}`)
   }
   if (app.mqttPort !== undefined) {
-    app.log.info(`MQTT listening on mqtt://${config.host}:${app.mqttPort}`)
-    if (app.mqttTlsPort !== undefined) app.log.info(`MQTT over TLS listening on mqtts://${config.host}:${app.mqttTlsPort}`)
+    app.log.info(`MQTT listening on mqtt://${host}:${app.mqttPort}`)
+    if (app.mqttTlsPort !== undefined) app.log.info(`MQTT over TLS listening on mqtts://${host}:${app.mqttTlsPort}`)
     app.log.info(`MQTT over WebSocket on ${config.baseUrl.replace(/^http/, 'ws')}/mqtt`)
   }
   app.log.info(`public URL ${config.baseUrl} (database: ${app.database.kind}${app.redis ? ', redis' : ''})`)

@@ -57,7 +57,7 @@ t.test('defaults', async (t) => {
 })
 
 t.test('DATA_DIR defaults to ./data, resolved to an absolute path', async (t) => {
-  const c = loadConfig({ AUTH_SECRET: SECRET })
+  const c = loadConfig({ AUTH_SECRET: SECRET, MQTT_BROKER_ID: 'node-test' })
   t.equal(c.dataDir, resolve('./data'))
   const rel = loadConfig({ DATA_DIR: 'some/rel/dir', AUTH_SECRET: SECRET, MQTT_BROKER_ID: 'node-test' })
   t.equal(rel.dataDir, resolve('some/rel/dir'))

@@ -96,6 +96,11 @@ t.test('starts, logs its real address, serves, and exits 0 on SIGTERM', async (t
   const srv = startServer({ PORT: String(port) }, /HTTP listening on http:\/\/127\.0\.0\.1:(\d+)/)
   const line = await srv.ready
   t.match(line, `HTTP listening on http://127.0.0.1:${port}`, 'logs the address it listens on')
+  const mqtt = await srv.waitFor(/MQTT listening on mqtt:\/\/[^:]+:(\d+)/)
+  const mqttPort = Number(mqtt.split(':').pop())
+  t.match(mqtt, /^MQTT listening on mqtt:\/\/127\.0\.0\.1:\d+$/, 'logs the MQTT listener on the bound host')
+  t.ok(mqttPort > 0, 'MQTT_PORT=0 is logged as the port the system picked')
+  t.match(await srv.waitFor(/MQTT over WebSocket on \S+/), `MQTT over WebSocket on ws://127.0.0.1:${port}/mqtt`)
   const used = await srv.waitFor(/\(database: [^)]*\)/)
   t.equal(used, process.env.DATABASE_URL ? '(database: postgres, redis)' : '(database: pglite)', 'on the configured database')
 
@@ -112,6 +117,18 @@ t.test('starts, logs its real address, serves, and exits 0 on SIGTERM', async (t
   t.match(run.output, /SIGTERM received, shutting down/)
   t.notMatch(run.output, /"level":(50|60)/, 'no error or fatal log lines')
   await t.rejects(fetch(`http://127.0.0.1:${port}/ok`), 'the port is released')
+})
+
+t.test('Ctrl-C (SIGINT) shuts down cleanly too', async (t) => {
+  const port = await freePort()
+  const srv = startServer({ PORT: String(port) }, /public URL/)
+  await srv.ready
+  t.equal((await fetch(`http://127.0.0.1:${port}/ok`)).status, 200)
+  srv.child.kill('SIGINT')
+  const run = await srv.closed
+  t.equal(run.code, 0, 'exit code 0 after SIGINT')
+  t.match(run.output, /SIGINT received, shutting down/)
+  t.notMatch(run.output, /"level":(50|60)/, 'no error or fatal log lines')
 })
 
 t.test('with the HTTP port taken it exits non-zero naming PORT', async (t) => {

@@ -3,6 +3,7 @@
 import { betterAuth } from 'better-auth'
 import { drizzleAdapter } from 'better-auth/adapters/drizzle'
 import { admin, bearer, emailOTP, jwt, magicLink, multiSession, openAPI, organization } from 'better-auth/plugins'
+import { defaultRoles } from 'better-auth/plugins/admin/access'
 import { passkey } from '@better-auth/passkey'
 import { hash, verify } from '@node-rs/argon2'
 import type { FastifyBaseLogger } from 'fastify'
@@ -11,6 +12,7 @@ import type { Database } from '../db/client.js'
 import { authSchema } from '../db/schema.js'
 import type { Mailer } from '../mail/mailer.js'
 import type { RedisHandle } from '../redis/client.js'
+import { inputRules } from './input-rules.js'
 import { redisSecondaryStorage } from './secondary-storage.js'
 import { grantConfiguredAdmin } from './users-repository.js'
 
@@ -113,7 +115,14 @@ export function createAuth({ config, db, mailer, redis, log }: AuthDeps) {
           link: url,
         }),
     },
-    account: { accountLinking: { enabled: true, trustedProviders: ['google', 'github', 'apple'] } },
+    account: {
+      accountLinking: { enabled: true, trustedProviders: ['google', 'github', 'apple'] },
+      // Providers' access and refresh tokens are sealed (XChaCha20-Poly1305, keyed by AUTH_SECRET).
+      encryptOAuthTokens: true,
+    },
+    // Reset, verification and deletion tokens are looked up by their SHA-256, never stored as issued.
+    verification: { storeIdentifier: 'hashed' },
+    hooks: { before: inputRules },
     socialProviders: {
       ...(social.google ? { google: { clientId: social.google.clientId, clientSecret: social.google.clientSecret } } : {}),
       ...(social.github ? { github: { clientId: social.github.clientId, clientSecret: social.github.clientSecret } } : {}),
@@ -154,11 +163,22 @@ export function createAuth({ config, db, mailer, redis, log }: AuthDeps) {
       user: {
         create: {
           // An admin's create-user may choose the role; sign-up cannot send one (the field takes no input).
+          // Every account starts at a zero balance: credits arrive only through the ledger.
           before: async (user) => ({
-            data: { ...user, role: user.emailVerified && isAdminEmail(user.email) ? 'admin' : ((user as { role?: string }).role ?? 'user') },
+            data: {
+              ...user,
+              balance: '0',
+              role: user.emailVerified && isAdminEmail(user.email) ? 'admin' : ((user as { role?: string }).role ?? 'user'),
+            },
           }),
         },
         update: {
+          // The ledger (src/credits) writes balances with its own SQL; nothing through Better Auth may.
+          before: async (data) => {
+            if (!('balance' in data)) return
+            const { balance: _ignored, ...rest } = data as Record<string, unknown>
+            return { data: rest }
+          },
           // ADMIN_EMAILS grants the role only once the address is proven to belong to the account.
           after: async (user) => {
             if (!user.emailVerified || !isAdminEmail(user.email)) return
@@ -171,7 +191,8 @@ export function createAuth({ config, db, mailer, redis, log }: AuthDeps) {
       },
     },
     plugins: [
-      admin({ defaultRole: 'user', adminRoles: ['admin'] }),
+      // Naming the roles makes set-role and create-user refuse any other role name.
+      admin({ defaultRole: 'user', adminRoles: ['admin'], roles: defaultRoles }),
       organization({
         teams: { enabled: true },
         invitationExpiresIn: 7 * 24 * 3600,
@@ -189,11 +210,13 @@ export function createAuth({ config, db, mailer, redis, log }: AuthDeps) {
       multiSession({ maximumSessions: 5 }),
       magicLink({
         expiresIn: 15 * 60,
+        storeToken: 'hashed',
         sendMagicLink: async ({ email, url }) =>
           mailer.send({ kind: 'magic-link', to: email, subject: 'Your sign-in link', text: `To sign in, open ${url}`, link: url }),
       }),
       emailOTP({
         otpLength: 6,
+        storeOTP: 'hashed',
         expiresIn: 10 * 60,
         allowedAttempts: 3,
         sendVerificationOTP: async ({ email, otp, type }) =>

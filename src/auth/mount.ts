@@ -4,8 +4,9 @@
 // keeps Fastify's normal parsers.
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import { codeForStatus } from '../errors.js'
+import { hasNulCharacter, nulError } from '../http/validation.js'
 import { AUTH_BASE_PATH, CLIENT_IP_HEADER, type Auth } from './auth.js'
-import { isReadOnlyAuthPath } from './session-cache.js'
+import { leavesSessionsUnchanged } from './session-cache.js'
 
 type Forward = { path: string; method?: string; body?: Buffer }
 
@@ -54,11 +55,16 @@ export async function mountAuth(app: FastifyInstance, opts: { auth: Auth; baseUr
     const raw = body as Buffer
     // Better Auth would answer malformed JSON with a 500; refuse it here with a clear 400.
     if (raw.length > 0 && isJson(req)) {
+      let value: unknown
       try {
-        JSON.parse(raw.toString('utf8'))
+        value = JSON.parse(raw.toString('utf8'))
       } catch {
         return done(Object.assign(new Error('Malformed JSON body'), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' }))
       }
+      if (hasNulCharacter(value)) return done(nulError())
+    } else if (raw.includes('%00') || raw.includes(0)) {
+      // Form posts (OAuth callbacks) carry their values URL-encoded.
+      return done(nulError())
     }
     done(null, raw)
   })
@@ -83,7 +89,7 @@ export async function mountAuth(app: FastifyInstance, opts: { auth: Auth; baseUr
     const url = new URL(AUTH_BASE_PATH + target.path, baseUrl)
     const res = await auth.handler(new Request(url, { method, headers, body: body ? new Uint8Array(body) : undefined }))
     // Sessions, users, roles or bans may have changed: cached sessions go before anyone sees the answer.
-    if (res.status < 400 && !isReadOnlyAuthPath(target.path)) await opts.onAccountChange?.()
+    if (res.status < 400 && !leavesSessionsUnchanged(target.path)) await opts.onAccountChange?.()
     return sendResponse(reply, res)
   }
 

@@ -92,8 +92,22 @@ export function credentialOf(headers: { authorization?: string; cookie?: string 
   return parts.length ? `c:${parts.join(';')}` : undefined
 }
 
-/** Auth paths that only read: every other successful request through the mount clears the cache. */
-const READ_ONLY = new Set([
+/**
+ * Auth paths that change no existing session or user: reads, and requests that only create a new
+ * session or send a message. Every other successful request through the mount clears the cache.
+ * Sign-ins that verify an address (magic link, e-mail code) are left out on purpose: verifying
+ * can grant the admin role (ADMIN_EMAILS), which cached sessions of that user must show.
+ */
+const LEAVES_SESSIONS = new Set([
+  '/sign-in/email',
+  '/sign-in/magic-link',
+  '/sign-up/email',
+  '/request-password-reset',
+  '/forget-password/email-otp',
+  '/send-verification-email',
+  '/email-otp/send-verification-otp',
+  '/email-otp/check-verification-otp',
+  '/passkey/verify-authentication',
   '/get-session',
   '/list-sessions',
   '/list-accounts',
@@ -125,6 +139,6 @@ const READ_ONLY = new Set([
   '/multi-session/list-device-sessions',
 ])
 
-export function isReadOnlyAuthPath(path: string): boolean {
-  return READ_ONLY.has(path.split('?')[0] as string)
+export function leavesSessionsUnchanged(path: string): boolean {
+  return LEAVES_SESSIONS.has(path.split('?')[0] as string)
 }

@@ -42,6 +42,26 @@ t.test('same instance: sign-out, revoke, ban and password change are refused at 
   t.equal(await status(svc.url, c.token), 401, 'banned: refused at once')
 })
 
+t.test('sign-ins, sign-ups and code requests leave cached sessions in place', async (t) => {
+  const svc = await startApp(t, { env: { SESSION_CACHE_TTL_MS: '60000' } })
+  const email = uniqueEmail('cached')
+  const a = await signUp(makeClient(svc.url).client, email)
+  t.equal(await status(svc.url, a.token), 200)
+  const cached = svc.app.sessionCache.size
+  t.ok(cached > 0, 'the session is cached')
+  const anon = (path: string, body: object) =>
+    fetch(`${svc.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: svc.url }, body: JSON.stringify(body) })
+  t.equal((await anon('/sign-in/email', { email, password: 'correct-horse-battery' })).status, 200)
+  t.equal((await anon('/sign-up/email', { email: uniqueEmail('other'), password: 'correct-horse-battery', name: 'Other' })).status, 200)
+  t.equal((await anon('/api/auth/email-otp/send-verification-otp', { email, type: 'sign-in' })).status, 200)
+  t.equal((await anon('/request-password-reset', { email })).status, 200)
+  t.equal(svc.app.sessionCache.size, cached, 'none of them cleared the cache')
+  t.equal((await post(svc.url, '/update-user', a.token, { name: 'Renamed' })).status, 200)
+  t.equal(svc.app.sessionCache.size, 0, 'an account change clears it')
+  const renamed = (await (await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${a.token}` } })).json()) as { user: { name: string } }
+  t.equal(renamed.user.name, 'Renamed', 'and the next read shows the change')
+})
+
 const pgReachable = await reachable(5432)
 const redis = await redisUrl()
 

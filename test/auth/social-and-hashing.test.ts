@@ -8,7 +8,14 @@ import { account } from '../../src/db/schema.js'
 
 t.test('social providers come from the environment', async (t) => {
   const svc = await startApp(t, {
-    env: { GITHUB_CLIENT_ID: 'gh-client', GITHUB_CLIENT_SECRET: 'gh-secret', GOOGLE_CLIENT_ID: 'g-client.apps.googleusercontent.com', GOOGLE_CLIENT_SECRET: 'g-secret' },
+    env: {
+      GITHUB_CLIENT_ID: 'gh-client',
+      GITHUB_CLIENT_SECRET: 'gh-secret',
+      GOOGLE_CLIENT_ID: 'g-client.apps.googleusercontent.com',
+      GOOGLE_CLIENT_SECRET: 'g-secret',
+      APPLE_CLIENT_ID: 'com.example.pairing.web',
+      APPLE_CLIENT_SECRET: 'apple-client-secret-jwt',
+    },
   })
   const ask = (provider: string) =>
     fetch(`${svc.url}/api/auth/sign-in/social`, { method: 'POST', headers: { 'content-type': 'application/json', origin: svc.url }, body: JSON.stringify({ provider, callbackURL: '/' }) })
@@ -23,8 +30,15 @@ t.test('social providers come from the environment', async (t) => {
   const google = (await (await ask('google')).json()) as { url: string }
   t.equal(new URL(google.url).host, 'accounts.google.com')
   const apple = await ask('apple')
-  t.equal(apple.status, 404, 'a provider without configuration is not offered')
-  t.type(((await apple.json()) as { message: string }).message, 'string')
+  t.equal(apple.status, 200)
+  const appleUrl = new URL(((await apple.json()) as { url: string }).url)
+  t.equal(appleUrl.host, 'appleid.apple.com')
+  t.equal(appleUrl.searchParams.get('client_id'), 'com.example.pairing.web')
+  t.equal(appleUrl.searchParams.get('response_mode'), 'form_post', 'Apple calls back with a form post')
+  t.equal(appleUrl.searchParams.get('redirect_uri'), `${svc.url}/api/auth/callback/apple`)
+  const discord = await ask('discord')
+  t.equal(discord.status, 404, 'a provider without configuration is not offered')
+  t.type(((await discord.json()) as { message: string }).message, 'string')
 
   // Apple (and any form_post provider) calls back with a form body: it must reach Better Auth
   // (not a 415), which turns it into its GET callback; that refuses the forged state.
