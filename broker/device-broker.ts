@@ -182,6 +182,8 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     const m = meta.get(client)
     if (m) m.reason = reason
     await new Promise<void>((resolve) => client.close(() => resolve()))
+    // The disconnect's event is stored before the caller goes on (a delete must not race it).
+    await presence.queue(deviceId, async () => {})
     return true
   }
 

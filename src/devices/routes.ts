@@ -195,21 +195,46 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     },
   )
 
-  app.get(
+  app.get<{ Querystring: { organizationId?: string; limit: number; cursor?: string } }>(
     '/api/device',
     {
       schema: {
         tags,
-        summary: "The caller's devices and those of the active organization",
+        summary: "The caller's devices and those of an organization",
+        description:
+          'Newest first. Organization devices come from `organizationId` (the caller must be a member) or else the session\'s active organization; a JWT has no active organization, so it names one.',
         security: sessionSecurity,
-        response: { 200: { type: 'object', properties: { devices: { type: 'array', items: { $ref: 'DeviceDetail#' } } } }, ...errors(401) },
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            organizationId: { type: 'string', minLength: 1, maxLength: 64 },
+            limit: { type: 'integer', minimum: 1, maximum: 500, default: 100 },
+            cursor: { type: 'string', maxLength: 200 },
+          },
+        },
+        response: {
+          200: {
+            type: 'object',
+            required: ['devices', 'nextCursor'],
+            properties: { devices: { type: 'array', items: { $ref: 'DeviceDetail#' } }, nextCursor: { type: ['string', 'null'], description: 'pass as `cursor` for the next page' } },
+          },
+          ...errors(400, 401, 403),
+        },
       },
     },
     async (req) => {
       const who = await principal(req)
-      const orgId = who.activeOrganizationId && (await findMemberRole(db, who.activeOrganizationId, who.userId)) ? who.activeOrganizationId : null
-      const rows = await listDevices(db, who.userId, orgId)
-      return { devices: rows.map(toDeviceDetail) }
+      let orgId: string | null = null
+      if (req.query.organizationId) {
+        if (!(await findMemberRole(db, req.query.organizationId, who.userId))) throw new AppError(403, 'FORBIDDEN', 'You are not a member of this organization')
+        orgId = req.query.organizationId
+      } else if (who.activeOrganizationId && (await findMemberRole(db, who.activeOrganizationId, who.userId))) {
+        orgId = who.activeOrganizationId
+      }
+      const rows = await listDevices(db, who.userId, orgId, req.query.limit + 1, cursorFrom(req.query.cursor))
+      const { page, nextCursor } = pageOf(rows, req.query.limit)
+      return { devices: page.map(toDeviceDetail), nextCursor }
     },
   )
 

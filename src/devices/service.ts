@@ -6,6 +6,8 @@ import { AppError } from '../errors.js'
 import { deleteDeviceEvents, insertEvent } from '../events/repository.js'
 import { findUserByEmail } from '../auth/users-repository.js'
 import { deleteDevicePrompts } from '../prompts/repository.js'
+import { detachJobsFromDevice } from '../generation/repository.js'
+import { detachImagesFromDevice } from '../images/repository.js'
 import type { Counters } from '../http/counters.js'
 import { canManageWithRole, requireAccess } from './access.js'
 import { matchesHash, newDeviceCode, newDeviceId, newDeviceSecret, newPinCode, newUserCode, normalisePinCode, sha256 } from './codes.js'
@@ -108,35 +110,49 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
     return (await transitionDeviceInit(db, rec.id, ['pending'], 'expired')) ?? (await findDeviceInit(db, rec.id)) ?? rec
   }
 
-  /** Finds the record a person's code names, counting failures per user; refuses the reasons a code cannot be used. */
-  async function resolveCode(userId: string, code: CodeInput): Promise<DeviceInitRow> {
-    const userKey = `pair-fail:${userId}`
-    if ((await counters.get(userKey)) >= MAX_FAILED_ATTEMPTS) {
-      throw new AppError(429, 'TOO_MANY_ATTEMPTS', 'Too many wrong codes, try again later', { 'retry-after': String(ATTEMPT_WINDOW_SECONDS) })
-    }
+  const tooMany = async (key: string, message: string) =>
+    new AppError(429, 'TOO_MANY_ATTEMPTS', message, { 'retry-after': String((await counters.secondsLeft(key)) || ATTEMPT_WINDOW_SECONDS) })
+
+  /** Counts a failed attempt against the record it named, so many accounts cannot share one guessing budget. */
+  const failOnRecord = (rec: DeviceInitRow) => Promise.all([counters.hit(`pair-fail-record:${rec.id}`, ATTEMPT_WINDOW_SECONDS), countFailedAttempt(db, rec.id)])
+
+  /**
+   * Finds the record a person's code names and refuses the reasons it cannot be used. Each attempt
+   * is reserved against the user's budget before the lookup (so parallel guesses cannot overrun
+   * it) and given back when the code turns out to be right.
+   */
+  async function resolveCode(userId: string, code: CodeInput): Promise<{ rec: DeviceInitRow; release: () => Promise<void> }> {
     if (!code.pinCode && !code.userCode) throw new AppError(400, 'VALIDATION_ERROR', 'body must have pinCode or userCode')
+    const userKey = `pair-fail:${userId}`
+    if ((await counters.hit(userKey, ATTEMPT_WINDOW_SECONDS)) > MAX_FAILED_ATTEMPTS) {
+      throw await tooMany(userKey, 'Too many wrong codes, try again later')
+    }
     const pinCode = code.pinCode !== undefined ? normalisePinCode(code.pinCode) : undefined
     const found = pinCode === null ? undefined : await findDeviceInitByCode(db, code.userCode ? { userCode: code.userCode } : { pinCode })
-    if (!found) {
-      await counters.hit(userKey, ATTEMPT_WINDOW_SECONDS)
+    if (!found) throw wrongCode()
+    const recordKey = `pair-fail-record:${found.id}`
+    if ((await counters.get(recordKey)) >= MAX_FAILED_ATTEMPTS) throw await tooMany(recordKey, 'This code is locked after too many failed attempts, try again later')
+    // Both codes given: they must name the same device, or neither counts as right.
+    if (code.userCode && pinCode !== undefined && pinCode !== found.pinCode) {
+      await failOnRecord(found)
       throw wrongCode()
     }
     const rec = await expireIfDue(found)
-    if (rec.failedAttempts >= MAX_FAILED_ATTEMPTS) throw new AppError(429, 'TOO_MANY_ATTEMPTS', 'This code is locked after too many failed attempts')
     if (rec.status === 'expired') throw new AppError(410, 'CODE_EXPIRED', 'This code has expired; restart pairing on the device')
     if (rec.status !== 'pending') throw new AppError(409, 'CODE_ALREADY_USED', 'This code has already been used')
-    return rec
+    return { rec, release: () => counters.release(userKey) }
   }
 
   async function claim(userId: string, input: ClaimInput) {
-    const rec = await resolveCode(userId, input)
+    const { rec, release } = await resolveCode(userId, input)
     if (input.organizationId) {
       const role = await findMemberRole(db, input.organizationId, userId)
       if (!canManageWithRole(role)) {
-        await countFailedAttempt(db, rec.id)
+        await failOnRecord(rec)
         throw new AppError(403, 'FORBIDDEN', 'You may not add devices to this organization')
       }
     }
+    await release()
     const result = await db.transaction(async (tx) => {
       const now = new Date()
       const approved = await transitionDeviceInit(tx, rec.id, ['pending'], 'approved', { userId, organizationId: input.organizationId ?? null, decidedAt: now }, { unexpiredAt: now })
@@ -153,7 +169,8 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
         selectedModel: input.selectedModel ?? 'local',
         display: rec.display,
         info: rec.info,
-        createdAt: now,
+        // The device exists from the moment it started pairing, as its initialisation record says.
+        createdAt: rec.createdAt,
       })
       const ev = await insertEvent(tx, {
         type: 'device.paired',
@@ -175,7 +192,8 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
   }
 
   async function deny(userId: string, code: CodeInput) {
-    const rec = await resolveCode(userId, code)
+    const { rec, release } = await resolveCode(userId, code)
+    await release()
     const denied = await transitionDeviceInit(db, rec.id, ['pending'], 'denied', { userId, decidedAt: new Date() })
     if (!denied) throw new AppError(409, 'CODE_ALREADY_USED', 'This code has already been used')
     await insertEvent(db, { type: 'device.denied', deviceId: rec.id, userId, data: {} })
@@ -231,13 +249,19 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
 
   async function remove(userId: string, deviceId: string) {
     const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
+    // Revoked and disconnected first, so the session's last presence event is written (and then
+    // deleted with the rest) instead of landing after the device is gone.
+    await setDeviceSecret(db, dev.id, null)
+    await link.kick(dev.id, 'kicked')
     const deleted = await db.transaction(async (tx) => {
       await deleteDeviceEvents(tx, dev.id)
       await deleteDevicePrompts(tx, dev.id)
+      // Generated images and their jobs belong to the user; they only stop pointing at the device.
+      await detachJobsFromDevice(tx, dev.id)
+      await detachImagesFromDevice(tx, dev.id)
       return deleteDeviceRows(tx, dev.id)
     })
     if (!deleted) throw new AppError(404, 'DEVICE_NOT_FOUND', 'Device not found')
-    await link.kick(dev.id, 'kicked')
     return deleted
   }
 

@@ -31,7 +31,7 @@ export const device = pgTable(
     icon: text('icon').notNull().default('frame'),
     description: text('description').notNull().default(''),
     color: text('color').notNull().default('#000000'),
-    createdAt: ts('created_at').notNull().defaultNow(),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date', precision: 3 }).notNull().defaultNow(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
     isActive: boolean('is_active').notNull().default(false),
     selectedModel: text('selected_model').notNull().default('local'),

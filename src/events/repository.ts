@@ -53,9 +53,15 @@ export function encodeCursor(c: Cursor): string {
   return Buffer.from(`${c.createdAt.toISOString()}|${c.id}`).toString('base64url')
 }
 
+/**
+ * Cursors carry milliseconds, and the paginated tables store created_at at millisecond precision
+ * (timestamptz(3)), so a page boundary never falls between rows of the same millisecond.
+ */
 export function decodeCursor(s: string): Cursor | null {
   const [at, id] = Buffer.from(s, 'base64url').toString('utf8').split('|')
-  const createdAt = new Date(at ?? '')
+  // Only what encodeCursor writes: an ISO time in years 0001–9999 (JavaScript accepts more than PostgreSQL).
+  if (!at || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(at)) return null
+  const createdAt = new Date(at)
   if (!id || Number.isNaN(createdAt.getTime())) return null
   return { createdAt, id }
 }

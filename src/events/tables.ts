@@ -10,7 +10,7 @@ export const event = pgTable(
     userId: text('user_id'),
     organizationId: text('organization_id'),
     data: jsonb('data').$type<Record<string, unknown>>().notNull().default({}),
-    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date', precision: 3 }).notNull().defaultNow(),
   },
   (t) => [index('event_device_created_idx').on(t.deviceId, t.createdAt, t.id), index('event_type_idx').on(t.type)],
 )

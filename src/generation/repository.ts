@@ -50,3 +50,8 @@ export async function countUnfinished(db: Executor): Promise<number> {
   const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(generationJob).where(inArray(generationJob.status, ['queued', 'running']))
   return Number(row?.n ?? 0)
 }
+
+/** A deleted device's jobs stay the user's; they no longer deliver anywhere. */
+export async function detachJobsFromDevice(db: Executor, deviceId: string): Promise<void> {
+  await db.update(generationJob).set({ deviceId: null }).where(eq(generationJob.deviceId, deviceId))
+}

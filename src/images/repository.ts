@@ -28,3 +28,7 @@ export async function findVariant(db: Executor, imageId: string, format: string)
     .limit(1)
   return row
 }
+
+export async function detachImagesFromDevice(db: Executor, deviceId: string): Promise<void> {
+  await db.update(image).set({ deviceId: null }).where(eq(image.deviceId, deviceId))
+}

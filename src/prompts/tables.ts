@@ -17,7 +17,7 @@ export const prompt = pgTable(
     model: text('model').notNull(),
     width: integer('width').notNull(),
     height: integer('height').notNull(),
-    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date', precision: 3 }).notNull().defaultNow(),
   },
   (t) => [index('prompt_device_created_idx').on(t.deviceId, t.createdAt, t.id), index('prompt_user_idx').on(t.userId)],
 )
