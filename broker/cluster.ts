@@ -9,7 +9,13 @@ const require = createRequire(import.meta.url)
 
 type Closable = { close(cb: () => void): void }
 type Emitter = { on(event: 'error', listener: (err: Error) => void): unknown }
-export type ClusterParts = { mq: Closable; persistence: unknown; close(): Promise<void> }
+export type ClusterParts = {
+  mq: Closable
+  persistence: unknown
+  /** Messages in a client's stored outgoing queue (aedes-persistence-redis' list of it). */
+  queuedFor(clientId: string): Promise<number>
+  close(): Promise<void>
+}
 
 type Persistence = { addSubscriptions(client: unknown, subs: unknown[]): Promise<unknown> }
 
@@ -48,7 +54,7 @@ export function redisClusterParts(redisUrl: string, prefix: string, onError: (er
   const MQEmitterRedis = require('mqemitter-redis') as (opts: object) => Closable & { state: Emitter }
   // The callback/stream flavour: aedes 1.x pipes retained-message streams from it.
   const redisPersistence = require('aedes-persistence-redis') as (opts: object) => unknown
-  const Redis = require('ioredis') as new (opts: object) => Emitter & { disconnect(): void }
+  const Redis = require('ioredis') as new (opts: object) => Emitter & { disconnect(): void; llen(key: string): Promise<number> }
   const u = new URL(redisUrl)
   const connection = {
     host: u.hostname,
@@ -69,6 +75,8 @@ export function redisClusterParts(redisUrl: string, prefix: string, onError: (er
   return {
     mq,
     persistence: sharedSubscriptionWrites(redisPersistence({ conn, maxSessionDelivery: 1000 }) as Persistence),
+    // The list key aedes-persistence-redis keeps per client (under our keyPrefix).
+    queuedFor: (clientId) => conn.llen(`outgoing:${encodeURIComponent(clientId)}`),
     async close() {
       conn.disconnect()
     },

@@ -11,7 +11,9 @@ import { appSubscriptionTarget, deviceMayPublish, deviceMaySubscribe } from './t
 export type Identity = { kind: 'device'; deviceId: string } | { kind: 'app'; userId: string }
 /** The owner and name a device's events are attributed to, read when it authenticates. */
 export type DeviceOwner = Pick<DeviceCredentialRow, 'userId' | 'organizationId' | 'name'>
-export type CredentialCheck = { ok: true; identity: Identity; device?: DeviceOwner } | { ok: false; returnCode: 2 | 4 | 5; reason: string }
+export type CredentialCheck =
+  | { ok: true; identity: Identity; device?: DeviceOwner; session?: { id: string; expiresAt: Date } }
+  | { ok: false; returnCode: 2 | 4 | 5; reason: string }
 
 export type DeviceLookup = (id: string) => Promise<DeviceCredentialRow | undefined>
 
@@ -43,7 +45,9 @@ export async function checkCredentials(db: Database, auth: Auth, clientId: strin
     // collide with device ids, or connecting would take over a device's session.
     if (UUID.test(clientId)) return { ok: false, returnCode: 2, reason: 'app client ids must not look like device ids' }
     const session = await auth.api.getSession({ headers: new Headers({ authorization: `Bearer ${password}` }) }).catch(() => null)
-    return session ? { ok: true, identity: { kind: 'app', userId: session.user.id } } : { ok: false, returnCode: 4, reason: 'invalid session token' }
+    return session
+      ? { ok: true, identity: { kind: 'app', userId: session.user.id }, session: { id: session.session.id, expiresAt: new Date(session.session.expiresAt) } }
+      : { ok: false, returnCode: 4, reason: 'invalid session token' }
   }
   if (clientId !== username) return { ok: false, returnCode: 2, reason: 'the client id must be the device id' }
   // Device ids are UUIDs: anything else is unknown without asking the database.

@@ -6,6 +6,8 @@ import type { Auth } from '../src/auth/auth.js'
 import type { Database } from '../src/db/client.js'
 import { batchedLookup, checkCredentials, mayPublish, maySubscribe, type DeviceOwner, type Identity } from './credentials.js'
 import type { DeviceLink } from '../src/devices/sessions.js'
+import { releaseNodeConnections } from '../src/devices/repository.js'
+import { insertEvents } from '../src/events/repository.js'
 import { Publisher } from './publisher.js'
 import { attachPresence, type DisconnectReason, type PresenceChange } from './presence.js'
 import { connackError, createMqttServer, type BrokerLimits, type MqttServer } from './server.js'
@@ -21,6 +23,8 @@ export type ClientMeta = {
   reason?: DisconnectReason
   /** Devices: the owner their events are attributed to, as read at authentication. */
   owner?: DeviceOwner
+  /** A new persistent session: what to send again once the device has subscribed to it. */
+  catchUp?: Set<'cmd' | 'image'>
 }
 
 export type BrokerStats = { droppedPublishes: number; refusedSubscriptions: number; refusedConnections: number; droppedOffline: number }
@@ -47,6 +51,14 @@ export type DeviceBrokerDeps = {
   tls?: { key: Buffer; cert: Buffer }
   /** Real online/offline changes of devices (see presence.ts). */
   onPresence?: (change: PresenceChange) => void
+  /**
+   * A device with a persistent session connected and the broker had no session for it (first
+   * connect, or the broker lost it: a restart in single-node mode). The service sends again what
+   * the device has not acknowledged.
+   */
+  onNewSession?: (deviceId: string, kind: 'cmd' | 'image') => void
+  /** Cluster mode: how many messages wait in a client's stored queue (Redis persistence). */
+  queuedFor?: (clientId: string) => Promise<number>
 }
 
 /** Where refused publishes go: no filter reaches a $-topic through a wildcard (MQTT-4.7.2-1) and nobody may subscribe to it. */
@@ -59,6 +71,15 @@ const KICK_TOPIC = '$dps/kick'
  * (~8 KiB per idle session in the sessions benchmark).
  */
 const WILL_PAYLOAD = Buffer.from(JSON.stringify({ online: false, since: null, reason: 'connection_lost' }))
+
+/**
+ * Closes a connection the way a clean DISCONNECT would: its will is dropped (and deleted from the
+ * persistence) instead of published. For closes the service decides (kick, takeover, shutdown),
+ * where presence.ts publishes the right state itself and "connection lost" would be wrong.
+ */
+function withoutWill(client: Client): void {
+  ;(client as unknown as { _disconnected: boolean })._disconnected = true
+}
 
 export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<DeviceBroker> {
   const { db, auth, log } = deps
@@ -73,6 +94,23 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
   const refuse = (code: 2 | 3 | 4 | 5, message: string, done: (err: ReturnType<typeof connackError>, ok: boolean | null) => void) => {
     stats.refusedConnections += 1
     done(connackError(code, message), false)
+  }
+  const newConnectionId = () => `${deps.id}/${randomUUID()}`
+
+  if (deps.mq) {
+    // Registered before aedes' own handler of the same message, which closes a client that
+    // connected again on another instance: ours runs first and names the close a takeover.
+    const emitter = deps.mq as { on(topic: string, fn: (p: { topic: string; payload: Buffer }, cb: () => void) => void): void }
+    emitter.on('$SYS/+/new/clients', (packet, cb) => {
+      const from = packet.topic.split('/')[1]
+      const client = current.get(packet.payload.toString('utf8'))
+      if (from !== deps.id && client && !client.closed) {
+        const m = meta.get(client)
+        if (m) m.reason ??= 'takeover'
+        withoutWill(client)
+      }
+      cb()
+    })
   }
 
   const server = await createMqttServer({
@@ -91,7 +129,16 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
           .then((check) => {
             if (!check.ok) return refuse(check.returnCode, check.reason, done)
             if (check.identity.kind === 'app') {
-              meta.set(client, { kind: 'app', subject: check.identity.userId, connectionId: randomUUID() })
+              // Apps watch live state (retained on subscribe); a stored session would keep another
+              // user's queued messages under a client id they could reuse.
+              if (!client.clean) return refuse(2, 'companion apps connect with a clean session', done)
+              const userId = check.identity.userId
+              const clients = (aedes as unknown as { clients: Record<string, Client> }).clients
+              const holder = clients[client.id]
+              if (holder && holder !== client && !holder.closed && meta.get(holder)?.subject !== userId) {
+                return refuse(2, 'this client id is in use by another account', done)
+              }
+              meta.set(client, { kind: 'app', subject: userId, connectionId: newConnectionId() })
               return done(null, true)
             }
             const deviceId = check.identity.deviceId
@@ -99,9 +146,10 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
             if (previous && previous !== client && !previous.closed) {
               const m = meta.get(previous)
               if (m) m.reason ??= 'takeover'
+              withoutWill(previous)
             }
             current.set(deviceId, client)
-            meta.set(client, { kind: 'device', subject: deviceId, connectionId: randomUUID(), owner: check.device })
+            meta.set(client, { kind: 'device', subject: deviceId, connectionId: newConnectionId(), owner: check.device })
             // The broker sets the will: a device that drops off is shown offline to everyone.
             ;(client as unknown as { _will: unknown })._will = {
               cmd: 'publish',
@@ -153,18 +201,41 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     const m = meta.get(client)
     if (m?.kind === 'device') offlineQueued.delete(m.subject)
   })
+  aedes.on('connackSent', (packet, client) => {
+    const m = meta.get(client)
+    if (m?.kind === 'device' && !client.clean && !(packet as { sessionPresent?: boolean }).sessionPresent) m.catchUp = new Set(['cmd', 'image'])
+  })
+  // After the SUBACK: a message published now reaches the new subscription.
+  aedes.on('subscribe', (subs, client) => {
+    const m = meta.get(client)
+    if (!m?.catchUp?.size) return
+    for (const kind of [...m.catchUp]) {
+      const topic = topicFor(m.subject, kind)
+      const covered = subs.some((s) => (s.qos as number) !== 128 && (s.topic === topic || s.topic === `devices/${m.subject}/+` || s.topic === `devices/${m.subject}/#`))
+      if (!covered) continue
+      m.catchUp.delete(kind)
+      deps.onNewSession?.(m.subject, kind)
+    }
+  })
 
   async function publish(deviceId: string, kind: DownlinkKind, payload: object, opts: { retain?: boolean } = {}) {
     // Caps each offline queue (the in-memory persistence has no cap of its own). Retained
     // messages replace each other and are not queued. With Redis the device may be connected to
     // another instance, so there the persistence's own session-delivery bound applies instead.
-    if (!deps.mq && !opts.retain && !current.has(deviceId)) {
-      const queued = offlineQueued.get(deviceId) ?? 0
-      if (queued >= deps.offlineQueueLimit) {
+    if (!opts.retain && !current.has(deviceId)) {
+      if (!deps.mq) {
+        const queued = offlineQueued.get(deviceId) ?? 0
+        if (queued >= deps.offlineQueueLimit) {
+          stats.droppedOffline += 1
+          return
+        }
+        offlineQueued.set(deviceId, queued + 1)
+      } else if (deps.queuedFor && (await deps.queuedFor(deviceId)) >= deps.offlineQueueLimit) {
+        // In a cluster the stored queue itself is the count: a device connected to another
+        // instance has only its unacknowledged messages there.
         stats.droppedOffline += 1
         return
       }
-      offlineQueued.set(deviceId, queued + 1)
     }
     await publisher.publish({
       cmd: 'publish',
@@ -181,6 +252,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     if (!client || client.closed) return false
     const m = meta.get(client)
     if (m) m.reason = reason
+    withoutWill(client)
     await new Promise<void>((resolve) => client.close(() => resolve()))
     // The disconnect's event is stored before the caller goes on (a delete must not race it).
     await presence.queue(deviceId, async () => {})
@@ -201,6 +273,30 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     return false
   }
 
+  await releaseStaleConnections()
+
+  /**
+   * Devices this node still shows connected (it stopped without closing them: a crash) are
+   * recorded offline before it accepts connections, and their stored wills from that run are
+   * dropped, since the state published here replaces them.
+   */
+  async function releaseStaleConnections() {
+    const at = new Date()
+    const released = await releaseNodeConnections(db, deps.id, at)
+    if (released.length) {
+      await insertEvents(
+        db,
+        released.map((d) => ({ type: 'device.disconnected', deviceId: d.id, userId: d.userId, organizationId: d.organizationId, data: { reason: 'server_shutdown', clean: false }, at })),
+      )
+      for (const d of released) await presence.retainedState(d.id, { online: false, since: at.toISOString(), reason: 'server_shutdown' })
+      log.warn({ devices: released.length }, 'devices still shown connected through this node from its last run are now offline')
+    }
+    const persistence = (aedes as unknown as { persistence: unknown }).persistence as { streamWill(brokers: object): AsyncIterable<{ clientId: string; brokerId: string }>; delWill(c: { id: string; brokerId: string }): Promise<unknown> }
+    for await (const will of persistence.streamWill({})) {
+      if (will.brokerId === deps.id) await persistence.delWill({ id: will.clientId, brokerId: will.brokerId })
+    }
+  }
+
   return {
     server,
     aedes,
@@ -210,13 +306,10 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     listen: (port: number, host?: string) => server.listenTcp(port, host),
     listenTls: (port: number, host?: string) => server.listenTls(port, host),
     async close() {
-      for (const client of current.values()) {
+      for (const client of [...current.values(), ...Object.values((aedes as unknown as { clients: Record<string, Client> }).clients)]) {
         const m = meta.get(client)
         if (m) m.reason ??= 'server_shutdown'
-      }
-      for (const client of Object.values((aedes as unknown as { clients: Record<string, Client> }).clients)) {
-        const m = meta.get(client)
-        if (m) m.reason ??= 'server_shutdown'
+        withoutWill(client)
       }
       // Everything the service asked to publish goes out before the clients are closed.
       await publisher.drain()

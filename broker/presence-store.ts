@@ -14,6 +14,8 @@ export type PresenceWrite = {
   owner?: DeviceOwner
   data: Record<string, unknown>
   at: Date
+  /** The connection this event belongs to ("<broker id>/<uuid>"). */
+  connectionId: string
   /** The device row's new isActive; absent when the row must not change (a takeover's old connection). */
   setActive?: boolean
   /** Also read the device's previous event, when it comes back from being inactive. */
@@ -26,26 +28,38 @@ export type PresenceWritten = {
   device?: PresenceUpdated
   /** The device's newest event before this one, when asked for and the device was inactive. */
   previous?: EventRow
+  /** A disconnect whose connection was no longer the device's live one: it reconnected elsewhere first. */
+  superseded?: boolean
 }
 
 /** Writes one batch in a transaction: device rows, the previous events asked for, the new events. */
 async function writeBatch(db: Database, writes: readonly PresenceWrite[]): Promise<Array<PresenceWritten | Error>> {
   return db.transaction(async (tx) => {
     // The same device appears at most once per batch: writes of one device are chained (presence.ts).
-    const updated = new Map((await setPresenceMany(tx, writes.filter((w) => w.setActive !== undefined).map((w) => ({ id: w.deviceId, active: w.setActive!, at: w.at })))).map((d) => [d.id, d]))
+    const updated = new Map(
+      (await setPresenceMany(tx, writes.filter((w) => w.setActive !== undefined).map((w) => ({ id: w.deviceId, active: w.setActive!, at: w.at, connectionId: w.connectionId })))).map((d) => [d.id, d]),
+    )
+    const superseded = new Set(writes.filter((w) => w.setActive === false && !updated.has(w.deviceId)).map((w) => w.deviceId))
     const comeBack = writes.filter((w) => w.previousWhenInactive && updated.get(w.deviceId)?.wasActive === false).map((w) => w.deviceId)
     // Read before this batch's events exist, so "previous" is really the one before.
     const previous = new Map((await lastDeviceEvents(tx, comeBack)).map((e) => [e.deviceId, e]))
     const rows = await insertEvents(
       tx,
-      writes.map((w) => ({ type: w.type, deviceId: w.deviceId, userId: w.owner?.userId ?? null, organizationId: w.owner?.organizationId ?? null, data: w.data, at: w.at })),
+      writes.map((w) => ({
+        type: w.type,
+        deviceId: w.deviceId,
+        userId: w.owner?.userId ?? null,
+        organizationId: w.owner?.organizationId ?? null,
+        data: superseded.has(w.deviceId) ? { ...w.data, reason: 'takeover' } : w.data,
+        at: w.at,
+      })),
     )
     // RETURNING keeps the order of VALUES in practice but does not promise it: match by content.
     const byKey = new Map(rows.map((r) => [`${r.deviceId}|${r.type}`, r]))
     return writes.map((w) => {
       const event = byKey.get(`${w.deviceId}|${w.type}`)
       if (!event) return new Error(`event of ${w.deviceId} not stored`)
-      return { event, device: updated.get(w.deviceId), previous: previous.get(w.deviceId) }
+      return { event, device: updated.get(w.deviceId), previous: previous.get(w.deviceId), superseded: superseded.has(w.deviceId) }
     })
   })
 }

@@ -74,7 +74,16 @@ export function attachPresence({ aedes, db, meta, current, publisher, remoteAddr
     const data = { clientId: client.id, connectionId: m.connectionId, remoteAddress: remoteAddress(client) ?? null, cleanSession: client.clean }
     void queue(m.subject, async () => {
       // The previous event is only needed when someone listens: was the device offline, and not just restarted with the service?
-      const { event, device, previous } = await store.write({ type: 'device.connected', deviceId: m.subject, owner: m.owner, data, at, setActive: true, previousWhenInactive: Boolean(onPresence) })
+      const { event, device, previous } = await store.write({
+        type: 'device.connected',
+        deviceId: m.subject,
+        owner: m.owner,
+        data,
+        at,
+        connectionId: m.connectionId,
+        setActive: true,
+        previousWhenInactive: Boolean(onPresence),
+      })
       const afterShutdown = previous?.type === 'device.disconnected' && previous.data.reason === 'server_shutdown'
       if (device && !device.wasActive && !afterShutdown) onPresence?.({ deviceId: device.id, deviceName: device.name, userId: device.userId, online: true, at })
       await retained(m.subject, { online: true, since: at.toISOString() })
@@ -89,18 +98,31 @@ export function attachPresence({ aedes, db, meta, current, publisher, remoteAddr
     const reason: DisconnectReason = m.reason ?? ((client as unknown as { _disconnected?: boolean })._disconnected ? 'client_disconnect' : 'socket_error')
     const stillCurrent = current.get(m.subject) === client
     if (stillCurrent) current.delete(m.subject)
+    // A takeover here, or on another instance (device-broker.ts marks it): online through the newer connection.
+    const takenOver = !stillCurrent || reason === 'takeover'
     const data = { reason, clientId: client.id, connectionId: m.connectionId, remoteAddress: remoteAddress(client) ?? null }
     void queue(m.subject, async () => {
-      // After a takeover the device is still online through its newer connection.
-      const { event, device } = await store.write({ type: 'device.disconnected', deviceId: m.subject, owner: m.owner, data, at, setActive: stillCurrent ? false : undefined })
-      if (device && reason !== 'server_shutdown') onPresence?.({ deviceId: device.id, deviceName: device.name, userId: device.userId, online: false, reason, at })
-      if (stillCurrent && reason !== 'server_shutdown') await retained(m.subject, { online: false, since: at.toISOString(), reason })
+      // Otherwise offline, unless the database shows a newer connection got there first.
+      const { event, device, superseded } = await store.write({
+        type: 'device.disconnected',
+        deviceId: m.subject,
+        owner: m.owner,
+        data,
+        at,
+        connectionId: m.connectionId,
+        setActive: takenOver ? undefined : false,
+      })
+      const offline = !takenOver && !superseded
+      if (offline && device && reason !== 'server_shutdown') onPresence?.({ deviceId: device.id, deviceName: device.name, userId: device.userId, online: false, reason, at })
+      if (offline && reason !== 'server_shutdown') await retained(m.subject, { online: false, since: at.toISOString(), reason })
       if (reason !== 'server_shutdown') await announce(m.subject, event)
     })
   })
 
   return {
     queue,
+    /** Publishes a device's retained devices/{id}/state. */
+    retainedState: (deviceId: string, body: object) => retained(deviceId, body),
     /** Resolves when every queued presence write has finished. */
     async settled() {
       while (chains.size) await Promise.allSettled([...chains.values()])

@@ -20,7 +20,7 @@ export type BrokerLimits = {
   /** New connections allowed per remote address per `connectWindowMs`. */
   connectRate: number
   connectWindowMs: number
-  /** Largest keepalive a client may ask for, in seconds (0 = any). */
+  /** Largest keepalive a client may ask for, in seconds; 0 and larger values are refused (0 here = any). */
   keepaliveLimit: number
   /** Messages queued per client before its session is established (aedes queueLimit). */
   queueLimit: number
@@ -52,6 +52,8 @@ export type MqttServer = {
 }
 
 type ConnInfo = { remoteAddress?: string }
+/** Set in preConnect, answered in authenticate (aedes sends a CONNACK return code only from there). */
+type RefuseReason = { code: 2; message: string }
 
 
 export async function createMqttServer(opts: {
@@ -71,7 +73,8 @@ export async function createMqttServer(opts: {
     mq: opts.mq,
     // Single-node: aedes' in-memory persistence with retained messages in a topic tree (retained.ts).
     persistence: opts.persistence ?? (withRetainedTree(memoryPersistence()) as unknown as AedesOptions['persistence']),
-    keepaliveLimit: limits.keepaliveLimit,
+    // aedes refuses with return code 6, which MQTT 3.1.1 does not define; preConnect refuses instead.
+    keepaliveLimit: 0,
     queueLimit: limits.queueLimit,
     maxInflightInbound: limits.maxInflight,
     maxClientsIdLength: 128,
@@ -79,8 +82,11 @@ export async function createMqttServer(opts: {
     drainTimeout: 30_000,
     ...opts.hooks,
     authenticate(client, username, password, done) {
-      const refuse = (client as Client & { _refuse?: 2 })._refuse
-      if (refuse) return done(connackError(refuse, 'a persistent session needs a client id'), false)
+      const refuse = (client as Client & { _refuse?: RefuseReason })._refuse
+      if (refuse) {
+        opts.onReject?.(refuse.message, connInfo.get(client)?.remoteAddress)
+        return done(connackError(refuse.code, refuse.message), false)
+      }
       if (opts.hooks.authenticate) return opts.hooks.authenticate(client, username, password, done)
       done(null, true)
     },
@@ -88,7 +94,14 @@ export async function createMqttServer(opts: {
       dedupeByIdentity(client)
       // MQTT-3.1.3-8: an empty client id needs CleanSession=1; aedes would invent an id instead.
       if (!packet.clientId && packet.clean === false) {
-        ;(client as Client & { _refuse?: 2 })._refuse = 2
+        ;(client as Client & { _refuse?: RefuseReason })._refuse = { code: 2, message: 'a persistent session needs a client id' }
+      }
+      // MQTT 3.1.1 cannot tell a client to use another keepalive (section 3.1.2.10), so one outside
+      // the bound is refused as Mosquitto's max_keepalive does: "identifier rejected". 0 (never
+      // time out) is outside any bound, since the connection would then be held forever.
+      const k = packet.keepalive ?? 0
+      if (limits.keepaliveLimit > 0 && (k === 0 || k > limits.keepaliveLimit)) {
+        ;(client as Client & { _refuse?: RefuseReason })._refuse = { code: 2, message: `keepalive must be between 1 and ${limits.keepaliveLimit} seconds` }
       }
       done(null, true)
     },

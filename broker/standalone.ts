@@ -8,7 +8,7 @@ const help = `Usage: npm run broker -- [options]
 
   --port N             TCP port (default 1884; 0 picks a free one)
   --host ADDR          listen address (default 127.0.0.1)
-  --allow-anonymous    accept clients without credentials
+  --allow-anonymous    accept clients without credentials (alone: accept every client)
   --user NAME:PASS     accept this username and password (repeatable)
   --max-packet BYTES   largest packet accepted (default ${defaultLimits.maxPacketSize})
   -h, --help           this text
@@ -46,7 +46,9 @@ async function main() {
     limits: { ...defaultLimits, maxPacketSize, connectRate: 0, keepaliveLimit: 0 },
     hooks: {
       authenticate(_client, username, password, done) {
-        if (values['allow-anonymous'] && !username) return done(null, true)
+        // --allow-anonymous alone lets every client in, whatever it sends (test suites often send
+        // credentials); with --user lists, named clients must match, as in Mosquitto.
+        if (values['allow-anonymous'] && (!username || users.size === 0)) return done(null, true)
         const expected = username ? users.get(username) : undefined
         if (expected !== undefined && password?.toString('utf8') === expected) return done(null, true)
         done(connackError(4, 'bad user name or password'), false)

@@ -594,10 +594,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's devices and those of the active organization */
+        /**
+         * The caller's devices and those of an organization
+         * @description Newest first. Organization devices come from `organizationId` (the caller must be a member) or else the session's active organization; a JWT has no active organization, so it names one.
+         */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    organizationId?: string;
+                    limit?: number;
+                    cursor?: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -611,11 +618,15 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            devices?: components["schemas"]["DeviceDetail"][];
+                            devices: components["schemas"]["DeviceDetail"][];
+                            /** @description pass as `cursor` for the next page */
+                            nextCursor: string | null;
                         };
                     };
                 };
+                400: components["responses"]["BadRequest"];
                 401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
                 429: components["responses"]["TooManyRequests"];
             };
         };

@@ -22,6 +22,7 @@ import { deviceRoutes } from './devices/routes.js'
 import { createDeviceService, type DeviceService } from './devices/service.js'
 import type { DeviceLink } from './devices/sessions.js'
 import { startBroker } from './mqtt.js'
+import { createCatchUp } from './devices/catch-up.js'
 import { demoRoutes } from './generation/demo.js'
 import { generationRoutes } from './generation/routes.js'
 import { createGenerationService, type GenerationService } from './generation/service.js'
@@ -147,7 +148,10 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
     for (const stop of producers) await stop()
   })
 
-  const link = await startBroker(app, { config, db: database.db, auth, redis, onPresence: notifications.notifier.onPresence })
+  // Bound once the link exists: the catch-up publishes through it.
+  let catchUp: ReturnType<typeof createCatchUp> | undefined
+  const link = await startBroker(app, { config, db: database.db, auth, redis, onPresence: notifications.notifier.onPresence, onNewSession: (id, kind) => catchUp?.(id, kind) })
+  catchUp = createCatchUp({ db: database.db, link, storage, baseUrl: config.baseUrl, log: app.log })
   // After the broker's own preClose: presence notifications it started finish before the database closes.
   app.addHook('preClose', async () => notifications.notifier.idle())
   app.decorate('deviceLink', link)
@@ -157,7 +161,7 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   app.decorate('devices', devices)
   await app.register(deviceRoutes, { auth, db: database.db, devices })
   await app.register(verificationPage)
-  await app.register(mqttAuthRoutes, { auth, db: database.db, config })
+  await app.register(mqttAuthRoutes, { auth, db: database.db, config, redis })
   await app.register(notificationRoutes, { auth, db: database.db, notifier: notifications.notifier })
   // The filesystem store's presigned links point here; S3 answers its own.
   if (storage.kind === 'fs') await app.register(fileRoutes, { store: storage, secret: config.authSecret, maxBytes: config.uploads.maxBytes })

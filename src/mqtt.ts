@@ -19,7 +19,10 @@ declare module 'fastify' {
   }
 }
 
-export async function startBroker(app: FastifyInstance, deps: { config: Config; db: Database; auth: Auth; redis?: RedisHandle; onPresence?: (change: PresenceChange) => void }): Promise<DeviceLink> {
+export async function startBroker(
+  app: FastifyInstance,
+  deps: { config: Config; db: Database; auth: Auth; redis?: RedisHandle; onPresence?: (change: PresenceChange) => void; onNewSession?: (deviceId: string, kind: 'cmd' | 'image') => void },
+): Promise<DeviceLink> {
   const { config } = deps
   if (config.mqtt.external) {
     const ext = config.mqtt.external
@@ -39,6 +42,8 @@ export async function startBroker(app: FastifyInstance, deps: { config: Config; 
     offlineQueueLimit: config.mqtt.offlineQueueLimit,
     tls: config.mqtt.tls ? { cert: readFileSync(config.mqtt.tls.certFile), key: readFileSync(config.mqtt.tls.keyFile) } : undefined,
     onPresence: deps.onPresence,
+    onNewSession: deps.onNewSession,
+    queuedFor: cluster?.queuedFor,
   })
   app.decorate('broker', broker)
   app.decorate('mqttPort', undefined as number | undefined)

@@ -1,6 +1,6 @@
-import { and, eq, ne } from 'drizzle-orm'
+import { and, eq, gt, ne } from 'drizzle-orm'
 import type { Database } from '../db/client.js'
-import { user } from '../db/schema.js'
+import { session, user } from '../db/schema.js'
 
 export type UserRow = typeof user.$inferSelect
 
@@ -18,5 +18,15 @@ export async function findUserById(db: Database, userId: string): Promise<UserRo
 
 export async function findUserByEmail(db: Database, email: string): Promise<UserRow | undefined> {
   const [row] = await db.select().from(user).where(eq(user.email, email.toLowerCase())).limit(1)
+  return row
+}
+
+/** A session that still exists and has not expired (revocation deletes the row). */
+export async function findLiveSession(db: Database, id: string): Promise<{ id: string; userId: string; expiresAt: Date } | undefined> {
+  const [row] = await db
+    .select({ id: session.id, userId: session.userId, expiresAt: session.expiresAt })
+    .from(session)
+    .where(and(eq(session.id, id), gt(session.expiresAt, new Date())))
+    .limit(1)
   return row
 }

@@ -149,12 +149,6 @@ export async function findMemberRole(db: Executor, organizationId: string, userI
   return row?.role ?? null
 }
 
-/** Presence: isActive follows the live connection; last_seen_at is kept on both edges. */
-export async function setPresence(db: Executor, id: string, active: boolean, at: Date): Promise<DeviceRow | undefined> {
-  const [row] = await db.update(device).set({ isActive: active, lastSeenAt: at }).where(eq(device.id, id)).returning()
-  return row
-}
-
 /** What the broker needs to authenticate a device and to attribute its events. */
 export type DeviceCredentialRow = Pick<DeviceRow, 'id' | 'userId' | 'organizationId' | 'name' | 'secretHash'>
 
@@ -167,26 +161,38 @@ export async function findDeviceCredentials(db: Executor, ids: readonly string[]
     .where(inArray(device.id, [...ids]))
 }
 
-export type PresenceUpdate = { id: string; active: boolean; at: Date }
+export type PresenceUpdate = { id: string; active: boolean; at: Date; connectionId: string }
 export type PresenceUpdated = Pick<DeviceRow, 'id' | 'userId' | 'organizationId' | 'name'> & { wasActive: boolean }
 
 /**
- * Sets isActive and last_seen_at of several devices in one statement and returns, for each device
- * that still exists, its owner and whether it was active before: the self-join reads the row as
- * it was when the statement started (PostgreSQL has no RETURNING OLD before version 18).
+ * Sets isActive, last_seen_at and the live connection of several devices in one statement and
+ * returns, for each device updated, whether it was active before. A connect always applies; a
+ * disconnect applies only while its connection is still the device's live one, so a device that
+ * already reconnected elsewhere (a takeover on another instance) is not marked offline.
  */
 export async function setPresenceMany(db: Executor, updates: readonly PresenceUpdate[]): Promise<PresenceUpdated[]> {
   if (!updates.length) return []
   // Rows are locked in id order, so two instances writing overlapping batches cannot deadlock.
   const sorted = [...updates].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   const values = sql.join(
-    sorted.map((u) => sql`(${u.id}::text, ${u.active}::boolean, ${u.at.toISOString()}::timestamptz)`),
+    sorted.map((u) => sql`(${u.id}::text, ${u.active}::boolean, ${u.at.toISOString()}::timestamptz, ${u.connectionId}::text)`),
     sql`, `,
   )
   const rows = await db.execute(sql`
-    update ${device} as d set is_active = v.active, last_seen_at = greatest(d.last_seen_at, v.at)
-    from (values ${values}) as v(id, active, at), ${device} as o
-    where d.id = v.id and o.id = d.id
+    update ${device} as d set is_active = v.active, last_seen_at = greatest(d.last_seen_at, v.at),
+      connection_id = case when v.active then v.conn else null end
+    from (values ${values}) as v(id, active, at, conn), ${device} as o
+    where d.id = v.id and o.id = d.id and (v.active or o.connection_id is null or o.connection_id = v.conn)
+    returning d.id, d.user_id, d.organization_id, d.name, o.is_active as was_active`)
+  return rowsOf<{ id: string; user_id: string; organization_id: string | null; name: string; was_active: boolean }>(rows).map((r) => ({ id: r.id, userId: r.user_id, organizationId: r.organization_id, name: r.name, wasActive: Boolean(r.was_active) }))
+}
+
+/** Devices a node still shows connected through it (after it stopped without closing them): now offline. */
+export async function releaseNodeConnections(db: Executor, brokerId: string, at: Date): Promise<PresenceUpdated[]> {
+  const rows = await db.execute(sql`
+    update ${device} as d set is_active = false, connection_id = null, last_seen_at = greatest(d.last_seen_at, ${at.toISOString()}::timestamptz)
+    from ${device} as o
+    where o.id = d.id and d.connection_id like ${`${brokerId.replace(/[\\%_]/g, (c) => `\\${c}`)}/%`}
     returning d.id, d.user_id, d.organization_id, d.name, o.is_active as was_active`)
   return rowsOf<{ id: string; user_id: string; organization_id: string | null; name: string; was_active: boolean }>(rows).map((r) => ({ id: r.id, userId: r.user_id, organizationId: r.organization_id, name: r.name, wasActive: Boolean(r.was_active) }))
 }
@@ -236,6 +242,16 @@ export async function ackCommand(db: Executor, deviceId: string, commandId: stri
     .where(and(eq(deviceCommand.id, commandId), eq(deviceCommand.deviceId, deviceId), eq(deviceCommand.status, 'sent')))
     .returning()
   return row
+}
+
+/** Commands a device has not acknowledged since `since`, oldest first (sent again on a new session). */
+export async function listUnackedCommands(db: Executor, deviceId: string, since: Date, limit: number): Promise<DeviceCommandRow[]> {
+  return db
+    .select()
+    .from(deviceCommand)
+    .where(and(eq(deviceCommand.deviceId, deviceId), eq(deviceCommand.status, 'sent'), gt(deviceCommand.createdAt, since)))
+    .orderBy(deviceCommand.createdAt, deviceCommand.id)
+    .limit(limit)
 }
 
 export async function findCommand(db: Executor, deviceId: string, commandId: string): Promise<DeviceCommandRow | undefined> {

@@ -117,42 +117,58 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
   const failOnRecord = (rec: DeviceInitRow) => Promise.all([counters.hit(`pair-fail-record:${rec.id}`, ATTEMPT_WINDOW_SECONDS), countFailedAttempt(db, rec.id)])
 
   /**
-   * Finds the record a person's code names and refuses the reasons it cannot be used. Each attempt
-   * is reserved against the user's budget before the lookup (so parallel guesses cannot overrun
-   * it) and given back when the code turns out to be right.
+   * One code submission per user at a time (in this process): the failure count is read before
+   * the lookup and written after it, so parallel guesses must not overtake each other. An honest
+   * app pairing many devices at once just waits a few milliseconds per claim.
    */
-  async function resolveCode(userId: string, code: CodeInput): Promise<{ rec: DeviceInitRow; release: () => Promise<void> }> {
+  const perUser = new Map<string, Promise<unknown>>()
+  function oneAtATime<T>(userId: string, task: () => Promise<T>): Promise<T> {
+    const previous = perUser.get(userId) ?? Promise.resolve()
+    const next = previous.then(task, task)
+    const settled = next.catch(() => {})
+    perUser.set(userId, settled)
+    void settled.then(() => {
+      if (perUser.get(userId) === settled) perUser.delete(userId)
+    })
+    return next
+  }
+
+  /** Finds the record a person's code names, counting failures per user; refuses the reasons a code cannot be used. */
+  async function resolveCode(userId: string, code: CodeInput): Promise<DeviceInitRow> {
     if (!code.pinCode && !code.userCode) throw new AppError(400, 'VALIDATION_ERROR', 'body must have pinCode or userCode')
     const userKey = `pair-fail:${userId}`
-    if ((await counters.hit(userKey, ATTEMPT_WINDOW_SECONDS)) > MAX_FAILED_ATTEMPTS) {
-      throw await tooMany(userKey, 'Too many wrong codes, try again later')
-    }
+    if ((await counters.get(userKey)) >= MAX_FAILED_ATTEMPTS) throw await tooMany(userKey, 'Too many wrong codes, try again later')
     const pinCode = code.pinCode !== undefined ? normalisePinCode(code.pinCode) : undefined
     const found = pinCode === null ? undefined : await findDeviceInitByCode(db, code.userCode ? { userCode: code.userCode } : { pinCode })
-    if (!found) throw wrongCode()
+    if (!found) {
+      await counters.hit(userKey, ATTEMPT_WINDOW_SECONDS)
+      throw wrongCode()
+    }
     const recordKey = `pair-fail-record:${found.id}`
     if ((await counters.get(recordKey)) >= MAX_FAILED_ATTEMPTS) throw await tooMany(recordKey, 'This code is locked after too many failed attempts, try again later')
     // Both codes given: they must name the same device, or neither counts as right.
     if (code.userCode && pinCode !== undefined && pinCode !== found.pinCode) {
-      await failOnRecord(found)
+      await Promise.all([counters.hit(userKey, ATTEMPT_WINDOW_SECONDS), failOnRecord(found)])
       throw wrongCode()
     }
     const rec = await expireIfDue(found)
     if (rec.status === 'expired') throw new AppError(410, 'CODE_EXPIRED', 'This code has expired; restart pairing on the device')
     if (rec.status !== 'pending') throw new AppError(409, 'CODE_ALREADY_USED', 'This code has already been used')
-    return { rec, release: () => counters.release(userKey) }
+    return rec
   }
 
   async function claim(userId: string, input: ClaimInput) {
-    const { rec, release } = await resolveCode(userId, input)
-    if (input.organizationId) {
-      const role = await findMemberRole(db, input.organizationId, userId)
-      if (!canManageWithRole(role)) {
-        await failOnRecord(rec)
-        throw new AppError(403, 'FORBIDDEN', 'You may not add devices to this organization')
+    const rec = await oneAtATime(userId, async () => {
+      const found = await resolveCode(userId, input)
+      if (input.organizationId) {
+        const role = await findMemberRole(db, input.organizationId, userId)
+        if (!canManageWithRole(role)) {
+          await failOnRecord(found)
+          throw new AppError(403, 'FORBIDDEN', 'You may not add devices to this organization')
+        }
       }
-    }
-    await release()
+      return found
+    })
     const result = await db.transaction(async (tx) => {
       const now = new Date()
       const approved = await transitionDeviceInit(tx, rec.id, ['pending'], 'approved', { userId, organizationId: input.organizationId ?? null, decidedAt: now }, { unexpiredAt: now })
@@ -192,8 +208,7 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
   }
 
   async function deny(userId: string, code: CodeInput) {
-    const { rec, release } = await resolveCode(userId, code)
-    await release()
+    const rec = await oneAtATime(userId, () => resolveCode(userId, code))
     const denied = await transitionDeviceInit(db, rec.id, ['pending'], 'denied', { userId, decidedAt: new Date() })
     if (!denied) throw new AppError(409, 'CODE_ALREADY_USED', 'This code has already been used')
     await insertEvent(db, { type: 'device.denied', deviceId: rec.id, userId, data: {} })

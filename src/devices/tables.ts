@@ -46,6 +46,9 @@ export const device = pgTable(
     desiredConfigVersion: integer('desired_config_version').notNull().default(1),
     desiredImageId: text('desired_image_id'),
     reported: jsonb('reported').$type<DeviceReport>().notNull().default({}),
+    // The live MQTT connection ("<broker id>/<uuid>"), so a disconnect that lost a takeover race on
+    // another instance cannot mark the device offline, and a restarted node finds what it held.
+    connectionId: text('connection_id'),
   },
   (t) => [index('device_user_id_idx').on(t.userId), index('device_organization_id_idx').on(t.organizationId)],
 )

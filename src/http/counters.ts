@@ -6,8 +6,6 @@ export type Counters = {
   /** Adds one to `key` (window starts at the first hit) and returns the new count. */
   hit(key: string, windowSeconds: number): Promise<number>
   get(key: string): Promise<number>
-  /** Takes one back (a reserved attempt that turned out to succeed). */
-  release(key: string): Promise<void>
   /** Seconds until `key`'s window ends (0 when it has none). */
   secondsLeft(key: string): Promise<number>
 }
@@ -33,10 +31,6 @@ export function memoryCounters(): Counters {
     async get(key) {
       return live(key)?.count ?? 0
     },
-    async release(key) {
-      const e = live(key)
-      if (e && e.count > 0) e.count -= 1
-    },
     async secondsLeft(key) {
       const e = live(key)
       return e ? Math.max(1, Math.ceil((e.resetAt - Date.now()) / 1000)) : 0
@@ -53,10 +47,6 @@ export function redisCounters({ client, prefix }: RedisHandle): Counters {
     },
     async get(key) {
       return Number((await client.get(k(key))) ?? 0)
-    },
-    async release(key) {
-      // Never below zero, and the window (TTL) stays as it is.
-      await client.eval("if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then return redis.call('DECR', KEYS[1]) end return 0", { keys: [k(key)] })
     },
     async secondsLeft(key) {
       const ttl = await client.ttl(k(key))

@@ -15,13 +15,8 @@ export const INLINE_LIMIT = 64 * 1024
 
 export type ImageMessage = { imageId: string; url: string; format: string; width: number; height: number; bytes: number; sha256: string; contentType: string; data?: string }
 
-export async function deliverImage(
-  deps: { db: Database; link: DeviceLink; storage: ObjectStore; baseUrl: string },
-  deviceId: string,
-  profile: DisplayProfile,
-  stored: StoredImage,
-  by: { userId: string; jobId?: string | null },
-): Promise<ImageMessage> {
+/** The devices/{id}/image message for a stored image on a display: its main variant's URL, size and digest. */
+export async function imageMessage(deps: { storage: ObjectStore; baseUrl: string }, profile: DisplayProfile, stored: StoredImage): Promise<ImageMessage> {
   const wanted = mainVariant(profile)
   const v = stored.variants.find((x) => x.format === wanted) ?? stored.variants[0]
   const message: ImageMessage = v
@@ -40,6 +35,17 @@ export async function deliverImage(
     const obj = await deps.storage.get(v.key)
     if (obj) message.data = obj.body.toString('base64')
   }
+  return message
+}
+
+export async function deliverImage(
+  deps: { db: Database; link: DeviceLink; storage: ObjectStore; baseUrl: string },
+  deviceId: string,
+  profile: DisplayProfile,
+  stored: StoredImage,
+  by: { userId: string; jobId?: string | null },
+): Promise<ImageMessage> {
+  const message = await imageMessage(deps, profile, stored)
   const dev = await setDesiredState(deps.db, deviceId, { imageId: stored.image.id })
   await insertEvent(deps.db, { type: 'device.image', deviceId, userId: by.userId, organizationId: dev?.organizationId, data: { imageId: stored.image.id, format: message.format, jobId: by.jobId ?? null } })
   await deps.link.publish(deviceId, 'image', message)

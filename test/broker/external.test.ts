@@ -53,4 +53,26 @@ t.test('external broker mode', { skip: broker ? false : 'no Mosquitto on 127.0.0
   const noSecret = await hook({ clientid: dev.deviceId }, 'wrong-secret-wrong-secret')
   t.equal(noSecret.status, 401)
   t.equal(((await noSecret.json()) as { code: string }).code, 'UNAUTHORIZED')
+
+  // EMQX's authorization request has no password: it is answered for the identity the connection proved.
+  const acl = async (body: object) => ((await (await hook(body)).json()) as { result: string }).result
+  t.equal(await acl({ clientid: dev.deviceId, username: dev.deviceId, topic: `devices/${dev.deviceId}/up/ack`, action: 'publish' }), 'allow', 'a device publishes to its own up/ topics')
+  t.equal(await acl({ clientid: dev.deviceId, username: dev.deviceId, topic: `devices/${dev.deviceId}/#`, action: 'subscribe' }), 'allow', 'and subscribes to its own topics')
+  t.equal(await acl({ clientid: dev.deviceId, username: dev.deviceId, topic: 'devices/+/cmd', action: 'subscribe' }), 'deny', 'but not across devices')
+  t.equal(await acl({ clientid: 'other', username: dev.deviceId, topic: `devices/${dev.deviceId}/up/ack`, action: 'publish' }), 'deny', 'a client id that is not the device id')
+
+  // An app: authenticated with its session token first, then authorized by that session.
+  const appId = `app-${dev.deviceId.slice(0, 8)}`
+  t.equal(await acl({ clientid: appId, username: 'user', topic: `devices/${dev.deviceId}/state`, action: 'subscribe' }), 'deny', 'an app that never authenticated')
+  t.equal(((await (await hook({ clientid: appId, username: 'user', password: token })).json()) as { result: string }).result, 'allow', 'the app authenticates')
+  t.equal(await acl({ clientid: appId, username: 'user', topic: `devices/${dev.deviceId}/state`, action: 'subscribe' }), 'allow', "then watches its device's state")
+  t.equal(await acl({ clientid: appId, username: 'user', topic: `devices/${dev.deviceId}/cmd`, action: 'publish' }), 'deny', 'and publishes nothing')
+  const stranger2 = await signUp(makeClient(svc.url).client, uniqueEmail('ext-stranger'))
+  const otherApp = 'app-stranger'
+  await hook({ clientid: otherApp, username: 'user', password: stranger2.token })
+  t.equal(await acl({ clientid: otherApp, username: 'user', topic: `devices/${dev.deviceId}/state`, action: 'subscribe' }), 'deny', "another account may not watch it")
+
+  // Revocations count: a signed-out app and a disconnected device lose access.
+  await fetch(`${svc.url}/sign-out`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', origin: svc.url }, body: '{}' })
+  t.equal(await acl({ clientid: appId, username: 'user', topic: `devices/${dev.deviceId}/state`, action: 'subscribe' }), 'deny', 'after sign-out')
 })

@@ -170,12 +170,109 @@ t.test('a packet over the size limit closes only that connection', async (t) => 
   t.equal((await api<{ info: { firmware?: string } }>('GET', `/api/device/${dev.deviceId}`)).body.info.firmware, before, 'nothing of it was applied')
   await bystanderStillServed(t)
 
-  // A raw CONNECT announcing a 20 MB packet is cut off before it is sent.
-  const r = await raw()
+  // A connected device announcing a 20 MB PUBLISH is cut off as soon as the header arrives: the
+  // event says socket_error (waiting for the bytes would have ended in a keepalive timeout).
+  const big = await pairDevice(svc, token)
+  const r = await rawConnack(connectPacket({ clientId: big.deviceId, username: big.deviceId, password: big.password, clean: true, keepalive: 600 }))
+  t.equal(r.returnCode, 0, 'connected first')
+  await eventually(async () => (await events(big.deviceId)).some((e) => e.type === 'device.connected'))
   r.socket.write(Buffer.from([0x30, ...remainingLength(20 * 1024 * 1024)]))
   await r.closed
-  t.equal(r.received().length, 0, 'a 20 MB announcement is refused without an answer')
+  const cut = await eventually(async () => (await events(big.deviceId)).find((e) => e.type === 'device.disconnected'))
+  t.equal(cut.data.reason, 'socket_error', 'a 20 MB announcement closes the connection at once')
   await bystanderStillServed(t)
+})
+
+t.test('keepalive: 0 and values over MQTT_KEEPALIVE_MAX are refused with "identifier rejected"', async (t) => {
+  // MQTT 3.1.1 cannot tell a client to use another keepalive; Mosquitto's max_keepalive answers 2 too.
+  const dev = await pairDevice(svc, token)
+  const creds = { clientId: dev.deviceId, username: dev.deviceId, password: dev.password, clean: true }
+  for (const keepalive of [0, 3601, 65535]) {
+    const r = await rawConnack(connectPacket({ ...creds, keepalive }))
+    t.equal(r.returnCode, 2, `keepalive ${keepalive}: return code 2`)
+    await r.closed
+  }
+  const ok = await rawConnack(connectPacket({ ...creds, keepalive: 3600 }))
+  t.equal(ok.returnCode, 0, 'the maximum itself is accepted')
+  ok.socket.write(Buffer.from([0xe0, 0x00]))
+  await ok.closed
+  await bystanderStillServed(t)
+})
+
+t.test('companion apps: clean sessions only, and a client id another account holds is refused', async (t) => {
+  const persistent = await rawConnack(connectPacket({ clientId: 'my-phone', username: 'user', password: token, clean: false }))
+  t.equal(persistent.returnCode, 2, 'a persistent app session is refused')
+  await persistent.closed
+  const mine = await connect(mqttUrl(svc), { clientId: 'shared-name', username: 'user', password: token })
+  t.teardown(() => mine.end(true))
+  const other = await signUp(makeClient(svc.url).client, uniqueEmail('other-app'))
+  const theirs = await rawConnack(connectPacket({ clientId: 'shared-name', username: 'user', password: other.token, clean: true }))
+  t.equal(theirs.returnCode, 2, "another account cannot take over the app's client id")
+  await theirs.closed
+  t.equal(mine.connected, true, 'the first app stays connected')
+  const again = await rawConnack(connectPacket({ clientId: 'shared-name', username: 'user', password: token, clean: true }))
+  t.equal(again.returnCode, 0, 'the same account may reconnect under its own client id')
+  again.socket.write(Buffer.from([0xe0, 0x00]))
+  await again.closed
+})
+
+t.test('tight limits: inbound QoS 2 in flight, packets queued before CONNACK, connections per address', async (t) => {
+  const tight = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', MQTT_MAX_INFLIGHT: '2', MQTT_QUEUE_LIMIT: '3', MQTT_CONNECT_RATE: '3' } })
+  const { token: owner } = await signUp(makeClient(tight.url).client, uniqueEmail('tight'))
+  const dev = await pairDevice(tight, owner)
+  const open = () =>
+    new Promise<{ socket: Socket; received: () => Buffer; closed: Promise<void>; isClosed: () => boolean }>((resolve, reject) => {
+      const socket = tcpConnect(tight.app.mqttPort!, '127.0.0.1')
+      let buf = Buffer.alloc(0)
+      let isClosed = false
+      const closed = new Promise<void>((r) => socket.once('close', () => ((isClosed = true), r())))
+      socket.on('data', (d) => (buf = Buffer.concat([buf, d])))
+      socket.on('error', () => {})
+      socket.once('connect', () => resolve({ socket, received: () => buf, closed, isClosed: () => isClosed }))
+      socket.once('error', reject)
+    })
+  const connectBytes = connectPacket({ clientId: dev.deviceId, username: dev.deviceId, password: dev.password, clean: true, keepalive: 600 })
+  const pingreq = Buffer.from([0xc0, 0x00])
+
+  // 1. Three packets behind the CONNECT wait for it (the queue holds 3); a fourth is one too many.
+  const within = await open()
+  within.socket.write(Buffer.concat([connectBytes, pingreq, pingreq, pingreq]))
+  await eventually(async () => within.received().length >= 4 + 3 * 2)
+  const got = within.received()
+  t.equal(got[0], 0x20, 'CONNACK')
+  t.equal(got[3], 0, 'accepted')
+  t.same([...got.subarray(4, 10)], [0xd0, 0, 0xd0, 0, 0xd0, 0], 'and the three queued PINGREQs are answered')
+  within.socket.write(Buffer.from([0xe0, 0x00]))
+  await within.closed
+  const over = await open()
+  over.socket.write(Buffer.concat([connectBytes, pingreq, pingreq, pingreq, pingreq, pingreq]))
+  await over.closed
+  t.notOk(over.received().subarray(4).includes(0xd0), 'over the queue limit: closed, no PINGRESP')
+
+  // 2. QoS 2 publishes awaiting PUBREL: two are held, the third closes the connection.
+  const q2 = await open()
+  q2.socket.write(connectBytes)
+  await eventually(async () => q2.received().length >= 4)
+  t.equal(q2.received()[3], 0, 'connected')
+  const topic = str(`devices/${dev.deviceId}/up/status`)
+  const publishQos2 = (id: number) => {
+    const body = Buffer.concat([topic, Buffer.from([id >> 8, id & 0xff]), Buffer.from('{"battery":50}')])
+    return Buffer.concat([Buffer.from([0x34, ...remainingLength(body.length)]), body])
+  }
+  q2.socket.write(publishQos2(1))
+  q2.socket.write(publishQos2(2))
+  await eventually(async () => q2.received().filter((b) => b === 0x50).length >= 2)
+  t.equal(q2.isClosed(), false, 'two QoS 2 messages in flight are fine (PUBREC each)')
+  q2.socket.write(publishQos2(3))
+  await q2.closed
+  t.pass('the third without PUBREL closes the connection')
+
+  // 3. That was the third connection from 127.0.0.1 in this window: a fourth is dropped before CONNECT is read.
+  const fourth = await open()
+  fourth.socket.write(connectBytes)
+  await fourth.closed
+  t.equal(fourth.received().length, 0, 'over MQTT_CONNECT_RATE: closed without a CONNACK')
+  t.ok(tight.app.broker!.stats.refusedConnections >= 1, 'and counted')
 })
 
 t.test('an empty client id with a persistent session is refused', async (t) => {

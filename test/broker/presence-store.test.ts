@@ -25,6 +25,7 @@ t.test('a batch with one refused write stores the others', async (t) => {
         // PostgreSQL's jsonb refuses \u0000, so this one write fails inside the batch.
         data: { clientId: i === 1 ? 'bad\u0000id' : d.deviceId },
         at,
+        connectionId: `node/c-${i}`,
         setActive: true,
       }),
     ),
@@ -39,7 +40,34 @@ t.test('a batch with one refused write stores the others', async (t) => {
   t.equal((await findDevice(db, devices[1]!.deviceId))?.isActive, false, 'the failed write changed nothing (one transaction)')
 
   const earlier = new Date(at.getTime() - 60_000)
-  const late = await store.write({ type: 'device.disconnected', deviceId: devices[0]!.deviceId, owner, data: {}, at: earlier, setActive: false })
+  const late = await store.write({ type: 'device.disconnected', deviceId: devices[0]!.deviceId, owner, data: {}, at: earlier, connectionId: 'node/c-0', setActive: false })
   t.equal(late.device?.wasActive, true)
   t.equal((await findDevice(db, devices[0]!.deviceId))?.lastSeenAt?.getTime(), at.getTime(), 'last_seen_at keeps the newer time')
+})
+
+t.test('a disconnect that lost a race with a newer connection leaves the device online, as a takeover', async (t) => {
+  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
+  const { token, userId } = await signUp(makeClient(svc.url).client, uniqueEmail('presence-race'))
+  const d = await pairDevice(svc, token)
+  const db = svc.app.database.db
+  const store = createPresenceStore(db)
+  const owner = { userId, organizationId: null, name: 'x' }
+  const at = new Date()
+  // The device connected to node A, then to node B; B's connect is stored before A's disconnect.
+  await store.write({ type: 'device.connected', deviceId: d.deviceId, owner, data: {}, at, connectionId: 'node-a/1', setActive: true })
+  await store.write({ type: 'device.connected', deviceId: d.deviceId, owner, data: {}, at, connectionId: 'node-b/2', setActive: true })
+  t.equal((await findDevice(db, d.deviceId))?.connectionId, 'node-b/2')
+  const late = await store.write({ type: 'device.disconnected', deviceId: d.deviceId, owner, data: { reason: 'socket_error' }, at, connectionId: 'node-a/1', setActive: false })
+  t.equal(late.superseded, true, 'the write knows it was superseded')
+  t.equal(late.device, undefined, 'the device row was not changed')
+  t.equal(late.event.data.reason, 'takeover', 'the event says takeover')
+  const row = await findDevice(db, d.deviceId)
+  t.equal(row?.isActive, true, 'still online through node B')
+  t.equal(row?.connectionId, 'node-b/2')
+  // B's own disconnect does apply.
+  const gone = await store.write({ type: 'device.disconnected', deviceId: d.deviceId, owner, data: { reason: 'client_disconnect' }, at, connectionId: 'node-b/2', setActive: false })
+  t.equal(gone.superseded, false)
+  t.equal(gone.event.data.reason, 'client_disconnect')
+  t.equal((await findDevice(db, d.deviceId))?.isActive, false)
+  t.equal((await findDevice(db, d.deviceId))?.connectionId, null)
 })

@@ -113,7 +113,7 @@ t.test('connect and clean disconnect', async (t) => {
   t.equal(connected!.deviceId, dev.deviceId)
   t.equal(connected!.data.clientId, dev.deviceId)
   t.match(connected!.data.remoteAddress, /127\.0\.0\.1/)
-  t.match(connected!.data.connectionId, /^[0-9a-f-]{36}$/)
+  t.match(connected!.data.connectionId, new RegExp(`^${svc.config.mqtt.brokerId}/[0-9a-f-]{36}$`), "the connection id names this node")
   t.equal(connected!.data.cleanSession, true)
   const on = await online
   t.equal(on.payload.online, true)
@@ -286,4 +286,122 @@ t.test('disconnect over HTTP ends the live session within a second', async (t) =
   )
   await eventually(async () => !(await detail(dev.deviceId)).isActive)
   t.equal((await retainedState(dev)).payload.online, false)
+})
+
+/** Collects the state messages an app sees for a device, from now on. */
+async function watchState(dev: PairedDevice) {
+  const app = await asApp()
+  const seen: Array<{ online: boolean; reason?: string; retained: boolean }> = []
+  app.on('message', (topic, payload, packet) => {
+    if (topic === `devices/${dev.deviceId}/state`) seen.push({ ...(JSON.parse(payload.toString('utf8')) as { online: boolean; reason?: string }), retained: packet.retain })
+  })
+  await subscribe(app, `devices/${dev.deviceId}/state`)
+  return { app, seen }
+}
+
+t.test('the service decides what a closed connection means: no "connection lost" will on kick or takeover', async (t) => {
+  const dev = await pairDevice(svc, token)
+  const first = await asDevice(dev)
+  t.teardown(() => first.end(true))
+  await presenceCount(dev.deviceId, 1)
+  const { app, seen } = await watchState(dev)
+  t.teardown(() => app.end(true))
+  await eventually(async () => seen.some((s) => s.online))
+
+  // Takeover: the device connects again; watchers never see it offline.
+  const second = await asDevice(dev)
+  t.teardown(() => second.end(true))
+  await presenceCount(dev.deviceId, 3)
+  await eventually(async () => seen.filter((s) => s.online && !s.retained).length >= 1 && seen.length >= 2)
+  t.same(
+    seen.filter((s) => !s.online),
+    [],
+    'no offline state during the takeover',
+  )
+
+  // Kick: the watchers see "kicked", never the broker-set will's "connection_lost".
+  t.equal(await svc.app.broker!.kick(dev.deviceId), true)
+  await eventually(async () => seen.some((s) => s.reason === 'kicked'))
+  t.same(
+    seen.filter((s) => s.reason === 'connection_lost'),
+    [],
+    'the will did not fire',
+  )
+
+  // A connection that really drops (no DISCONNECT) does publish the will.
+  const third = await asDevice(dev)
+  await eventually(async () => (await detail(dev.deviceId)).isActive)
+  ;(third as unknown as { stream: { destroy(): void } }).stream.destroy()
+  await eventually(async () => seen.some((s) => s.reason === 'connection_lost' || s.reason === 'socket_error'))
+  t.pass('a dropped connection is shown offline')
+})
+
+t.test('a restart after a crash: devices the node still showed connected are recorded offline', async (t) => {
+  const node = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
+  const owner = await signUp(makeClient(node.url).client, uniqueEmail('crash'))
+  const dev = await pairDevice(node, owner.token)
+  const c = await connect(`mqtt://127.0.0.1:${node.app.mqttPort}`, { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })
+  await eventually(async () => {
+    const res = await fetch(`${node.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${owner.token}` } })
+    return ((await res.json()) as Detail).isActive
+  })
+  const db = node.app.database.db
+  const { device: deviceTable } = await import('../../src/devices/tables.js')
+  const { eq } = await import('drizzle-orm')
+  const [live] = await db.select().from(deviceTable).where(eq(deviceTable.id, dev.deviceId))
+  t.match(live?.connectionId, new RegExp(`^${node.config.mqtt.brokerId}/`), 'the row names the live connection on this node')
+  c.end(true)
+  const reuse = { dataDir: node.dataDir, databaseUrl: node.config.databaseUrl, redisPrefix: node.config.redisPrefix }
+  await node.close()
+  // What a crash leaves behind: the row still says connected through this node.
+  const { openDatabase } = await import('../../src/db/client.js')
+  const raw = openDatabase({ databaseUrl: node.config.databaseUrl, dataDir: node.dataDir })
+  await raw.db.update(deviceTable).set({ isActive: true, connectionId: `${node.config.mqtt.brokerId}/crashed-run` }).where(eq(deviceTable.id, dev.deviceId))
+  await raw.close()
+
+  const restarted = await startApp(t, { reuse, env: { DEVICE_POLL_INTERVAL: '0' } })
+  t.equal(restarted.config.mqtt.brokerId, node.config.mqtt.brokerId, 'the same node id (kept in DATA_DIR)')
+  const [row] = await restarted.app.database.db.select().from(deviceTable).where(eq(deviceTable.id, dev.deviceId))
+  t.equal(row?.isActive, false, 'recorded offline before the node accepts connections')
+  t.equal(row?.connectionId, null)
+  const res = await fetch(`${restarted.url}/api/device/${dev.deviceId}/events?limit=5`, { headers: { authorization: `Bearer ${owner.token}` } })
+  const [latest] = ((await res.json()) as { events: Ev[] }).events
+  t.equal(latest?.type, 'device.disconnected')
+  t.equal(latest?.data.reason, 'server_shutdown')
+  t.equal(latest?.data.clean, false, 'marked as not a clean shutdown')
+})
+
+t.test('a new session after the broker lost the old one gets the commands it never acknowledged', async (t) => {
+  const node = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
+  const owner = await signUp(makeClient(node.url).client, uniqueEmail('catch-up'))
+  const dev = await pairDevice(node, owner.token)
+  const url = () => `mqtt://127.0.0.1:${node.app.mqttPort}`
+  const persistent = { clientId: dev.deviceId, username: dev.deviceId, password: dev.password, clean: false }
+  const send = async (svcUrl: string, command: string) => {
+    const res = await fetch(`${svcUrl}/api/device/${dev.deviceId}/command`, { method: 'POST', headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ command }) })
+    return ((await res.json()) as { commandId: string }).commandId
+  }
+  // The device's first session: it subscribes, acknowledges one command, then goes away.
+  const first = await connect(url(), persistent)
+  await subscribe(first, dev.topics.cmd!)
+  const acked = await send(node.url, 'identify')
+  const got = await nextMessage<{ commandId: string }>(first, dev.topics.cmd!)
+  t.equal(got.payload.commandId, acked)
+  await new Promise<void>((resolve, reject) => first.publish(dev.topics.ack!, JSON.stringify({ commandId: acked, ok: true }), { qos: 1 }, (e) => (e ? reject(e) : resolve())))
+  await close(first)
+  // The service restarts (the embedded broker keeps sessions in memory), and a command is sent before the device is back.
+  const reuse = { dataDir: node.dataDir, databaseUrl: node.config.databaseUrl, redisPrefix: node.config.redisPrefix }
+  await node.close()
+  const again = await startApp(t, { reuse, env: { DEVICE_POLL_INTERVAL: '0' } })
+  const missed = await send(again.url, 'refresh')
+  const back = await connect(`mqtt://127.0.0.1:${again.app.mqttPort}`, persistent)
+  t.teardown(() => back.end(true))
+  const seen: string[] = []
+  back.on('message', (topic, payload) => {
+    if (topic === dev.topics.cmd) seen.push((JSON.parse(payload.toString('utf8')) as { commandId: string }).commandId)
+  })
+  await subscribe(back, dev.topics.cmd!)
+  await eventually(async () => seen.includes(missed))
+  t.pass('the command sent while it was away arrives on the new session')
+  t.notOk(seen.includes(acked), 'the acknowledged one is not sent again')
 })
