@@ -270,6 +270,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if ((e.VAPID_PUBLIC_KEY && !e.VAPID_PRIVATE_KEY) || (!e.VAPID_PUBLIC_KEY && e.VAPID_PRIVATE_KEY)) {
     throw new ConfigError('Invalid configuration:\n  VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY must be set together')
   }
+  const providers = providersFrom(e)
+  if (e.IMAGE_PROVIDER !== 'local' && !providers[e.IMAGE_PROVIDER]) {
+    const keyName = { replicate: 'REPLICATE_API_TOKEN', fal: 'FAL_KEY', bfl: 'BFL_API_KEY', openai: 'OPENAI_API_KEY' }[e.IMAGE_PROVIDER]
+    throw new ConfigError(`Invalid configuration:\n  IMAGE_PROVIDER=${e.IMAGE_PROVIDER} needs ${keyName}`)
+  }
   if (e.DEVICE_AUTO_APPROVE_USER_EMAIL && e.NODE_ENV === 'production') {
     // It hands every device that asks to one account: never on a real deployment.
     throw new ConfigError('Invalid configuration:\n  DEVICE_AUTO_APPROVE_USER_EMAIL is for development only and is refused when NODE_ENV=production')
@@ -300,7 +305,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         }
       : undefined,
     imageProvider: e.IMAGE_PROVIDER,
-    providers: providersFrom(e),
+    providers,
     generation: {
       timeoutSeconds: e.GENERATION_TIMEOUT,
       concurrency: e.GENERATION_CONCURRENCY,

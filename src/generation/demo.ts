@@ -12,6 +12,11 @@ import { toResult } from './records.js'
 import { renderLocalImage, seedFor } from './providers/local.js'
 
 const SAMPLE = 'a lighthouse on a rocky coast at dusk'
+/**
+ * Open to anyone, and each new prompt stores an image set: a tighter limit per client address
+ * than the API's general one keeps it a demo rather than free storage.
+ */
+export const DEMO_RATE_LIMIT = { max: 20, timeWindow: 60_000 }
 const profiles: Record<string, DisplayProfile> = {
   bw: { width: 800, height: 480, palette: 'bw' },
   gray4: { width: 800, height: 480, palette: 'gray4' },
@@ -29,6 +34,7 @@ export async function demoRoutes(app: FastifyInstance, opts: { db: Database; sto
   app.get<{ Querystring: { prompt?: string; palette?: string } }>(
     '/api/demo',
     {
+      config: { rateLimit: DEMO_RATE_LIMIT },
       schema: {
         tags: ['admin API'],
         summary: 'Demo API endpoint',
@@ -52,6 +58,7 @@ export async function demoRoutes(app: FastifyInstance, opts: { db: Database; sto
             },
           },
           400: { $ref: 'Error#' },
+          429: { $ref: 'Error#' },
         },
       },
     },

@@ -4,7 +4,7 @@
 // restart (the lease of a crashed runner simply expires).
 import type { Database } from '../db/client.js'
 import { ProviderError, type GenerationInput, type ImageProvider, type PollResult, type ProviderOutput } from './provider.js'
-import { claimDueJobs, updateJob, type JobRow } from './repository.js'
+import { claimDueJobs, countStartedJobs, updateJob, type JobRow } from './repository.js'
 
 export type RunnerOptions = {
   tickMs: number
@@ -12,7 +12,10 @@ export type RunnerOptions = {
   /** First poll delay; doubles per poll up to `maxBackoffMs`. */
   baseBackoffMs: number
   maxBackoffMs: number
-  /** Jobs per provider handled at once. */
+  /**
+   * Jobs per provider at once: started at the provider and not finished (counted across every
+   * instance from the table), and in this process's hands.
+   */
   concurrency: number
 }
 
@@ -23,6 +26,9 @@ export type RunnerHooks = {
   fail(job: JobRow, status: 'failed' | 'canceled', error?: { code: string; message: string }): Promise<void>
   log: { warn: (o: object | string, m?: string) => void; error: (o: object | string, m?: string) => void }
 }
+
+/** How long a job that succeeded at the provider is held while its output is stored and delivered. */
+const SUCCEED_LEASE_MS = 10 * 60_000
 
 export function backoffMs(attempt: number, opts: Pick<RunnerOptions, 'baseBackoffMs' | 'maxBackoffMs'>): number {
   return Math.min(opts.maxBackoffMs, opts.baseBackoffMs * 2 ** Math.min(attempt, 20))
@@ -45,18 +51,22 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
       return hooks.fail(job, 'failed', { code: 'TIMEOUT', message: 'the provider did not finish before the deadline' })
     }
     const live: Array<JobRow['status']> = ['queued', 'running']
+    /** Never past the deadline: a long Retry-After must not hold a job beyond it. */
+    const pollAt = (waitMs: number) => new Date(Math.min(Date.now() + waitMs, job.deadlineAt.getTime()))
     try {
       if (!job.providerJobId) {
         const started = await provider.start(job.input as unknown as GenerationInput)
-        await updateJob(db, job.id, live, {
+        const recorded = await updateJob(db, job.id, live, {
           status: 'running',
           providerJobId: started.providerJobId,
           providerState: started.state ?? {},
           startedAt: new Date(),
           attempts: 0,
-          nextPollAt: new Date(Date.now() + opts.baseBackoffMs),
+          nextPollAt: pollAt(opts.baseBackoffMs),
           leaseUntil: null,
         })
+        // Canceled while the provider was starting it: stop it there too.
+        if (!recorded) await provider.cancel({ providerJobId: started.providerJobId, state: started.state ?? {}, input: job.input as unknown as GenerationInput }).catch(() => {})
         return
       }
       const result: PollResult = await provider.poll(providerJob(job))
@@ -67,12 +77,14 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
           progress: Math.max(job.progress, Math.min(99, Math.round(result.progress ?? job.progress))),
           providerState: result.state ? { ...job.providerState, ...result.state } : job.providerState,
           attempts: job.attempts + 1,
-          nextPollAt: new Date(Date.now() + backoffMs(job.attempts + 1, opts)),
+          nextPollAt: pollAt(backoffMs(job.attempts + 1, opts)),
           leaseUntil: null,
         })
         return
       }
       if (result.status === 'succeeded') {
+        // Downloading and converting can outlast the claim's lease: hold the job meanwhile.
+        await updateJob(db, job.id, live, { leaseUntil: new Date(Date.now() + Math.max(opts.leaseMs, SUCCEED_LEASE_MS)) })
         await hooks.succeed(job, result.outputs)
         return
       }
@@ -80,7 +92,7 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
     } catch (err) {
       if (err instanceof ProviderError && err.retryable) {
         const wait = Math.max(err.retryAfterMs ?? 0, backoffMs(job.attempts + 1, opts))
-        await updateJob(db, job.id, live, { attempts: job.attempts + 1, nextPollAt: new Date(Date.now() + wait), leaseUntil: null, errorCode: err.code, errorMessage: err.message })
+        await updateJob(db, job.id, live, { attempts: job.attempts + 1, nextPollAt: pollAt(wait), leaseUntil: null, errorCode: err.code, errorMessage: err.message })
         return
       }
       const e = err as Error & { code?: string }
@@ -89,27 +101,44 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
     }
   }
 
+  /** Jobs this process is starting at a provider right now (not yet counted in the table). */
+  const starting = new Map<string, number>()
+
+  function take(name: string, job: JobRow) {
+    inFlight.set(name, (inFlight.get(name) ?? 0) + 1)
+    const fresh = !job.providerJobId
+    if (fresh) starting.set(name, (starting.get(name) ?? 0) + 1)
+    const p = handle(job)
+      .catch((err) => hooks.log.error({ err, jobId: job.id }, 'generation runner error'))
+      .finally(() => {
+        inFlight.set(name, (inFlight.get(name) ?? 1) - 1)
+        if (fresh) starting.set(name, (starting.get(name) ?? 1) - 1)
+        working.delete(p)
+        // A finished job frees a slot: look for more work at once.
+        poke()
+      })
+    working.add(p)
+  }
+
   async function tick(): Promise<void> {
     if (stopped || ticking) return
     ticking = true
     try {
+      const now = new Date()
       for (const name of providers.keys()) {
-        const free = opts.concurrency - (inFlight.get(name) ?? 0)
+        let free = opts.concurrency - (inFlight.get(name) ?? 0)
         if (free <= 0) continue
-        const jobs = await claimDueJobs(db, new Date(), free, opts.leaseMs, [name])
-        for (const job of jobs) {
-          inFlight.set(name, (inFlight.get(name) ?? 0) + 1)
-          const p = handle(job)
-            .catch((err) => hooks.log.error({ err, jobId: job.id }, 'generation runner error'))
-            .finally(() => {
-              inFlight.set(name, (inFlight.get(name) ?? 1) - 1)
-              working.delete(p)
-              // A finished job frees a slot: look for more work at once.
-              poke()
-            })
-          working.add(p)
-        }
+        // Polls of jobs already at the provider first; then new jobs, only while the provider has
+        // fewer than `concurrency` of ours (two instances may each start one past it at once).
+        const polls = await claimDueJobs(db, now, free, opts.leaseMs, { provider: name, started: true })
+        for (const job of polls) take(name, job)
+        free -= polls.length
+        const room = opts.concurrency - (await countStartedJobs(db, name)) - (starting.get(name) ?? 0)
+        const fresh = await claimDueJobs(db, now, Math.min(free, room), opts.leaseMs, { provider: name, started: false })
+        for (const job of fresh) take(name, job)
       }
+      // Jobs of a provider this instance lacks (its key was removed) end at their deadline, refunded.
+      for (const job of await claimDueJobs(db, now, 10, opts.leaseMs, { overdueOutside: [...providers.keys()] })) take(job.provider, job)
     } catch (err) {
       hooks.log.error({ err }, 'generation runner tick failed')
     } finally {

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
-import { debit, credit } from '../credits/repository.js'
+import { balanceOf, credit, debit } from '../credits/repository.js'
 import { requireAccess } from '../devices/access.js'
 import { findDevice } from '../devices/repository.js'
 import type { DeviceLink } from '../devices/sessions.js'
@@ -12,7 +12,7 @@ import { deliverImage } from '../images/delivery.js'
 import { storeImage } from '../images/pipeline.js'
 import { findVariants, findImage } from '../images/repository.js'
 import type { DisplayProfile } from '../images/profiles.js'
-import { findPrompt, type PromptRow } from '../prompts/repository.js'
+import { findPrompt } from '../prompts/repository.js'
 import type { PromptInput, PromptService } from '../prompts/service.js'
 import type { ObjectStore } from '../storage/store.js'
 import { findModel } from './models.js'
@@ -20,6 +20,7 @@ import { ProviderError, type GenerationInput, type ImageProvider, type ProviderO
 import { seedFor } from './providers/local.js'
 import { findJob, insertJob, updateJob, type JobRow } from './repository.js'
 import { createRunner } from './runner.js'
+import { defaultModelId } from './setup.js'
 
 export type Notify = (userId: string, kind: 'generation', message: { title: string; body: string; url?: string }) => Promise<unknown>
 
@@ -63,24 +64,24 @@ export function createGenerationService(deps: GenerationDeps) {
   const { db, config, storage, link, providers, log } = deps
   const g = config.generation
 
-  async function resolvePrompt(userId: string, req: GenerateRequest): Promise<PromptRow> {
-    if (req.promptId) {
-      const p = await findPrompt(db, req.promptId)
-      if (!p || p.userId !== userId) throw new AppError(404, 'PROMPT_NOT_FOUND', 'Prompt not found')
-      return p
-    }
-    if (!req.prompt) throw new AppError(400, 'VALIDATION_ERROR', 'body must have promptId or prompt')
-    return deps.prompts.create(userId, { ...req.prompt, deviceId: req.deviceId ?? req.prompt.deviceId, model: req.model ?? req.prompt.model })
-  }
-
+  /**
+   * Everything that can refuse the request is checked before anything is stored or published:
+   * the device (for a stored prompt too: access may have changed since), the model, its
+   * provider and, for a paid model, the balance (taken atomically with the job below).
+   */
   async function create(userId: string, req: GenerateRequest): Promise<JobRow> {
-    const deviceId = req.deviceId ?? req.prompt?.deviceId
+    if (!req.promptId && !req.prompt) throw new AppError(400, 'VALIDATION_ERROR', 'body must have promptId or prompt')
+    const stored = req.promptId ? await findPrompt(db, req.promptId) : undefined
+    if (req.promptId && (!stored || stored.userId !== userId)) throw new AppError(404, 'PROMPT_NOT_FOUND', 'Prompt not found')
+    const deviceId = req.deviceId ?? req.prompt?.deviceId ?? stored?.deviceId ?? undefined
     const dev = deviceId ? await requireAccess(db, await findDevice(db, deviceId), userId, 'manage') : undefined
-    const prompt = await resolvePrompt(userId, req)
-    const modelId = req.model ?? prompt.model ?? dev?.selectedModel ?? 'local'
+    const modelId = req.model ?? stored?.model ?? req.prompt?.model ?? dev?.selectedModel ?? defaultModelId(config)
     const model = findModel(modelId)
     if (!model) throw new AppError(400, 'UNKNOWN_MODEL', `Unknown model ${modelId}`)
     if (!providers.has(model.provider)) throw new AppError(400, 'PROVIDER_NOT_CONFIGURED', `Model ${model.id} needs the ${model.provider} provider, which has no key configured`)
+    const insufficient = () => new AppError(402, 'INSUFFICIENT_BALANCE', `This model costs ${model.price} credits; your balance is too low`)
+    if (Number(model.price) > 0 && Number((await balanceOf(db, userId)) ?? 0) < Number(model.price)) throw insufficient()
+    const prompt = stored ?? (await deps.prompts.create(userId, { ...req.prompt!, deviceId: dev?.id, model: model.id }))
     const input: GenerationInput = {
       prompt: prompt.text,
       negativePrompt: prompt.negativeText ?? undefined,
@@ -94,7 +95,7 @@ export function createGenerationService(deps: GenerationDeps) {
       const row = await insertJob(tx, {
         id: randomUUID(),
         userId,
-        deviceId: dev?.id ?? prompt.deviceId ?? null,
+        deviceId: dev?.id ?? null,
         promptId: prompt.id,
         provider: model.provider,
         model: model.id,
@@ -104,9 +105,7 @@ export function createGenerationService(deps: GenerationDeps) {
         nextPollAt: now,
       })
       // Taken atomically with the job: two jobs racing for the last credit cannot both pass.
-      if (Number(model.price) > 0 && (await debit(tx, userId, model.price, row.id)) === null) {
-        throw new AppError(402, 'INSUFFICIENT_BALANCE', `This model costs ${model.price} credits; your balance is too low`)
-      }
+      if (Number(model.price) > 0 && (await debit(tx, userId, model.price, row.id)) === null) throw insufficient()
       return row
     })
     if (Number(model.price) > 0) await deps.balanceChanged?.()

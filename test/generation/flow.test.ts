@@ -83,4 +83,13 @@ t.test('GET /api/demo runs the pipeline without an account', async (t) => {
   t.equal(png.headers.get('content-type'), 'image/png')
   const again = (await (await fetch(`${svc.url}/api/demo?palette=spectra6`)).json()) as { cached: boolean; result: { imageId: string } }
   t.equal(again.cached, true, 'the same demo reuses its files')
+  // Open to anyone: 20 a minute per address, then 429 with Retry-After.
+  const statuses: number[] = []
+  for (let i = 0; i < 20; i++) statuses.push((await fetch(`${svc.url}/api/demo?palette=spectra6`)).status)
+  const limited = statuses.indexOf(429)
+  t.equal(limited, 18, 'the 21st demo request of the minute is refused (two were made above)')
+  const refused = await fetch(`${svc.url}/api/demo?palette=spectra6`)
+  t.equal(refused.status, 429)
+  t.ok(Number(refused.headers.get('retry-after')) > 0, 'with Retry-After')
+  t.equal(((await refused.json()) as { code: string }).code, 'TOO_MANY_REQUESTS')
 })

@@ -37,6 +37,25 @@ function outputs(output: unknown): ProviderOutput[] {
   return out
 }
 
+/** The aspect ratios FLUX models on Replicate accept. */
+const ASPECT_RATIOS = ['1:1', '16:9', '21:9', '3:2', '2:3', '4:5', '5:4', '3:4', '4:3', '9:16', '9:21'] as const
+
+/** The accepted aspect ratio closest to width:height (the image is then cropped or fitted to the display). */
+export function replicateAspectRatio(width: number, height: number): (typeof ASPECT_RATIOS)[number] {
+  const want = Math.log(width / height)
+  let best: (typeof ASPECT_RATIOS)[number] = '1:1'
+  let distance = Infinity
+  for (const r of ASPECT_RATIOS) {
+    const [w, h] = r.split(':').map(Number) as [number, number]
+    const d = Math.abs(Math.log(w / h) - want)
+    if (d < distance) {
+      best = r
+      distance = d
+    }
+  }
+  return best
+}
+
 export function createReplicateProvider(options: ReplicateOptions): ImageProvider {
   const base = trimBase(options.baseUrl)
   const http: HttpOptions = { provider: 'replicate', secret: options.token, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS }
@@ -44,8 +63,11 @@ export function createReplicateProvider(options: ReplicateOptions): ImageProvide
   const predictionUrl = (id: string) => `${base}/v1/predictions/${encodeURIComponent(id)}`
 
   function buildInput(input: GenerationInput): Record<string, unknown> {
+    // FLUX models take an aspect ratio, SD-style models width and height; predictions ignore
+    // inputs a model does not declare, so both go along.
     const body: Record<string, unknown> = {
       prompt: input.prompt,
+      aspect_ratio: replicateAspectRatio(input.width, input.height),
       width: input.width,
       height: input.height,
       seed: input.seed,

@@ -30,6 +30,13 @@ t.test('no keys, no providers', async (t) => {
   t.throws(() => createProvider('replicate', c), /set REPLICATE_API_TOKEN/, 'the message names the setting')
 })
 
+t.test('IMAGE_PROVIDER names a provider whose key is set', async (t) => {
+  t.throws(() => loadConfig({ ...base, IMAGE_PROVIDER: 'replicate' }), /IMAGE_PROVIDER=replicate needs REPLICATE_API_TOKEN/)
+  t.throws(() => loadConfig({ ...base, IMAGE_PROVIDER: 'openai', OPENAI_API_KEY: '  ' }), /needs OPENAI_API_KEY/, 'a blank key is no key')
+  t.equal(loadConfig({ ...base, IMAGE_PROVIDER: 'fal', FAL_KEY: 'id:secret' }).imageProvider, 'fal')
+  t.equal(loadConfig(base).imageProvider, 'local')
+})
+
 t.test('each key enables its provider with the default base URL', async (t) => {
   const c = loadConfig({ ...base, REPLICATE_API_TOKEN: 'r8_x', FAL_KEY: 'id:secret', BFL_API_KEY: 'b', OPENAI_API_KEY: 'sk-x' })
   t.same(c.providers, {

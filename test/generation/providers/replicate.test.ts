@@ -75,7 +75,7 @@ t.test('a prediction goes starting → processing → succeeded, with output URL
   t.equal(create.path, '/v1/models/black-forest-labs/flux-schnell/predictions', 'the model endpoint, not the versioned one')
   t.equal(create.headers.authorization, `Bearer ${TOKEN}`)
   t.same(create.body, {
-    input: { prompt: input.prompt, negative_prompt: 'text, watermark', width: 800, height: 480, seed: 424242, output_format: 'png' },
+    input: { prompt: input.prompt, negative_prompt: 'text, watermark', aspect_ratio: '16:9', width: 800, height: 480, seed: 424242, output_format: 'png' },
   })
   t.equal(started.providerJobId, 'p-1', 'the prediction id is the provider job id')
 
@@ -103,7 +103,7 @@ t.test('a pinned version goes through /v1/predictions; a single output URL is ac
   t.equal(fake.requests[0]!.path, '/v1/predictions')
   t.same(fake.requests[0]!.body, {
     version: '7762fd07cf82c948538e41f63f77d685e02b063e37e496e96eefd46c929f9bdc',
-    input: { prompt: input.prompt, width: 800, height: 480, seed: 424242, output_format: 'png' },
+    input: { prompt: input.prompt, aspect_ratio: '16:9', width: 800, height: 480, seed: 424242, output_format: 'png' },
   }, 'no negative_prompt when there is none')
   const j = job(started.providerJobId, started.state, pinned)
   await provider.poll(j)
@@ -213,4 +213,14 @@ t.test('progress is read from tqdm-style logs', async (t) => {
   t.equal(progressFromLogs(' 25%|██▌       | 1/4\n 75%|███████▌  | 3/4'), 75)
   t.equal(progressFromLogs('Using seed: 1'), undefined)
   t.equal(progressFromLogs(null), undefined)
+})
+
+t.test('the aspect ratio sent is the accepted one closest to the display', async (t) => {
+  const { replicateAspectRatio } = await import('../../../src/generation/providers/replicate.js')
+  t.equal(replicateAspectRatio(800, 480), '16:9', '5:3 e-ink panel')
+  t.equal(replicateAspectRatio(480, 800), '9:16', 'the same panel upright')
+  t.equal(replicateAspectRatio(1024, 1024), '1:1')
+  t.equal(replicateAspectRatio(1600, 1200), '4:3', '4:3 colour frame')
+  t.equal(replicateAspectRatio(600, 448), '4:3', '7.3-inch ACeP')
+  t.equal(replicateAspectRatio(2560, 1080), '21:9')
 })

@@ -1,0 +1,176 @@
+// The runner's promises, against a local server speaking Replicate's predictions API: it waits
+// as long as Retry-After says (but never past the deadline), its backoff is capped, no more than
+// GENERATION_CONCURRENCY jobs are at the provider at once, a paid job that hits its deadline is
+// refunded and canceled there, a cancel that lands while the provider is starting the job stops
+// it there too, and jobs of a provider the instance no longer has end (refunded) at their deadline.
+import t from 'tap'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { randomUUID } from 'node:crypto'
+import { eq } from 'drizzle-orm'
+import sharp from 'sharp'
+import { startApp, type TestApp } from '../helpers/app.js'
+import { creditUser, signUpAdmin } from '../helpers/admin.js'
+import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { eventually } from '../helpers/mqtt.js'
+import { backoffMs } from '../../src/generation/runner.js'
+import { generationJob } from '../../src/generation/tables.js'
+import { insertJob } from '../../src/generation/repository.js'
+import { debit } from '../../src/credits/repository.js'
+
+type Prediction = { id: string; prompt: string; polls: number[]; finished: boolean; canceled: boolean }
+
+/**
+ * Replicate's shape. The prompt says how a prediction behaves: "hold" stays processing until
+ * released, "throttle-N" answers its first poll with 429 and Retry-After N seconds, "wait-create"
+ * answers its create only once released.
+ */
+async function replicateServer(t: { teardown(fn: () => unknown): void }) {
+  const predictions = new Map<string, Prediction>()
+  const png = await sharp({ create: { width: 32, height: 32, channels: 3, background: '#336699' } }).png().toBuffer()
+  const state = { released: false, createReleased: false, maxActive: 0, cancels: [] as string[] }
+  const active = () => [...predictions.values()].filter((p) => !p.finished && !p.canceled).length
+  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': 'application/json', ...headers })
+      res.end(JSON.stringify(body))
+    }
+    const url = new URL(req.url ?? '/', 'http://x')
+    if (req.method === 'GET' && url.pathname === '/out.png') {
+      res.writeHead(200, { 'content-type': 'image/png' })
+      return res.end(png)
+    }
+    if (req.headers.authorization !== 'Bearer r8_test') return send(401, { detail: 'Unauthenticated' })
+    if (req.method === 'POST' && /^\/v1\/models\/[^/]+\/[^/]+\/predictions$/.test(url.pathname)) {
+      const chunks: Buffer[] = []
+      for await (const c of req) chunks.push(c as Buffer)
+      const body = JSON.parse(Buffer.concat(chunks).toString()) as { input: { prompt: string } }
+      const p: Prediction = { id: randomUUID(), prompt: body.input.prompt, polls: [], finished: false, canceled: false }
+      predictions.set(p.id, p)
+      state.maxActive = Math.max(state.maxActive, active())
+      if (p.prompt.includes('wait-create')) await eventually(async () => state.createReleased, 30_000)
+      return send(201, { id: p.id, status: 'starting', output: null, error: null })
+    }
+    const m = /^\/v1\/predictions\/([^/]+)(\/cancel)?$/.exec(url.pathname)
+    const p = m ? predictions.get(m[1] as string) : undefined
+    if (!p) return send(404, { detail: 'Not found' })
+    if (m?.[2]) {
+      p.canceled = true
+      state.cancels.push(p.id)
+      return send(200, { id: p.id, status: 'canceled' })
+    }
+    p.polls.push(Date.now())
+    const throttle = /throttle-(\d+)/.exec(p.prompt)
+    if (throttle && p.polls.length === 1) return send(429, { detail: 'Request was throttled' }, { 'retry-after': throttle[1] as string })
+    if (p.prompt.includes('hold') && !state.released) return send(200, { id: p.id, status: 'processing', output: null })
+    p.finished = true
+    return send(200, { id: p.id, status: 'succeeded', output: [`http://127.0.0.1:${(server.address() as { port: number }).port}/out.png`] })
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  t.teardown(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))))
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, predictions, state }
+}
+
+const hdr = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' })
+
+async function setup(t: { teardown(fn: () => unknown): void }, env: Record<string, string>) {
+  const replicate = await replicateServer(t)
+  const adminEmail = uniqueEmail('admin')
+  const svc = await startApp(t, {
+    env: { GENERATION_POLL_BASE_MS: '50', GENERATION_POLL_MAX_MS: '200', GENERATION_TICK_MS: '50', ADMIN_EMAILS: adminEmail, REPLICATE_API_TOKEN: 'r8_test', REPLICATE_BASE_URL: replicate.url, ...env },
+  })
+  const admin = await signUpAdmin(svc, adminEmail)
+  const user = await signUp(makeClient(svc.url).client, uniqueEmail())
+  await creditUser(svc, admin.token, user.userId, '20')
+  const generate = async (text: string) => {
+    const res = await fetch(`${svc.url}/api/generate`, { method: 'POST', headers: hdr(user.token), body: JSON.stringify({ prompt: { text }, model: 'flux-schnell' }) })
+    if (res.status !== 202) throw new Error(`generate → ${res.status} ${await res.text()}`)
+    return ((await res.json()) as { id: string }).id
+  }
+  const job = async (id: string) => (await (await fetch(`${svc.url}/api/generate/${id}`, { headers: hdr(user.token) })).json()) as { status: string; error: { code: string } | null }
+  const balance = async () => Number(((await (await fetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as { balance: string }).balance)
+  return { svc, replicate, user, generate, job, balance }
+}
+
+const row = async (svc: TestApp, id: string) => (await svc.app.database.db.select().from(generationJob).where(eq(generationJob.id, id)))[0]!
+
+t.test('backoff doubles from the base and stops at the cap', async (t) => {
+  const opts = { baseBackoffMs: 50, maxBackoffMs: 200 }
+  t.same([0, 1, 2, 3, 4, 30].map((a) => backoffMs(a, opts)), [50, 100, 200, 200, 200, 200])
+})
+
+t.test('Retry-After is waited for; the backoff between polls never exceeds the cap', async (t) => {
+  const { svc, replicate, generate, job } = await setup(t, {})
+  const id = await generate('throttle-2 then hold')
+  await eventually(async () => [...replicate.predictions.values()].some((p) => p.polls.length >= 4), 20_000)
+  const p = [...replicate.predictions.values()].find((x) => x.prompt.startsWith('throttle-2'))!
+  const gap = p.polls[1]! - p.polls[0]!
+  t.ok(gap >= 1900, `no poll before Retry-After (2 s) ran out: the next came after ${gap} ms`)
+  const r = await row(svc, id)
+  t.ok(r.nextPollAt.getTime() - r.updatedAt.getTime() <= 200, 'the next poll is at most GENERATION_POLL_MAX_MS away')
+  t.ok(r.attempts >= 3)
+  replicate.state.released = true
+  await eventually(async () => (await job(id)).status === 'succeeded', 20_000)
+})
+
+t.test('at most GENERATION_CONCURRENCY jobs at the provider at once', async (t) => {
+  const { replicate, generate, job } = await setup(t, { GENERATION_CONCURRENCY: '2' })
+  const ids: string[] = []
+  for (let i = 0; i < 5; i++) ids.push(await generate(`hold ${i}`))
+  await eventually(async () => replicate.predictions.size >= 2)
+  // Long enough for an uncapped runner to have started all five (its tick is 50 ms).
+  await new Promise((r) => setTimeout(r, 800))
+  t.equal(replicate.predictions.size, 2, 'two started; three wait in the queue')
+  t.same((await Promise.all(ids.map(job))).map((j) => j.status).filter((s) => s === 'queued').length, 3)
+  replicate.state.released = true
+  await eventually(async () => (await Promise.all(ids.map(job))).every((j) => j.status === 'succeeded'), 30_000)
+  t.equal(replicate.predictions.size, 5, 'then all five ran')
+  t.equal(replicate.state.maxActive, 2, 'never more than two at once')
+})
+
+t.test('a paid job at its deadline fails, is refunded and canceled at the provider, even behind a long Retry-After', async (t) => {
+  const { svc, replicate, generate, job, balance, user } = await setup(t, { GENERATION_TIMEOUT: '5' })
+  const before = await balance()
+  const held = await generate('hold forever')
+  const throttled = await generate('throttle-3600 asks for an hour')
+  t.equal(await balance(), before - 2, 'two jobs paid for')
+  for (const id of [held, throttled]) {
+    await eventually(async () => (await job(id)).status === 'failed', 20_000)
+    const j = await job(id)
+    t.equal(j.error?.code, 'TIMEOUT', 'ended at the deadline')
+  }
+  t.equal(await balance(), before, 'both refunded')
+  const heldPrediction = [...replicate.predictions.values()].find((p) => p.prompt === 'hold forever')!
+  t.ok(replicate.state.cancels.includes(heldPrediction.id), 'the provider was asked to cancel')
+  const { ledger } = (await (await fetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as { ledger: Array<{ reason: string; jobId: string | null; amount: string }> }
+  for (const id of [held, throttled]) t.ok(ledger.some((l) => l.reason === 'refund' && l.jobId === id && Number(l.amount) === 1), `a refund row for ${id.slice(0, 8)}`)
+})
+
+t.test('a cancel while the provider is still starting the job stops it there too', async (t) => {
+  const { replicate, generate, user, svc, job } = await setup(t, {})
+  const id = await generate('wait-create please')
+  await eventually(async () => replicate.predictions.size === 1)
+  const canceled = await fetch(`${svc.url}/api/generate/${id}/cancel`, { method: 'POST', headers: hdr(user.token) })
+  t.equal(canceled.status, 200)
+  t.equal((await job(id)).status, 'canceled')
+  replicate.state.createReleased = true
+  const prediction = [...replicate.predictions.values()][0]!
+  await eventually(async () => replicate.state.cancels.includes(prediction.id), 10_000)
+  t.pass('the prediction created after the cancel was canceled at the provider')
+  t.equal((await job(id)).status, 'canceled', 'and the job stays canceled')
+})
+
+t.test('jobs of a provider this instance lacks end at their deadline, refunded', async (t) => {
+  const { svc, user, balance, job } = await setup(t, {})
+  const before = await balance()
+  const db = svc.app.database.db
+  const id = randomUUID()
+  const past = new Date(Date.now() - 1000)
+  await db.transaction(async (tx) => {
+    await insertJob(tx, { id, userId: user.userId, provider: 'fal', model: 'fal-flux-schnell', input: { prompt: 'orphan' }, price: '1.00', deadlineAt: past, nextPollAt: past })
+    await debit(tx, user.userId, '1.00', id)
+  })
+  t.equal(await balance(), before - 1)
+  await eventually(async () => (await job(id)).status === 'failed', 10_000)
+  t.equal((await job(id)).error?.code, 'PROVIDER_NOT_CONFIGURED')
+  t.equal(await balance(), before, 'refunded')
+})
