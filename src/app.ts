@@ -167,7 +167,7 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   if (storage.kind === 'fs') await app.register(fileRoutes, { store: storage, secret: config.authSecret, maxBytes: config.uploads.maxBytes })
   const uploads = createUploadService({ store: storage, maxBytes: config.uploads.maxBytes })
   const sendUpload = createUploadSender({ db: database.db, storage, link, baseUrl: config.baseUrl })
-  await app.register(uploadRoutes, { auth, uploads, send: sendUpload, maxBytes: config.uploads.maxBytes })
+  await app.register(uploadRoutes, { auth, db: database.db, uploads, send: sendUpload, maxBytes: config.uploads.maxBytes })
   await app.register(invitationRoutes, { auth, db: database.db, baseUrl: config.baseUrl, trustedOrigins: config.trustedOrigins })
   const prompts = createPromptService({ db: database.db, link, defaultModel: defaultModelId(config) })
   await app.register(promptRoutes, { auth, db: database.db, prompts })

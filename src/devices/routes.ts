@@ -1,5 +1,5 @@
 // The device module's HTTP routes. Schemas here validate input and shape every response.
-import { errorResponses as errors, sessionSecurity, cursorFrom, pageOf } from '../http/route-schemas.js'
+import { errorResponses as errors, callerSecurity, cursorFrom, pageOf } from '../http/route-schemas.js'
 import type { FastifyInstance } from 'fastify'
 import type { Auth } from '../auth/auth.js'
 import { requirePrincipal } from '../auth/guard.js'
@@ -75,7 +75,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         tags,
         summary: 'Validate device credentials',
         description: 'The signed-in user claims the device showing this pinCode (or userCode from its QR code).',
-        security: sessionSecurity,
+        security: callerSecurity,
         body: {
           type: 'object',
           required: ['name'],
@@ -111,7 +111,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       schema: {
         tags,
         summary: 'Deny a pairing request',
-        security: sessionSecurity,
+        security: callerSecurity,
         body: { type: 'object', additionalProperties: false, properties: codeProps },
         response: {
           200: { type: 'object', properties: { success: { type: 'boolean' }, status: { type: 'string' }, deviceId: { type: 'string' } } },
@@ -151,7 +151,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         tags,
         summary: 'Disconnect device',
         description: 'Revokes the device secret and ends its MQTT session. The device can pair again.',
-        security: sessionSecurity,
+        security: callerSecurity,
         body: idBody,
         response: {
           200: {
@@ -176,7 +176,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         tags,
         summary: 'Delete a device',
         description: 'Permanently deletes a device and everything that hangs off it.',
-        security: [{ jwtAuth: [] }, ...sessionSecurity],
+        security: [{ jwtAuth: [] }, { bearerAuth: [] }, { cookieAuth: [] }],
         body: idBody,
         response: {
           200: {
@@ -203,7 +203,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         summary: "The caller's devices and those of an organization",
         description:
           'Newest first. Organization devices come from `organizationId` (the caller must be a member) or else the session\'s active organization; a JWT has no active organization, so it names one.',
-        security: sessionSecurity,
+        security: callerSecurity,
         querystring: {
           type: 'object',
           additionalProperties: false,
@@ -243,7 +243,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
   app.get<{ Params: { id: string } }>(
     '/api/device/:id',
     {
-      schema: { tags, summary: 'Get a device', security: sessionSecurity, params: idParams, response: { 200: { $ref: 'DeviceDetail#' }, ...errors(401, 404) } },
+      schema: { tags, summary: 'Get a device', security: callerSecurity, params: idParams, response: { 200: { $ref: 'DeviceDetail#' }, ...errors(401, 404) } },
     },
     async (req) => {
       const who = await principal(req)
@@ -257,7 +257,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       schema: {
         tags,
         summary: 'Change a device',
-        security: sessionSecurity,
+        security: callerSecurity,
         params: idParams,
         body: { type: 'object', minProperties: 1, additionalProperties: false, properties: { name, icon, color, description, selectedModel } },
         response: { 200: { $ref: 'DeviceDetail#' }, ...errors(400, 401, 403, 404) },
@@ -276,7 +276,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         tags,
         summary: 'Send a command to a device',
         description: 'Published with QoS 1 to devices/{id}/cmd; a sleeping device gets it when it reconnects. Its ack is recorded against the command id.',
-        security: sessionSecurity,
+        security: callerSecurity,
         params: idParams,
         body: {
           type: 'object',
@@ -308,7 +308,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       schema: {
         tags,
         summary: "A device's events, newest first",
-        security: sessionSecurity,
+        security: callerSecurity,
         params: idParams,
         querystring: {
           type: 'object',

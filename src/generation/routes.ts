@@ -1,5 +1,5 @@
 // Image generation (start, then poll), models and credits.
-import { errorResponses as errors, sessionSecurity as security } from '../http/route-schemas.js'
+import { errorResponses as errors, callerSecurity as security } from '../http/route-schemas.js'
 import type { FastifyInstance } from 'fastify'
 import type { Auth } from '../auth/auth.js'
 import { requirePrincipal } from '../auth/guard.js'

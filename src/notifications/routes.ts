@@ -1,9 +1,9 @@
 // HTTP routes of the notification module: the VAPID public key, a user's push subscriptions,
 // sending, and preferences.
-import { errorResponses as errors, sessionSecurity as security } from '../http/route-schemas.js'
+import { errorResponses as errors, callerSecurity as security } from '../http/route-schemas.js'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Auth } from '../auth/auth.js'
-import { requireCaller } from '../auth/guard.js'
+import { requirePrincipal } from '../auth/guard.js'
 import type { Database } from '../db/client.js'
 import { requireAccess, rolesOf } from '../devices/access.js'
 import { findDevice } from '../devices/repository.js'
@@ -50,7 +50,7 @@ type SendBody = { title: string; body: string; url?: string; deviceId?: string; 
 
 export async function notificationRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; notifier: Notifier }) {
   const { auth, db, notifier } = opts
-  const caller = (req: FastifyRequest) => requireCaller(auth, req)
+  const caller = (req: FastifyRequest) => requirePrincipal(auth, db, req)
 
   app.get(
     '/api/notifications/vapid-public-key',
@@ -76,7 +76,7 @@ export async function notificationRoutes(app: FastifyInstance, opts: { auth: Aut
     },
     async (req) => {
       const who = await caller(req)
-      return { subscriptions: (await notifier.list(who.user.id)).map(toSubscription) }
+      return { subscriptions: (await notifier.list(who.userId)).map(toSubscription) }
     },
   )
 
@@ -103,7 +103,7 @@ export async function notificationRoutes(app: FastifyInstance, opts: { auth: Aut
     },
     async (req, reply) => {
       const who = await caller(req)
-      const { row, created } = await notifier.subscribe(who.user.id, req.body, req.headers['user-agent'] ?? null)
+      const { row, created } = await notifier.subscribe(who.userId, req.body, req.headers['user-agent'] ?? null)
       return reply.code(created ? 201 : 200).send(toSubscription(row))
     },
   )
@@ -127,7 +127,7 @@ export async function notificationRoutes(app: FastifyInstance, opts: { auth: Aut
     },
     async (req) => {
       const who = await caller(req)
-      const row = await notifier.unsubscribe(who.user.id, req.body)
+      const row = await notifier.unsubscribe(who.userId, req.body)
       return { success: true, id: row.id }
     },
   )
@@ -190,13 +190,18 @@ export async function notificationRoutes(app: FastifyInstance, opts: { auth: Aut
       const who = await caller(req)
       const { title, body, url, deviceId, userId, urgency, ttl } = req.body
       if (deviceId && userId) throw new AppError(400, 'VALIDATION_ERROR', 'Give deviceId or userId, not both')
-      const isAdmin = rolesOf((who.user as { role?: string | null }).role ?? null).includes('admin')
-      let target = who.user.id
+      const isAdmin = rolesOf((await findUserById(db, who.userId))?.role ?? null).includes('admin')
+      let target = who.userId
       if (deviceId) {
         const dev = await findDevice(db, deviceId)
-        // Admins may reach any device's owner; others only devices they may see (404 otherwise, like the device routes).
-        target = isAdmin && dev ? dev.userId : (await requireAccess(db, dev, who.user.id, 'read')).userId
-      } else if (userId && userId !== who.user.id) {
+        if (isAdmin && dev) target = dev.userId
+        else {
+          // Others reach only themselves: the device must be one they may see (404 otherwise, like
+          // the device routes) and their own; an organization device of someone else is 403.
+          const seen = await requireAccess(db, dev, who.userId, 'read')
+          if (seen.userId !== who.userId) throw new AppError(403, 'FORBIDDEN', "Only admins may notify another device's owner")
+        }
+      } else if (userId && userId !== who.userId) {
         if (!isAdmin) throw new AppError(403, 'FORBIDDEN', 'Only admins may notify other users')
         if (!(await findUserById(db, userId))) throw new AppError(404, 'USER_NOT_FOUND', 'No such user')
         target = userId
@@ -208,7 +213,7 @@ export async function notificationRoutes(app: FastifyInstance, opts: { auth: Aut
   app.get(
     '/api/notifications/preferences',
     { schema: { tags, summary: 'What you are notified about', security, response: { 200: preferencesRecord, ...errors(401) } } },
-    async (req) => notifier.preferences((await caller(req)).user.id),
+    async (req) => notifier.preferences((await caller(req)).userId),
   )
 
   app.patch<{ Body: { generationResults?: boolean; devicePresence?: boolean } }>(
@@ -222,6 +227,6 @@ export async function notificationRoutes(app: FastifyInstance, opts: { auth: Aut
         response: { 200: preferencesRecord, ...errors(400, 401) },
       },
     },
-    async (req) => notifier.updatePreferences((await caller(req)).user.id, req.body),
+    async (req) => notifier.updatePreferences((await caller(req)).userId, req.body),
   )
 }

@@ -1,4 +1,4 @@
-import { errorResponses as errors, sessionSecurity as security, cursorFrom, pageOf } from '../http/route-schemas.js'
+import { errorResponses as errors, callerSecurity as security, cursorFrom, pageOf } from '../http/route-schemas.js'
 import type { FastifyInstance } from 'fastify'
 import type { Auth } from '../auth/auth.js'
 import { requirePrincipal } from '../auth/guard.js'

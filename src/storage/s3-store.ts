@@ -62,7 +62,7 @@ export function createS3Store(o: S3Options): ObjectStore {
     },
     async presign(key, p) {
       assertSafeKey(key)
-      const cmd = p.method === 'PUT' ? new PutObjectCommand({ Bucket, Key: key, ContentType: p.contentType }) : new GetObjectCommand({ Bucket, Key: key })
+      const cmd = p.method === 'PUT' ? new PutObjectCommand({ Bucket, Key: key, ContentType: p.contentType, ContentLength: p.contentLength }) : new GetObjectCommand({ Bucket, Key: key })
       return getSignedUrl(client, cmd, { expiresIn: p.expiresIn })
     },
     async close() {

@@ -3,7 +3,9 @@
 import multipart from '@fastify/multipart'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Auth } from '../auth/auth.js'
-import { requireCaller } from '../auth/guard.js'
+import type { Database } from '../db/client.js'
+import { requirePrincipal } from '../auth/guard.js'
+import { callerSecurity as security } from '../http/route-schemas.js'
 import { AppError } from '../errors.js'
 import { acceptedContentTypes } from './images.js'
 import type { UploadSender } from './send.js'
@@ -12,7 +14,6 @@ import { tooLarge, type UploadService } from './service.js'
 const err = { $ref: 'Error#' }
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, err]))
 const tags = ['admin API']
-const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { cookieAuth: [] }]
 const keyString = { type: 'string', minLength: 1, maxLength: 512 } as const
 
 const uploadRecord = {
@@ -32,9 +33,9 @@ const uploadRecord = {
 /** Room for the multipart framing and headers around the file itself. */
 const FRAMING_SLACK = 64 * 1024
 
-export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; uploads: UploadService; send: UploadSender; maxBytes: number }) {
-  const { auth, uploads, send, maxBytes } = opts
-  const caller = (req: FastifyRequest) => requireCaller(auth, req)
+export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; uploads: UploadService; send: UploadSender; maxBytes: number }) {
+  const { auth, db, uploads, send, maxBytes } = opts
+  const caller = (req: FastifyRequest) => requirePrincipal(auth, db, req)
 
   await app.register(multipart, {
     throwFileSizeLimit: true,
@@ -75,7 +76,7 @@ export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; upl
         throw e
       }
       if (!file) throw new AppError(400, 'FILE_REQUIRED', 'The form has no file part')
-      return reply.code(201).send(await uploads.storeImage(who.user.id, file))
+      return reply.code(201).send(await uploads.storeImage(who.userId, file))
     },
   )
 
@@ -93,7 +94,7 @@ export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; upl
         },
       },
     },
-    async (req) => uploads.urlFor((await caller(req)).user.id, req.query.key),
+    async (req) => uploads.urlFor((await caller(req)).userId, req.query.key),
   )
 
   app.post<{ Body: { contentType: string; size: number } }>(
@@ -126,7 +127,7 @@ export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; upl
         },
       },
     },
-    async (req) => uploads.presignDirect((await caller(req)).user.id, req.body.contentType, req.body.size),
+    async (req) => uploads.presignDirect((await caller(req)).userId, req.body.contentType, req.body.size),
   )
 
   app.post<{ Body: { key: string } }>(
@@ -140,7 +141,7 @@ export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; upl
         response: { 201: uploadRecord, ...errors(400, 401, 404, 413, 415, 422) },
       },
     },
-    async (req, reply) => reply.code(201).send(await uploads.completeDirect((await caller(req)).user.id, req.body.key)),
+    async (req, reply) => reply.code(201).send(await uploads.completeDirect((await caller(req)).userId, req.body.key)),
   )
 
   app.post<{ Body: { key: string; deviceId: string } }>(
@@ -186,6 +187,6 @@ export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; upl
         },
       },
     },
-    async (req) => send((await caller(req)).user.id, req.body.key, req.body.deviceId),
+    async (req) => send((await caller(req)).userId, req.body.key, req.body.deviceId),
   )
 }

@@ -42,7 +42,7 @@ export function createUploadService(opts: { store: ObjectStore; maxBytes: number
     async presignDirect(userId: string, contentType: string, size: number) {
       if (size > opts.maxBytes) throw tooLarge(opts.maxBytes)
       const key = `incoming/${userId}/${randomUUID()}`
-      const url = await store.presign(key, { method: 'PUT', expiresIn: DIRECT_PUT_TTL_SECONDS, contentType })
+      const url = await store.presign(key, { method: 'PUT', expiresIn: DIRECT_PUT_TTL_SECONDS, contentType, contentLength: size })
       return { key, url, method: 'PUT' as const, headers: { 'content-type': contentType }, expiresAt: new Date(Date.now() + DIRECT_PUT_TTL_SECONDS * 1000).toISOString() }
     },
 

@@ -94,8 +94,12 @@ export type PushService = {
   /** PEM file of the test certificate, for the sender's PUSH_CA_FILE. */
   caFile: string
   received: PushRequest[]
-  /** A fresh browser subscription: a real P-256 key pair and a 16-byte auth secret. */
-  subscribe(name: string): TestSubscription
+  /**
+   * A fresh browser subscription: a real P-256 key pair and a 16-byte auth secret. With
+   * `serverKey` (the applicationServerKey the page subscribed with), requests signed with any
+   * other VAPID key are refused, as push services do.
+   */
+  subscribe(name: string, serverKey?: string): TestSubscription
   /** Answers for the next requests to a subscription, in order; after them, 201. */
   script(name: string, answers: Answer[]): void
   /** Requests that reached one subscription's endpoint. */
@@ -118,6 +122,7 @@ export async function startPushService(t: Tap, dir: string): Promise<PushService
   await writeFile(caFile, pems.cert)
 
   const keys = new Map<string, Keys>()
+  const boundKeys = new Map<string, string>()
   const scripts = new Map<string, Answer[]>()
   const received: PushRequest[] = []
   let origin = ''
@@ -141,6 +146,7 @@ export async function startPushService(t: Tap, dir: string): Promise<PushService
       let answer: Answer = scripted ?? { status: 201 }
       if (!k) answer = { status: 404, body: 'unknown subscription' }
       else if (vapid.vapidError) answer = { status: 403, body: vapid.vapidError }
+      else if (boundKeys.has(name) && boundKeys.get(name) !== vapid.vapidKey) answer = { status: 403, body: 'VAPID key differs from the subscription key' }
       else if (req.method !== 'POST') answer = { status: 405 }
       received.push({ subscription: name, at: Date.now(), headers, body, ...vapid, plaintext, answered: answer.status })
       res.writeHead(answer.status, { ...(answer.status === 201 ? { location: `${origin}/message/${received.length}` } : {}), ...answer.headers })
@@ -162,7 +168,8 @@ export async function startPushService(t: Tap, dir: string): Promise<PushService
     origin,
     caFile,
     received,
-    subscribe(name) {
+    subscribe(name, serverKey) {
+      if (serverKey) boundKeys.set(name, serverKey)
       const ecdh = createECDH('prime256v1')
       const publicKey = ecdh.generateKeys()
       const auth = randomBytes(16)

@@ -1,5 +1,6 @@
-// s3rver on loopback: a local server speaking the S3 REST protocol, with one bucket. It checks
-// SigV4 signatures against its fixed key pair (S3RVER / S3RVER).
+// s3rver on loopback: a local server speaking the S3 REST protocol, with one bucket, and the key
+// pair it expects (S3RVER / S3RVER). It proves the protocol path, not authentication: it does not
+// check presigned URLs' signatures (store.test.ts checks those on the filesystem store).
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'

@@ -9,7 +9,7 @@ import { eq } from 'drizzle-orm'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
-import { close, connect, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
+import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
 import { waitForMail } from '../helpers/outbox.js'
 import { startPushService, type PushService, type TestSubscription } from '../helpers/push-service.js'
 import webpush from 'web-push'
@@ -120,7 +120,8 @@ t.test('subscriptions: validated, per user, deduplicated by endpoint, removed on
 })
 
 t.test('a notification arrives at the push service signed with VAPID and encrypted for the browser', async (t) => {
-  const sub = push.subscribe('alice-phone')
+  // Bound to the service's key, as a browser subscription is: a request signed otherwise is refused.
+  const sub = push.subscribe('alice-phone', vapidKey)
   t.equal((await subscribeAs(alice, sub)).status, 201)
   const res = await send(alice, { title: 'Hello', body: 'Your frame says hi ✓', url: '/devices', urgency: 'high', ttl: 600 })
   t.equal(res.status, 200)
@@ -178,22 +179,26 @@ t.test('a 410 from the push service removes the subscription; other answers are 
   const goneId = (await subscribeAs(bob, gone)).body.id
   await subscribeAs(bob, live)
   await subscribeAs(bob, broken)
+  const unknown = push.subscribe('bob-unknown')
+  const unknownId = (await subscribeAs(bob, unknown)).body.id
   push.script('bob-old-browser', [{ status: 410, body: 'subscription expired' }])
+  push.script('bob-unknown', [{ status: 404, body: 'no such subscription' }])
   push.script('bob-broken', [{ status: 400, body: 'bad request' }])
 
   const res = await send(bob, { title: 'Three browsers', body: 'x' })
   t.equal(res.status, 200)
   t.equal(res.body.sent, 1)
   t.equal(res.body.failed, 1)
-  t.equal(res.body.removed, 1)
+  t.equal(res.body.removed, 2, 'a 410 and a 404 both remove their subscription')
   const by = Object.fromEntries(res.body.results.map((r) => [r.subscriptionId, r]))
   t.match(by[goneId], { status: 'gone', statusCode: 410, attempts: 1 })
+  t.match(by[unknownId], { status: 'gone', statusCode: 404, attempts: 1 })
   const failed = res.body.results.find((r) => r.status === 'failed')!
   t.match(failed, { statusCode: 400, attempts: 1, error: /bad request/ }, 'a 400 is not retried')
   t.equal(push.requestsFor('bob-broken').length, 1)
 
   const left = (await listSubs(bob)).map((s) => s.endpoint).sort()
-  t.same(left, [live.endpoint, broken.endpoint].sort(), 'the 410 subscription is gone, the others stay')
+  t.same(left, [live.endpoint, broken.endpoint].sort(), 'the 410 and 404 subscriptions are gone, the others stay')
   const next = await send(bob, { title: 'Again', body: 'y' })
   t.notOk(next.body.results.some((r) => r.subscriptionId === goneId), 'the removed subscription is not tried again')
   t.equal(push.requestsFor('bob-old-browser').length, 1)
@@ -250,6 +255,57 @@ t.test('who may notify whom', async (t) => {
   t.equal(adminViaDevice.body.userId, bob.id, "and any device's owner")
   t.equal((await send(admin, { title: 'x', body: 'x', userId: 'no-such-user' })).status, 404)
   t.equal((await api('POST', '/api/notifications/send', undefined, { title: 'x', body: 'x' })).status, 401)
+
+  // A member of Bob's organization sees its devices but may not notify their owner.
+  const org = await api<{ id: string }>('POST', '/api/auth/organization/create', bob, { name: 'Bob Co', slug: `bob-co-${Date.now()}` })
+  await svc.app.auth.api.addMember({ body: { userId: alice.id, organizationId: org.body.id, role: 'member' } })
+  const orgDevice = await pairDevice(svc, bob.token, { name: 'Lobby', organizationId: org.body.id })
+  t.equal((await api('GET', `/api/device/${orgDevice.deviceId}`, alice)).status, 200, 'alice, a member, sees the lobby frame')
+  const before = push.requestsFor('bob-target').length
+  const viaOrgDevice = await send(alice, { title: 'Click me', body: 'x', url: 'https://evil.example.com', deviceId: orgDevice.deviceId })
+  t.equal(viaOrgDevice.status, 403, "but may not notify its owner through it")
+  t.match(viaOrgDevice.body, { code: 'FORBIDDEN' })
+  t.equal(push.requestsFor('bob-target').length, before, 'nothing reached bob')
+})
+
+t.test('a Better Auth JWT is accepted like the session it came from', async (t) => {
+  const jwt = ((await (await fetch(`${svc.url}/api/auth/token`, { headers: { authorization: `Bearer ${alice.token}` } })).json()) as { token: string }).token
+  const res = await fetch(`${svc.url}/api/notifications/subscriptions`, { headers: { authorization: `Bearer ${jwt}` } })
+  t.equal(res.status, 200)
+  const prefs = await fetch(`${svc.url}/api/notifications/preferences`, { headers: { authorization: `Bearer ${jwt}` } })
+  t.equal(prefs.status, 200)
+  const upload = await fetch(`${svc.url}/api/upload/url?key=uploads/${alice.id}/none.png`, { headers: { authorization: `Bearer ${jwt}` } })
+  t.equal(upload.status, 404, 'uploads take it too (no such upload: 404, not 401)')
+  const forged = await fetch(`${svc.url}/api/notifications/subscriptions`, { headers: { authorization: `Bearer ${jwt.slice(0, -4)}AAAA` } })
+  t.equal(forged.status, 401)
+})
+
+t.test('a finished generation notifies its owner, unless they switched it off', async (t) => {
+  const carol = await person('carol')
+  const sub = push.subscribe('carol-phone', vapidKey)
+  await subscribeAs(carol, sub)
+  const job = await api<{ id: string }>('POST', '/api/generate', carol, { prompt: { text: 'a paper crane' } })
+  t.equal(job.status, 202)
+  const done = message(await push.waitFor('carol-phone', 1, 20_000))
+  t.equal(done.kind, 'generation')
+  t.equal(done.title, 'Your image is ready')
+  t.match(done.body, /a paper crane/)
+  t.match(done.url, new RegExp(`/api/generate/${job.body.id}$`))
+
+  const failed = await api<{ id: string }>('POST', '/api/generate', carol, { prompt: { text: '!fail on purpose' } })
+  const failure = message(await push.waitFor('carol-phone', 2, 20_000))
+  t.equal(failure.title, 'Image generation failed')
+  t.match(failure.url, new RegExp(`/api/generate/${failed.body.id}$`))
+
+  t.equal((await api('PATCH', '/api/notifications/preferences', carol, { generationResults: false })).status, 200)
+  const quiet = await api<{ id: string }>('POST', '/api/generate', carol, { prompt: { text: 'a quiet one' } })
+  await eventually(async () => (await api<{ status: string }>('GET', `/api/generate/${quiet.body.id}`, carol)).body.status === 'succeeded', 20_000)
+  // The job reads as succeeded just before its notification would go out: a message sent after
+  // it must be the next one to arrive.
+  await new Promise((r) => setTimeout(r, 300))
+  await send(carol, { title: 'Marker', body: 'x' })
+  t.equal(message(await push.waitFor('carol-phone', 3)).title, 'Marker', 'switched off: the next message is not about the generation')
+  t.equal(push.requestsFor('carol-phone').length, 3)
 })
 
 t.test('device online/offline notifies the owner, per their preference, and not on a takeover', async (t) => {
