@@ -32,6 +32,7 @@ export interface paths {
                     };
                 };
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -71,6 +72,7 @@ export interface paths {
                     };
                 };
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -108,6 +110,7 @@ export interface paths {
                     };
                 };
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -150,6 +153,7 @@ export interface paths {
                     };
                 };
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -189,9 +193,12 @@ export interface paths {
                         };
                     };
                 };
+                400: components["responses"]["BadRequest"];
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -231,7 +238,11 @@ export interface paths {
                     };
                 };
                 400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -297,7 +308,10 @@ export interface paths {
                     };
                 };
                 400: components["responses"]["BadRequest"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -365,7 +379,10 @@ export interface paths {
                 404: components["responses"]["NotFound"];
                 409: components["responses"]["Conflict"];
                 410: components["responses"]["Gone"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -420,7 +437,10 @@ export interface paths {
                 404: components["responses"]["NotFound"];
                 409: components["responses"]["Conflict"];
                 410: components["responses"]["Gone"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -469,7 +489,10 @@ export interface paths {
                 };
                 400: components["responses"]["BadRequest"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -524,7 +547,10 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -579,7 +605,10 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         options?: never;
@@ -628,6 +657,7 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -666,9 +696,11 @@ export interface paths {
                         "application/json": components["schemas"]["DeviceDetail"];
                     };
                 };
+                400: components["responses"]["BadRequest"];
                 401: components["responses"]["Unauthorized"];
                 404: components["responses"]["NotFound"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -712,7 +744,10 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         trace?: never;
@@ -767,7 +802,10 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -814,6 +852,7 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 404: components["responses"]["NotFound"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -851,6 +890,7 @@ export interface paths {
                     };
                 };
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -907,8 +947,12 @@ export interface paths {
                         };
                     };
                 };
+                400: components["responses"]["BadRequest"];
                 401: components["responses"]["Unauthorized"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
                 503: components["responses"]["ServiceUnavailable"];
             };
         };
@@ -948,6 +992,7 @@ export interface paths {
                     };
                 };
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -998,6 +1043,7 @@ export interface paths {
                 };
                 401: components["responses"]["Unauthorized"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -1065,7 +1111,10 @@ export interface paths {
                 };
                 400: components["responses"]["BadRequest"];
                 401: components["responses"]["Unauthorized"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         /** Unsubscribe one of your push subscriptions, by id or endpoint */
@@ -1100,7 +1149,10 @@ export interface paths {
                 400: components["responses"]["BadRequest"];
                 401: components["responses"]["Unauthorized"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         options?: never;
@@ -1174,7 +1226,9 @@ export interface paths {
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
                 413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -1216,6 +1270,7 @@ export interface paths {
                 };
                 401: components["responses"]["Unauthorized"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -1258,7 +1313,10 @@ export interface paths {
                 };
                 400: components["responses"]["BadRequest"];
                 401: components["responses"]["Unauthorized"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         trace?: never;
@@ -1283,7 +1341,17 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody: {
+                content: {
+                    "multipart/form-data": {
+                        /**
+                         * Format: binary
+                         * @description the image (one file part; any field name works)
+                         */
+                        file: string;
+                    };
+                };
+            };
             responses: {
                 /** @description Created */
                 201: {
@@ -1313,6 +1381,7 @@ export interface paths {
                 415: components["responses"]["UnsupportedMediaType"];
                 422: components["responses"]["UnprocessableEntity"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -1358,6 +1427,7 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 404: components["responses"]["NotFound"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -1420,7 +1490,9 @@ export interface paths {
                 400: components["responses"]["BadRequest"];
                 401: components["responses"]["Unauthorized"];
                 413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -1483,6 +1555,7 @@ export interface paths {
                 415: components["responses"]["UnsupportedMediaType"];
                 422: components["responses"]["UnprocessableEntity"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -1547,7 +1620,10 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -1584,6 +1660,7 @@ export interface paths {
                         "text/html": string;
                     };
                 };
+                400: components["responses"]["BadRequest"];
                 /** @description Not Found */
                 404: {
                     headers: {
@@ -1612,6 +1689,7 @@ export interface paths {
                     };
                 };
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -1678,7 +1756,10 @@ export interface paths {
                 404: components["responses"]["NotFound"];
                 409: components["responses"]["Conflict"];
                 410: components["responses"]["Gone"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -1726,7 +1807,10 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -1776,6 +1860,7 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 404: components["responses"]["NotFound"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -1813,6 +1898,7 @@ export interface paths {
                     };
                 };
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -1863,7 +1949,10 @@ export interface paths {
                 402: components["responses"]["PaymentRequired"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -1900,9 +1989,11 @@ export interface paths {
                         "application/json": components["schemas"]["ImageGenerationResponse"];
                     };
                 };
+                400: components["responses"]["BadRequest"];
                 401: components["responses"]["Unauthorized"];
                 404: components["responses"]["NotFound"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -1946,10 +2037,12 @@ export interface paths {
                         "application/json": components["schemas"]["ImageGenerationResponse"];
                     };
                 };
+                400: components["responses"]["BadRequest"];
                 401: components["responses"]["Unauthorized"];
                 404: components["responses"]["NotFound"];
                 409: components["responses"]["Conflict"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -1993,6 +2086,7 @@ export interface paths {
                     };
                 };
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -2043,6 +2137,7 @@ export interface paths {
                 };
                 401: components["responses"]["Unauthorized"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -2097,7 +2192,10 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         delete?: never;
@@ -2145,6 +2243,7 @@ export interface paths {
                 400: components["responses"]["BadRequest"];
                 404: components["responses"]["NotFound"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -2199,6 +2298,7 @@ export interface paths {
                 };
                 400: components["responses"]["BadRequest"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         put?: never;
@@ -2310,6 +2410,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -2668,6 +2770,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -2717,6 +2821,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -2766,6 +2872,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -2904,6 +3012,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -2978,6 +3088,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -3049,6 +3161,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -3507,6 +3621,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -3568,6 +3684,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -3629,6 +3747,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -3678,6 +3798,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -3836,6 +3958,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -3888,6 +4012,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -3995,6 +4121,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -4133,6 +4261,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -4191,6 +4321,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -4256,6 +4388,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -4477,6 +4611,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -4595,6 +4731,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -4665,6 +4803,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -4714,6 +4854,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -4880,6 +5022,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -4939,6 +5083,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -4996,6 +5142,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -5088,6 +5236,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -5139,6 +5289,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -5267,6 +5419,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -5531,6 +5685,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -5584,6 +5740,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -5620,6 +5778,563 @@ export interface paths {
         };
         /** @description Get a JWT token */
         get: operations["getJSONWebToken"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/api-key/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Create a new API key for a user */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The configuration ID to use for the API key. If not provided, the default configuration will be used. */
+                        configId?: string;
+                        /** @description Name of the Api Key */
+                        name?: string;
+                        /** @description Expiration time of the Api Key in seconds */
+                        expiresIn?: number | null;
+                        /** @description Prefix of the Api Key */
+                        prefix?: string;
+                        /** @description Remaining number of requests. Server side only */
+                        remaining?: number | null;
+                        metadata?: unknown;
+                        /** @description Amount to refill the remaining count of the Api Key. server-only. Eg: 100 */
+                        refillAmount?: number;
+                        /** @description Interval to refill the Api Key in milliseconds. server-only. Eg: 1000 */
+                        refillInterval?: number;
+                        /** @description The duration in milliseconds where each request is counted. Once the `maxRequests` is reached, the request will be rejected until the `timeWindow` has passed, at which point the `timeWindow` will be reset. server-only. Eg: 1000 */
+                        rateLimitTimeWindow?: number;
+                        /** @description Maximum amount of requests allowed within a window. Once the `maxRequests` is reached, the request will be rejected until the `timeWindow` has passed, at which point the `timeWindow` will be reset. server-only. Eg: 100 */
+                        rateLimitMax?: number;
+                        /** @description Whether the key has rate limiting enabled. server-only. Eg: true */
+                        rateLimitEnabled?: boolean;
+                        /** @description Permissions of the Api Key. */
+                        permissions?: {
+                            [key: string]: string[];
+                        };
+                        /** @description User Id of the user that the Api Key belongs to. server-only. Eg: "user-id" */
+                        userId?: string;
+                        /** @description Organization Id of the organization that the Api Key belongs to. Eg: 'org-id' */
+                        organizationId?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description API key created successfully */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Unique identifier of the API key */
+                            id: string;
+                            /**
+                             * Format: date-time
+                             * @description Creation timestamp
+                             */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @description Last update timestamp
+                             */
+                            updatedAt: string;
+                            /** @description Name of the API key */
+                            name?: string | null;
+                            /** @description Prefix of the API key */
+                            prefix?: string | null;
+                            /** @description Starting characters of the key (if configured) */
+                            start?: string | null;
+                            /** @description The full API key (only returned on creation) */
+                            key: string;
+                            /** @description Whether the key is enabled */
+                            enabled: boolean;
+                            /**
+                             * Format: date-time
+                             * @description Expiration timestamp
+                             */
+                            expiresAt?: string | null;
+                            /** @description ID of the reference owning the key */
+                            referenceId: string;
+                            /**
+                             * Format: date-time
+                             * @description Last refill timestamp
+                             */
+                            lastRefillAt?: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Last request timestamp
+                             */
+                            lastRequest?: string | null;
+                            /** @description Metadata associated with the key */
+                            metadata?: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description Maximum requests in time window */
+                            rateLimitMax?: number | null;
+                            /** @description Rate limit time window in milliseconds */
+                            rateLimitTimeWindow?: number | null;
+                            /** @description Remaining requests */
+                            remaining?: number | null;
+                            /** @description Amount to refill */
+                            refillAmount?: number | null;
+                            /** @description Refill interval in milliseconds */
+                            refillInterval?: number | null;
+                            /** @description Whether rate limiting is enabled */
+                            rateLimitEnabled: boolean;
+                            /** @description Current request count in window */
+                            requestCount: number;
+                            /** @description Permissions associated with the key */
+                            permissions?: {
+                                [key: string]: string[];
+                            } | null;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/api-key/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Retrieve an existing API key by ID */
+        get: {
+            parameters: {
+                query?: {
+                    configId?: string;
+                    id?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description API key retrieved successfully */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description ID */
+                            id: string;
+                            /** @description The name of the key */
+                            name?: string | null;
+                            /** @description Shows the first few characters of the API key, including the prefix. This allows you to show those few characters in the UI to make it easier for users to identify the API key. */
+                            start?: string | null;
+                            /** @description The API Key prefix. Stored as plain text. */
+                            prefix?: string | null;
+                            /** @description The owner of the user id */
+                            userId: string;
+                            /** @description The interval in milliseconds between refills of the `remaining` count. Example: 3600000 // refill every hour (3600000ms = 1h) */
+                            refillInterval?: number | null;
+                            /** @description The amount to refill */
+                            refillAmount?: number | null;
+                            /**
+                             * Format: date-time
+                             * @description The last refill date
+                             */
+                            lastRefillAt?: string | null;
+                            /**
+                             * @description Sets if key is enabled or disabled
+                             * @default true
+                             */
+                            enabled: boolean;
+                            /** @description Whether the key has rate limiting enabled */
+                            rateLimitEnabled: boolean;
+                            /** @description The duration in milliseconds */
+                            rateLimitTimeWindow?: number | null;
+                            /** @description Maximum amount of requests allowed within a window */
+                            rateLimitMax?: number | null;
+                            /** @description The number of requests made within the rate limit time window */
+                            requestCount: number;
+                            /** @description Remaining requests (every time api key is used this should updated and should be updated on refill as well) */
+                            remaining?: number | null;
+                            /**
+                             * Format: date-time
+                             * @description When last request occurred
+                             */
+                            lastRequest?: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Expiry date of a key
+                             */
+                            expiresAt?: string | null;
+                            /**
+                             * Format: date-time
+                             * @description created at
+                             */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @description updated at
+                             */
+                            updatedAt: string;
+                            /** @description Extra metadata about the apiKey */
+                            metadata?: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description Permissions for the api key (stored as JSON string) */
+                            permissions?: string | null;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/api-key/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Update an existing API key by ID */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The configuration ID to use for the API key lookup. If not provided, the default configuration will be used. */
+                        configId?: string;
+                        /** @description The id of the Api Key */
+                        keyId: string;
+                        /** @description The id of the user which the api key belongs to. server-only. Eg: "some-user-id" */
+                        userId?: string;
+                        /** @description The name of the key */
+                        name?: string;
+                        /** @description Whether the Api Key is enabled or not */
+                        enabled?: boolean;
+                        /** @description The number of remaining requests */
+                        remaining?: number;
+                        /** @description The refill amount */
+                        refillAmount?: number;
+                        /** @description The refill interval */
+                        refillInterval?: number;
+                        metadata?: unknown;
+                        /** @description Expiration time of the Api Key in seconds */
+                        expiresIn?: number | null;
+                        /** @description Whether the key has rate limiting enabled. */
+                        rateLimitEnabled?: boolean;
+                        /** @description The duration in milliseconds where each request is counted. server-only. Eg: 1000 */
+                        rateLimitTimeWindow?: number;
+                        /** @description Maximum amount of requests allowed within a window. Once the `maxRequests` is reached, the request will be rejected until the `timeWindow` has passed, at which point the `timeWindow` will be reset. server-only. Eg: 100 */
+                        rateLimitMax?: number;
+                        /** @description Update the permissions on the API Key. server-only. */
+                        permissions?: {
+                            [key: string]: string[];
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description API key updated successfully */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description ID */
+                            id: string;
+                            /** @description The name of the key */
+                            name?: string | null;
+                            /** @description Shows the first few characters of the API key, including the prefix. This allows you to show those few characters in the UI to make it easier for users to identify the API key. */
+                            start?: string | null;
+                            /** @description The API Key prefix. Stored as plain text. */
+                            prefix?: string | null;
+                            /** @description The owner of the user id */
+                            userId: string;
+                            /** @description The interval in milliseconds between refills of the `remaining` count. Example: 3600000 // refill every hour (3600000ms = 1h) */
+                            refillInterval?: number | null;
+                            /** @description The amount to refill */
+                            refillAmount?: number | null;
+                            /**
+                             * Format: date-time
+                             * @description The last refill date
+                             */
+                            lastRefillAt?: string | null;
+                            /**
+                             * @description Sets if key is enabled or disabled
+                             * @default true
+                             */
+                            enabled: boolean;
+                            /** @description Whether the key has rate limiting enabled */
+                            rateLimitEnabled: boolean;
+                            /** @description The duration in milliseconds */
+                            rateLimitTimeWindow?: number | null;
+                            /** @description Maximum amount of requests allowed within a window */
+                            rateLimitMax?: number | null;
+                            /** @description The number of requests made within the rate limit time window */
+                            requestCount: number;
+                            /** @description Remaining requests (every time api key is used this should updated and should be updated on refill as well) */
+                            remaining?: number | null;
+                            /**
+                             * Format: date-time
+                             * @description When last request occurred
+                             */
+                            lastRequest?: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Expiry date of a key
+                             */
+                            expiresAt?: string | null;
+                            /**
+                             * Format: date-time
+                             * @description created at
+                             */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @description updated at
+                             */
+                            updatedAt: string;
+                            /** @description Extra metadata about the apiKey */
+                            metadata?: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description Permissions for the api key (stored as JSON string) */
+                            permissions?: string | null;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/api-key/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Delete an existing API key */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        /** @description The id of the API key to delete */
+                        keyId: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description API key deleted successfully */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Indicates if the API key was successfully deleted */
+                            success: boolean;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/api-key/list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description List all API keys for the authenticated user or for a specific organization */
+        get: {
+            parameters: {
+                query?: {
+                    configId?: string;
+                    organizationId?: string;
+                    limit?: number;
+                    offset?: number;
+                    sortBy?: string;
+                    sortDirection?: "asc" | "desc";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description API keys retrieved successfully */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            apiKeys: {
+                                /** @description ID */
+                                id: string;
+                                /** @description The name of the key */
+                                name?: string | null;
+                                /** @description Shows the first few characters of the API key, including the prefix. This allows you to show those few characters in the UI to make it easier for users to identify the API key. */
+                                start?: string | null;
+                                /** @description The API Key prefix. Stored as plain text. */
+                                prefix?: string | null;
+                                /** @description The owner of the user id */
+                                userId: string;
+                                /** @description The interval in milliseconds between refills of the `remaining` count. Example: 3600000 // refill every hour (3600000ms = 1h) */
+                                refillInterval?: number | null;
+                                /** @description The amount to refill */
+                                refillAmount?: number | null;
+                                /**
+                                 * Format: date-time
+                                 * @description The last refill date
+                                 */
+                                lastRefillAt?: string | null;
+                                /**
+                                 * @description Sets if key is enabled or disabled
+                                 * @default true
+                                 */
+                                enabled: boolean;
+                                /** @description Whether the key has rate limiting enabled */
+                                rateLimitEnabled: boolean;
+                                /** @description The duration in milliseconds */
+                                rateLimitTimeWindow?: number | null;
+                                /** @description Maximum amount of requests allowed within a window */
+                                rateLimitMax?: number | null;
+                                /** @description The number of requests made within the rate limit time window */
+                                requestCount: number;
+                                /** @description Remaining requests (every time api key is used this should updated and should be updated on refill as well) */
+                                remaining?: number | null;
+                                /**
+                                 * Format: date-time
+                                 * @description When last request occurred
+                                 */
+                                lastRequest?: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description Expiry date of a key
+                                 */
+                                expiresAt?: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description created at
+                                 */
+                                createdAt: string;
+                                /**
+                                 * Format: date-time
+                                 * @description updated at
+                                 */
+                                updatedAt: string;
+                                /** @description Extra metadata about the apiKey */
+                                metadata?: {
+                                    [key: string]: unknown;
+                                } | null;
+                                /** @description Permissions for the api key (stored as JSON string) */
+                                permissions?: string | null;
+                            }[];
+                            /** @description Total number of API keys */
+                            total: number;
+                            /** @description The limit used for pagination */
+                            limit?: number | null;
+                            /** @description The offset used for pagination */
+                            offset?: number | null;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
         put?: never;
         post?: never;
         delete?: never;
@@ -5945,6 +6660,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -5994,6 +6711,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -6043,6 +6762,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -6181,6 +6902,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -6255,6 +6978,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -6326,6 +7051,8 @@ export interface paths {
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -6464,6 +7191,7 @@ export interface paths {
                 403: components["responses"]["Forbidden"];
                 404: components["responses"]["NotFound"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         /** Upload an object through a presigned link */
@@ -6480,7 +7208,12 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            /** @description the bytes to store; send the Content-Type the link was made for */
+            requestBody: {
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
             responses: {
                 /** @description OK */
                 200: {
@@ -6492,7 +7225,9 @@ export interface paths {
                 400: components["responses"]["BadRequest"];
                 403: components["responses"]["Forbidden"];
                 413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
                 429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
             };
         };
         post?: never;
@@ -6907,10 +7642,64 @@ export interface components {
             alg?: string;
             crv?: string;
         };
+        /** Apikey (Better Auth) */
+        Apikey: {
+            readonly id: string;
+            /** @default default */
+            readonly configId: string;
+            readonly name?: string;
+            readonly start?: string;
+            readonly referenceId: string;
+            readonly prefix?: string;
+            readonly key: string;
+            readonly refillInterval?: number;
+            readonly refillAmount?: number;
+            /** Format: date-time */
+            readonly lastRefillAt?: string;
+            /** @default true */
+            readonly enabled?: boolean;
+            /** @default true */
+            readonly rateLimitEnabled?: boolean;
+            /** @default 60000 */
+            readonly rateLimitTimeWindow?: number;
+            /** @default 600 */
+            readonly rateLimitMax?: number;
+            /** @default 0 */
+            readonly requestCount?: number;
+            readonly remaining?: number;
+            /** Format: date-time */
+            readonly lastRequest?: string;
+            /** Format: date-time */
+            readonly expiresAt?: string;
+            /** Format: date-time */
+            readonly createdAt: string;
+            /** Format: date-time */
+            readonly updatedAt: string;
+            readonly permissions?: string;
+            metadata?: string;
+        };
     };
     responses: {
         /** @description Too Many Requests: the Retry-After header says when to try again */
         TooManyRequests: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Internal Server Error */
+        InternalServerError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Bad Request */
+        BadRequest: {
             headers: {
                 [name: string]: unknown;
             };
@@ -6936,8 +7725,8 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Bad Request */
-        BadRequest: {
+        /** @description Not Found */
+        NotFound: {
             headers: {
                 [name: string]: unknown;
             };
@@ -6945,8 +7734,17 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Not Found */
-        NotFound: {
+        /** @description Payload Too Large */
+        PayloadTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Unsupported Media Type */
+        UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;
             };
@@ -6981,24 +7779,6 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Payload Too Large */
-        PayloadTooLarge: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description Unsupported Media Type */
-        UnsupportedMediaType: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
         /** @description Unprocessable Entity */
         UnprocessableEntity: {
             headers: {
@@ -7010,15 +7790,6 @@ export interface components {
         };
         /** @description Payment Required */
         PaymentRequired: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description Internal Server Error */
-        InternalServerError: {
             headers: {
                 [name: string]: unknown;
             };
@@ -7107,6 +7878,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7175,6 +7948,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7218,6 +7993,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7293,6 +8070,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -7340,6 +8119,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7379,6 +8160,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7414,6 +8197,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7461,6 +8246,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7505,6 +8292,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7573,6 +8362,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7607,6 +8398,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7645,6 +8438,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7690,6 +8485,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7728,6 +8525,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7850,6 +8649,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7923,6 +8724,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -7995,6 +8798,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8034,6 +8839,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8111,6 +8918,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8146,6 +8955,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8185,6 +8996,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8221,6 +9034,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8256,6 +9071,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8291,6 +9108,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8326,6 +9145,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8363,6 +9184,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8398,6 +9221,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8506,6 +9331,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8550,6 +9377,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8597,6 +9426,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8671,6 +9502,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8713,6 +9546,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8758,6 +9593,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8794,6 +9631,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8830,6 +9669,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8869,6 +9710,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8905,6 +9748,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -8942,6 +9787,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -9105,6 +9952,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -9142,6 +9991,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -9244,6 +10095,7 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     signOutAtRoot: {
@@ -9285,6 +10137,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -9360,6 +10214,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -9407,6 +10263,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -9446,6 +10304,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -9493,6 +10353,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -9537,6 +10399,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -9605,6 +10469,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -9643,6 +10509,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -9688,6 +10556,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -9760,6 +10630,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -9848,6 +10720,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -9922,6 +10796,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -9978,6 +10854,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };

@@ -237,7 +237,10 @@ function attachPrinter(dev: SimDevice, opts: { quiet: boolean; qr: boolean; prev
   }
   const problemLine = (text: string) => inOrder(() => problem(dev.name, text))
   dev.on('pairing', (p) => {
-    if (opts.fleet) return say('pairing', `code ${p.pinCode}`)
+    // In a fleet without a claim token somebody has to type the codes (unless the service
+    // auto-approves): they are printed even in the quiet fleet output.
+    if (opts.fleet && dev.opts.claimToken) return say('pairing', `code ${p.pinCode}`)
+    if (opts.fleet) return inOrder(() => line(dev.name, 'pairing', `code ${bold(yellow(p.pinCode))} → ${p.verificationUriComplete}`))
     inOrder(() => printPairing(dev, p, opts))
   })
   dev.on('slow-down', ({ interval }) => say('slow down', `the service asked for slower polling: every ${interval} s`))

@@ -614,6 +614,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     this.stats.configs += 1
     if (changed) await this.save()
     this.emit('config', { message: msg, changed })
+    await this.sendAck({ kind: 'config', version: msg.version, ok: true })
     if (changed) await this.reportStatus('config')
   }
 

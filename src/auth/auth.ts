@@ -5,6 +5,7 @@ import { drizzleAdapter } from 'better-auth/adapters/drizzle'
 import { admin, bearer, emailOTP, jwt, magicLink, multiSession, openAPI, organization } from 'better-auth/plugins'
 import { defaultRoles } from 'better-auth/plugins/admin/access'
 import { passkey } from '@better-auth/passkey'
+import { apiKey } from '@better-auth/api-key'
 import { hash, verify } from '@node-rs/argon2'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config.js'
@@ -19,6 +20,9 @@ import { grantConfiguredAdmin } from './users-repository.js'
 /** Header our mount writes with the address Fastify resolved (socket, or trusted proxy). */
 export const CLIENT_IP_HEADER = 'x-dps-client-ip'
 export const AUTH_BASE_PATH = '/api/auth'
+/** API keys start with it, so a leaked one is recognisable (secret scanners, logs). */
+export const API_KEY_PREFIX = 'dps_'
+export const API_KEY_HEADER = 'x-api-key'
 
 // OWASP's argon2id baseline: 19 MiB, 2 passes, 1 lane.
 // algorithm 2 is Argon2id (the package exports it as an ambient const enum).
@@ -120,8 +124,9 @@ export function createAuth({ config, db, mailer, redis, log }: AuthDeps) {
       // Providers' access and refresh tokens are sealed (XChaCha20-Poly1305, keyed by AUTH_SECRET).
       encryptOAuthTokens: true,
     },
-    // Reset, verification and deletion tokens are looked up by their SHA-256, never stored as issued.
-    verification: { storeIdentifier: 'hashed' },
+    // Reset, verification and deletion tokens are looked up by their SHA-256, never stored as issued;
+    // kept in the database with Redis on too, so a Redis restart does not void the links in people's mail.
+    verification: { storeIdentifier: 'hashed', storeInDatabase: true },
     hooks: { before: inputRules },
     socialProviders: {
       ...(social.google ? { google: { clientId: social.google.clientId, clientSecret: social.google.clientSecret } } : {}),
@@ -225,6 +230,13 @@ export function createAuth({ config, db, mailer, redis, log }: AuthDeps) {
       passkey({ rpID: config.passkey.rpId, rpName: config.passkey.rpName, origin: config.baseUrl }),
       bearer(),
       jwt(),
+      // Keys for scripts and integrations: stored as SHA-256, each limited on its own, accepted by
+      // our routes in the x-api-key header (src/auth/guard.ts), not as a Better Auth session.
+      apiKey({
+        defaultPrefix: API_KEY_PREFIX,
+        rateLimit: { enabled: true, timeWindow: 60_000, maxRequests: 600 },
+        keyExpiration: { defaultExpiresIn: null, maxExpiresIn: 365 },
+      }),
       // Its own reference page loads Scalar from a CDN; GET /docs serves the merged document offline.
       openAPI({ disableDefaultReference: true }),
     ],

@@ -3,7 +3,7 @@
 import type { FastifyRequest } from 'fastify'
 import { AppError } from '../errors.js'
 import type { Database } from '../db/client.js'
-import type { Auth } from './auth.js'
+import { API_KEY_HEADER, type Auth } from './auth.js'
 import { findUserById, type UserRow } from './users-repository.js'
 import { credentialOf, type CachedSession, type SessionCache } from './session-cache.js'
 
@@ -51,23 +51,40 @@ export async function requireCaller(auth: Auth, req: FastifyRequest): Promise<Ca
   return caller
 }
 
-export type Principal = { userId: string; activeOrganizationId: string | null; via: 'session' | 'jwt' }
+export type Principal = { userId: string; activeOrganizationId: string | null; via: 'session' | 'jwt' | 'api-key' }
 
 const looksLikeJwt = (token: string) => /^[\w-]+\.[\w-]+\.[\w-]+$/.test(token)
 
+/** A banned (until later) or missing account acts for nobody. */
+async function activeUser(db: Database, userId: string | undefined): Promise<UserRow | undefined> {
+  const user = userId ? await findUserById(db, userId) : undefined
+  const banned = user?.banned && (!user.banExpires || user.banExpires.getTime() > Date.now())
+  return user && !banned ? user : undefined
+}
+
 /**
  * The caller of a route that also takes a Better Auth JWT (`/api/auth/token`, verified against
- * the JWKS). A JWT cannot be revoked before it expires, so the user is re-read: a banned or
- * deleted account is refused at once.
+ * the JWKS) or an API key (`x-api-key`, verified and counted by the api-key plugin). Neither
+ * carries a session, so the user is re-read: a banned or deleted account is refused at once.
  */
 export async function requirePrincipal(auth: Auth, db: Database, req: FastifyRequest): Promise<Principal> {
+  const apiKey = req.headers[API_KEY_HEADER]
+  if (typeof apiKey === 'string' && apiKey) {
+    const result = await auth.api.verifyApiKey({ body: { key: apiKey } }).catch(() => null)
+    const user = result?.valid ? await activeUser(db, result.key?.referenceId) : undefined
+    if (!user) {
+      const limited = result?.error?.code === 'RATE_LIMITED'
+      if (limited) throw new AppError(429, 'RATE_LIMITED', 'This API key has made too many requests; try again later')
+      throw new AppError(401, 'UNAUTHORIZED', 'Invalid, disabled or expired API key')
+    }
+    return { userId: user.id, activeOrganizationId: null, via: 'api-key' }
+  }
   const header = req.headers.authorization ?? ''
   const bearer = header.startsWith('Bearer ') ? header.slice(7).trim() : ''
   if (bearer && looksLikeJwt(bearer)) {
     const { payload } = await auth.api.verifyJWT({ body: { token: bearer } }).catch(() => ({ payload: null }))
-    const user = payload?.sub ? await findUserById(db, payload.sub) : undefined
-    const banned = user?.banned && (!user.banExpires || user.banExpires.getTime() > Date.now())
-    if (!user || banned) throw new AppError(401, 'UNAUTHORIZED', 'Invalid or expired token')
+    const user = await activeUser(db, payload?.sub)
+    if (!user) throw new AppError(401, 'UNAUTHORIZED', 'Invalid or expired token')
     return { userId: user.id, activeOrganizationId: null, via: 'jwt' }
   }
   const caller = await requireCaller(auth, req)

@@ -46,6 +46,8 @@ export async function sessionRoutes(app: FastifyInstance, opts: { auth: Auth; db
       schema: {
         tags: ['default'],
         summary: 'Error page',
+        // The interface sends a bearer token with it; the page is shown with or without one.
+        security: [{}, { bearerAuth: [] }, { cookieAuth: [] }],
         querystring: { type: 'object', properties: { error: { type: 'string', maxLength: 200 } } },
         response: { 200: { type: 'string', description: 'text/html' }, 400: { $ref: 'Error#' } },
       },

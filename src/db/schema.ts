@@ -177,6 +177,42 @@ export const passkey = pgTable(
   (t) => [index('passkey_user_id_idx').on(t.userId), index('passkey_credential_id_idx').on(t.credentialID)],
 )
 
+/**
+ * API keys (@better-auth/api-key): for scripts and integrations acting as their user on the device
+ * API. `key` holds the key's SHA-256 (the plugin hashes it); `start` its first characters, to
+ * recognise it in a list.
+ */
+export const apikey = pgTable(
+  'apikey',
+  {
+    id: text('id').primaryKey(),
+    configId: text('config_id').notNull().default('default'),
+    name: text('name'),
+    start: text('start'),
+    referenceId: text('reference_id')
+      .notNull()
+      .references(() => user.id, { onDelete: 'cascade' }),
+    prefix: text('prefix'),
+    key: text('key').notNull(),
+    refillInterval: integer('refill_interval'),
+    refillAmount: integer('refill_amount'),
+    lastRefillAt: ts('last_refill_at'),
+    enabled: boolean('enabled').default(true),
+    rateLimitEnabled: boolean('rate_limit_enabled').default(true),
+    rateLimitTimeWindow: integer('rate_limit_time_window'),
+    rateLimitMax: integer('rate_limit_max'),
+    requestCount: integer('request_count').default(0),
+    remaining: integer('remaining'),
+    lastRequest: ts('last_request'),
+    expiresAt: ts('expires_at'),
+    createdAt: ts('created_at').notNull(),
+    updatedAt: ts('updated_at').notNull(),
+    permissions: text('permissions'),
+    metadata: text('metadata'),
+  },
+  (t) => [index('apikey_reference_id_idx').on(t.referenceId), index('apikey_key_idx').on(t.key), index('apikey_config_id_idx').on(t.configId)],
+)
+
 export const jwks = pgTable('jwks', {
   id: text('id').primaryKey(),
   publicKey: text('public_key').notNull(),
@@ -188,4 +224,4 @@ export const jwks = pgTable('jwks', {
 })
 
 /** The object Better Auth's drizzle adapter looks models up in, keyed by model name. */
-export const authSchema = { user, session, account, verification, organization, team, teamMember, member, invitation, passkey, jwks }
+export const authSchema = { user, session, account, verification, organization, team, teamMember, member, invitation, passkey, apikey, jwks }

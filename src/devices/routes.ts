@@ -13,7 +13,8 @@ import { findDevice, findMemberRole, listDevices } from './repository.js'
 import type { ClaimInput, CodeInput, DeviceService, InitInput } from './service.js'
 import { deviceCommandNames, type DeviceCommandName } from './tables.js'
 
-const tags = ['device module']
+// The interface lists devices in its device module and in its admin API.
+const tags = ['device module', 'admin API']
 
 const deviceId = { type: 'string', minLength: 1, maxLength: 64 } as const
 const name = { type: 'string', minLength: 1, maxLength: 64 } as const
@@ -176,7 +177,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         tags,
         summary: 'Delete a device',
         description: 'Permanently deletes a device and everything that hangs off it.',
-        security: [{ jwtAuth: [] }, { bearerAuth: [] }, { cookieAuth: [] }],
+        security: [{ jwtAuth: [] }, { bearerAuth: [] }, { cookieAuth: [] }, { apiKeyAuth: [] }],
         body: idBody,
         response: {
           200: {

@@ -56,12 +56,45 @@ function renameRefs(doc: unknown, renames: Map<string, string>): void {
 /** The interface names its account-authentication groups in lower case: default, email-otp, … */
 const tagName = (tag: string) => tag.toLowerCase()
 
-function adaptOperation(op: Operation): Operation {
+/**
+ * Better Auth marks nearly every operation as needing a session; these are for people who do not
+ * have one yet (or prove themselves with a code, link or token instead).
+ */
+const PUBLIC_PATHS = new Set([
+  '/sign-up/email',
+  '/sign-in/email',
+  '/sign-in/social',
+  '/sign-in/magic-link',
+  '/magic-link/verify',
+  '/sign-in/email-otp',
+  '/email-otp/send-verification-otp',
+  '/email-otp/check-verification-otp',
+  '/email-otp/verify-email',
+  '/email-otp/reset-password',
+  '/forget-password/email-otp',
+  '/request-password-reset',
+  '/reset-password',
+  '/reset-password/{token}',
+  '/verify-email',
+  '/send-verification-email',
+  '/callback/{id}',
+  '/passkey/generate-authenticate-options',
+  '/passkey/verify-authentication',
+  '/ok',
+  '/error',
+  '/jwks',
+])
+/** Answered with or without a session (null without one). */
+const OPTIONAL_SESSION_PATHS = new Set(['/get-session'])
+
+function adaptOperation(path: string, op: Operation): Operation {
   op.tags = (op.tags ?? ['default']).map(tagName)
   // Better Auth marks each operation with a bearer session token; a session cookie works the same.
   if (op.security?.some((req) => 'bearerAuth' in req || 'apiKeyCookie' in req)) {
     op.security = [{ bearerAuth: [] }, { cookieAuth: [] }]
   }
+  if (PUBLIC_PATHS.has(path)) op.security = []
+  else if (OPTIONAL_SESSION_PATHS.has(path)) op.security = [{}, { bearerAuth: [] }, { cookieAuth: [] }]
   for (const [status, response] of Object.entries(op.responses ?? {})) {
     if (Number(status) < 400 || !response.content?.['application/json']) continue
     // Our mount rewrites every Better Auth error to the service's error body.
@@ -164,7 +197,7 @@ export function mergeBetterAuth(ours: OpenApiDocument, betterAuth: OpenApiDocume
 
   for (const [path, item] of Object.entries(ba.paths)) {
     for (const op of Object.values(item)) {
-      adaptOperation(op)
+      adaptOperation(path, op)
       addMissingSuccess(path, op)
     }
   }

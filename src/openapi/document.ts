@@ -10,7 +10,7 @@ const errorRef = { $ref: '#/components/schemas/Error' }
 export const tagGroups = {
   'device module': ['device module'],
   'admin API': ['admin API'],
-  'account authentication': ['default', 'admin', 'passkey', 'multi-session', 'magic-link', 'email-otp', 'organization', 'jwt'],
+  'account authentication': ['default', 'admin', 'passkey', 'multi-session', 'magic-link', 'email-otp', 'organization', 'jwt', 'api-key'],
 } as const
 
 export const declaredTags: Tag[] = [
@@ -27,6 +27,7 @@ export const declaredTags: Tag[] = [
   { name: 'email-otp', description: 'One-time codes sent by e-mail: sign-in, verification, password reset, e-mail change.' },
   { name: 'organization', description: 'Organizations, members, roles, teams and invitations.' },
   { name: 'jwt', description: 'JSON Web Tokens for the session (GET /api/auth/token) and the key set to verify them.' },
+  { name: 'api-key', description: 'API keys for scripts and integrations: create, list, update, delete. Send one as x-api-key to our routes.' },
   { name: 'docs', description: 'This document and its interactive page.' },
 ]
 
@@ -34,6 +35,13 @@ export const declaredTags: Tag[] = [
 const recordTitles: Record<string, string> = {
   DeviceInitRecord: 'Device initialisation record',
 }
+
+/** Endpoints 1, 2 and 5 of the interface list these error statuses. */
+const interfaceStatuses: Array<[string, string, number[]]> = [
+  ['/get-session', 'get', [400, 401, 403, 404, 429, 500]],
+  ['/api/device/delete', 'delete', [400, 401, 403, 404, 500]],
+  ['/error', 'get', [400, 401, 403, 404, 429, 500]],
+]
 
 export function securitySchemes(sessionCookie: string) {
   return {
@@ -53,6 +61,12 @@ export function securitySchemes(sessionCookie: string) {
       scheme: 'bearer',
       bearerFormat: 'JWT',
       description: 'Better Auth JWT from GET /api/auth/token, verifiable with the keys at GET /api/auth/jwks.',
+    },
+    apiKeyAuth: {
+      type: 'apiKey',
+      in: 'header',
+      name: 'x-api-key',
+      description: 'An API key from POST /api/auth/api-key/create (starts with dps_): acts as its user on the device, prompt, generation, notification and upload routes.',
     },
     mqttAuthSecret: {
       type: 'http',
@@ -75,8 +89,8 @@ export function operationsOf(doc: OpenApiDocument): Array<{ path: string; method
 
 /**
  * Adds what no single route declares: the security schemes, the declared tags (and any tag an
- * operation uses that is not declared yet), the tag groups, record titles, and the 429 the
- * global rate limit can answer on every operation.
+ * operation uses that is not declared yet), the tag groups, record titles, and the answers any
+ * operation can give (429 from the global rate limit, 500, 400/413/415 where there is input).
  */
 export function finishDocument(doc: OpenApiDocument, opts: { sessionCookie: string }): OpenApiDocument {
   doc.components.securitySchemes = { ...doc.components.securitySchemes, ...securitySchemes(opts.sessionCookie) }
@@ -91,7 +105,21 @@ export function finishDocument(doc: OpenApiDocument, opts: { sessionCookie: stri
       // @fastify/swagger's placeholder for a response schema without a description.
       if (response.description === 'Default Response') response.description = STATUS_CODES[status] ?? 'Response'
     }
-    op.responses['429'] ??= { description: STATUS_CODES[429]!, content: { 'application/json': { schema: { ...errorRef } } } }
+    const error = (status: number) => (op.responses![String(status)] ??= { description: STATUS_CODES[status]!, content: { 'application/json': { schema: { ...errorRef } } } })
+    // What any operation can answer: the global rate limit, and an unexpected failure.
+    error(429)
+    error(500)
+    // Anything that takes input can refuse it; a body can be too large or of the wrong type.
+    if (op.requestBody || op.parameters?.length) error(400)
+    if (op.requestBody) {
+      error(413)
+      error(415)
+    }
+  }
+  // The statuses the interface lists for its own operations, whether or not we produce each one.
+  for (const [path, method, statuses] of interfaceStatuses) {
+    const op = doc.paths[path]?.[method]
+    for (const status of statuses) if (op) op.responses![String(status)] ??= { description: STATUS_CODES[status]!, content: { 'application/json': { schema: { ...errorRef } } } }
   }
   shareErrorResponses(doc)
   const declared = new Set(declaredTags.map((t) => t.name))

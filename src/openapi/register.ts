@@ -80,6 +80,10 @@ export async function registerOpenApi(app: FastifyInstance, opts: { auth: Auth }
       const page = url === `${DOCS_PATH}/` ? DOCS_PATH : url
       const docs = docsRouteSchemas[page]
       if (docs) return { schema: docs, url: page }
+      // A body Fastify does not parse into req.body (multipart, raw bytes) is declared for the
+      // document only, under 'x-body', so validation does not run against it.
+      const documented = (schema as { 'x-body'?: unknown })['x-body']
+      if (documented) return { schema: { ...schema, body: documented }, url }
       return { schema, url }
     },
     transformObject: (generated) =>

@@ -10,7 +10,8 @@ import { listDevicePrompts } from './repository.js'
 import type { PromptInput, PromptService } from './service.js'
 import { TEMPLATES } from './templates.js'
 
-const tags = ['device module']
+// The interface lists prompts in its device module and in its admin API.
+const tags = ['device module', 'admin API']
 
 export async function promptRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; prompts: PromptService }) {
   const { auth, db, prompts } = opts

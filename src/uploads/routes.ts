@@ -53,6 +53,11 @@ export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; db:
           'The image is re-encoded without metadata (EXIF orientation applied) and stored under a key of your own.',
         security,
         consumes: ['multipart/form-data'],
+        'x-body': {
+          type: 'object',
+          required: ['file'],
+          properties: { file: { type: 'string', format: 'binary', description: 'the image (one file part; any field name works)' } },
+        },
         response: { 201: uploadRecord, ...errors(400, 401, 413, 415, 422) },
       },
     },

@@ -97,3 +97,82 @@ t.test('a run pairs with a claim token, prints what arrives and stops on Ctrl-C'
   const state = await loadState(statePath)
   t.ok(state?.credentials?.password, 'the credentials are kept for the next run')
 })
+
+t.test('pairing by hand: the code, a QR code of the link, the chosen display; a denied pairing with --pair-attempts 1 exits 4', async (t) => {
+  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '1' } })
+  const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('cli-deny'))
+  const dir = await tempDir(t)
+  let denied = false
+  const r = await run(['--server', svc.url, '--profile', 'color', '--width', '640', '--height', '400', '--pair-attempts', '1'], {
+    cwd: dir,
+    onOutput(out) {
+      const m = /code ([BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}) \(valid until/.exec(out)
+      if (m && /or with curl/.test(out) && !denied) {
+        denied = true
+        void call(svc, 'POST', '/api/device/deny', token, { pinCode: m[1] })
+      }
+    },
+  })
+  t.equal(r.code, EXIT.PAIRING_FAILED, 'exit code 4')
+  t.match(r.stderr, /denied/, 'says the pairing was denied')
+  const link = /claim it: open (\S+) or scan:/.exec(r.stdout)
+  t.ok(link, 'prints the pairing link')
+  t.match(link?.[1], new RegExp(`^${svc.url}/device\\?user_code=[0-9a-f-]{36}$`))
+  const qrLines = r.stdout.split('\n').filter((l) => /[█▀▄]{4,}/.test(l))
+  t.ok(qrLines.length >= 10, `and a QR code of it (${qrLines.length} lines)`)
+  t.match(r.stdout, /or with curl: curl -X POST/)
+  // The default state file, in ./.display-sim/ of the working folder, keeps the chosen display.
+  const state = await loadState(join(dir, '.display-sim', 'sim-color.json'))
+  t.same(state?.display, { width: 640, height: 400, palette: 'color' }, '--profile color --width 640 --height 400')
+})
+
+t.test('a refused claim token exits 5; an unreadable state file exits 6', async (t) => {
+  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
+  const dir = await tempDir(t)
+  const refused = await run(['--server', svc.url, '--state', join(dir, 'a.json'), '--claim-token', 'not-a-session', '--no-qr'], { cwd: dir })
+  t.equal(refused.code, EXIT.CLAIM_REFUSED, 'exit code 5')
+  t.match(refused.stderr, /claim token/i)
+  const { writeFile } = await import('node:fs/promises')
+  const broken = join(dir, 'broken.json')
+  await writeFile(broken, '{ this is not json')
+  const unreadable = await run(['--server', svc.url, '--state', broken, '--no-qr'], { cwd: dir })
+  t.equal(unreadable.code, EXIT.STATE_FILE, 'exit code 6')
+  t.match(unreadable.stderr, /not valid JSON; delete it to pair again/)
+})
+
+t.test('fleet mode from the command line: a progress bar, then the summary; Ctrl-C stops it', async (t) => {
+  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
+  const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('cli-fleet'))
+  const dir = await tempDir(t)
+  let stopped = false
+  const r = await run(['--server', svc.url, '--mqtt-url', mqttUrl(svc), '--count', '3', '--name', 'wall', '--claim-token', token, '--state', join(dir, 'fleet')], {
+    cwd: dir,
+    onOutput(out, child) {
+      if (/all 3 devices paired and connected/.test(out) && !stopped) {
+        stopped = true
+        child.kill('SIGINT')
+      }
+    },
+  })
+  t.equal(r.code, EXIT.OK)
+  t.match(r.stderr, /pairing and connecting \[[^\]]*\] \d\/3 connected/, 'the progress bar (on stderr, as cli-progress writes it)')
+  t.match(r.stdout, /wall fleet\s+all 3 devices paired and connected/)
+  t.match(r.stdout, /wall stopped\s+0\/3 connected · \d+ messages · 0 images · 0 commands · 0 duplicates · 0 errors/, 'a summary when it stops')
+  const list = await call<{ devices: Array<{ name: string }> }>(svc, 'GET', '/api/device', token)
+  t.same(list.body.devices.map((d) => d.name).sort(), ['wall-1', 'wall-2', 'wall-3'], 'three devices on the account')
+
+  // Without a claim token somebody types the codes: the quiet fleet output still shows them.
+  let seen = false
+  const manual = await run(['--server', svc.url, '--count', '2', '--name', 'hall', '--state', join(dir, 'manual')], {
+    cwd: dir,
+    onOutput(out, child) {
+      if ((out.match(/pairing\s+code [BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4} → http/g) ?? []).length >= 2 && !seen) {
+        seen = true
+        child.kill('SIGINT')
+      }
+    },
+  })
+  t.equal(manual.code, EXIT.OK)
+  t.match(manual.stdout, /hall-1 pairing\s+code \S+ → /)
+  t.match(manual.stdout, /hall-2 pairing\s+code \S+ → /)
+})

@@ -3,6 +3,7 @@
 import { createAuthClient } from 'better-auth/client'
 import { adminClient, emailOTPClient, jwtClient, magicLinkClient, multiSessionClient, organizationClient } from 'better-auth/client/plugins'
 import { passkeyClient } from '@better-auth/passkey/client'
+import { apiKeyClient } from '@better-auth/api-key/client'
 
 export class CookieJar {
   private readonly cookies = new Map<string, string>()
@@ -42,7 +43,7 @@ export function makeClient(url: string, opts: { jar?: CookieJar } = {}) {
   const client = createAuthClient({
     baseURL: `${url}/api/auth`,
     fetchOptions: { customFetchImpl: fetchWithJar as typeof fetch },
-    plugins: [adminClient(), organizationClient({ teams: { enabled: true } }), multiSessionClient(), magicLinkClient(), emailOTPClient(), passkeyClient(), jwtClient()],
+    plugins: [adminClient(), organizationClient({ teams: { enabled: true } }), multiSessionClient(), magicLinkClient(), emailOTPClient(), passkeyClient(), jwtClient(), apiKeyClient()],
   })
   return { client, jar }
 }

@@ -45,6 +45,23 @@ t.test('the checked-in document and types match what the service serves', async 
   t.match(fresh.types, /"\/api\/device\/init": \{/)
 })
 
+t.test('the README shows the same typed-client code this file runs', async (t) => {
+  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8')
+  const block = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('createClient<paths>'))
+  t.ok(block, 'the README has the example')
+  const source = await readFile(new URL(import.meta.url), 'utf8')
+  const snippet = source.slice(source.indexOf('// --- as in the ' + 'README ---'), source.indexOf('// --- ' + 'end ---'))
+  const lines = (text: string) =>
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('//'))
+  const readmeLines = new Set(lines(block ?? ''))
+  const ours = lines(snippet.replaceAll('svc.url', "'http://localhost:3000'").replace("uniqueEmail('typed')", "'ada@example.com'"))
+  t.ok(ours.length >= 8)
+  for (const line of ours) t.ok(readmeLines.has(line), `README has: ${line}`)
+})
+
 t.test("the README's typed client: sign up, read the session, pair a device", async (t) => {
   // --- as in the README ---
   const api = createClient<paths>({ baseUrl: svc.url })

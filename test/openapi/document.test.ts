@@ -211,6 +211,7 @@ t.test('security schemes: session cookie, bearer session token, JWT', async (t) 
   t.match(schemes.cookieAuth, { type: 'apiKey', in: 'cookie', name: 'better-auth.session_token' })
   t.match(schemes.bearerAuth, { type: 'http', scheme: 'bearer' })
   t.match(schemes.jwtAuth, { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
+  t.match(schemes.apiKeyAuth, { type: 'apiKey', in: 'header', name: 'x-api-key' })
   const undefinedSchemes = new Set<string>()
   for (const { op } of operationsOf(doc)) {
     for (const requirement of op.security ?? []) for (const name of Object.keys(requirement)) if (!schemes[name]) undefinedSchemes.add(name)
@@ -229,7 +230,7 @@ t.test("tags match the interface's groups", async (t) => {
   for (const tag of used) t.ok(declared.includes(tag), `used tag ${tag} declared`)
   t.equal(new Set(declared).size, declared.length, 'no tag declared twice')
   const tagOf = (method: string, path: string) => doc.paths[path]?.[method]?.tags
-  t.same(tagOf('post', '/api/device/init'), ['device module'])
+  t.same(tagOf('post', '/api/device/init'), ['device module', 'admin API'], 'devices are in both of the interface groups that list them')
   t.same(tagOf('post', `${AUTH_BASE_PATH}/sign-in/email`), ['default'])
   t.same(tagOf('post', `${AUTH_BASE_PATH}/admin/ban-user`), ['admin'])
   t.same(tagOf('post', `${AUTH_BASE_PATH}/passkey/verify-registration`), ['passkey'])
@@ -264,11 +265,11 @@ t.test("the interface's record names are component schemas", async (t) => {
     'Invitation',
     'Event',
     'Passkey',
+    'Apikey',
     'Account',
+    'Verification',
     'Error',
   ]
-  // With Redis, Better Auth keeps verifications there, not in a table, and leaves the record out.
-  if (!svc.config.redisUrl) records.push('Verification')
   for (const name of records) t.ok(schemas[name], `components.schemas.${name}`)
   t.equal(schemas.DeviceInitRecord?.title, 'Device initialisation record')
   // Our records keep their names; Better Auth's own User and Session are renamed beside them.
@@ -310,5 +311,42 @@ t.test('error answers are the Error record', async (t) => {
   t.match(await res.json(), { message: String, code: String })
   for (const { path, method, op } of operationsOf(doc)) {
     if (!op.responses?.['429']) t.fail(`${method} ${path} has no 429 (the global rate limit applies to it)`)
+    if (!op.responses?.['500']) t.fail(`${method} ${path} has no 500`)
+    if (op.requestBody && !(op.responses?.['400'] && op.responses['413'] && op.responses['415'])) t.fail(`${method} ${path} takes a body but lists no 400/413/415`)
   }
+  t.pass('every operation lists 429 and 500, and 400/413/415 where it takes a body')
+  for (const [path, method, statuses] of [
+    ['/get-session', 'get', ['400', '401', '403', '404', '429', '500']],
+    ['/api/device/delete', 'delete', ['400', '401', '403', '404', '500']],
+    ['/error', 'get', ['400', '401', '403', '404', '429', '500']],
+  ] as const) {
+    const listed = Object.keys(doc.paths[path]?.[method]?.responses ?? {})
+    for (const status of statuses) t.ok(listed.includes(status), `${method.toUpperCase()} ${path} lists ${status}, as the interface does`)
+  }
+})
+
+t.test('every operation that takes input documents its body', async (t) => {
+  const upload = doc.paths['/api/upload']?.post?.requestBody as { content?: Record<string, { schema?: { properties?: Record<string, { format?: string }> } }> } | undefined
+  t.equal(upload?.content?.['multipart/form-data']?.schema?.properties?.file?.format, 'binary', 'POST /api/upload: a multipart file part')
+  const put = doc.paths['/files/{path}']?.put?.requestBody as { content?: Record<string, { schema?: { format?: string } }> } | undefined
+  t.equal(put?.content?.['application/octet-stream']?.schema?.format, 'binary', 'PUT /files/{path}: raw bytes')
+  // Every POST, PUT and PATCH of ours documents a body, except those that take none.
+  const bodyless = new Set(['POST /api/generate/{id}/cancel', 'POST /sign-out', 'POST /api/auth/sign-out'])
+  for (const { path, method, op } of operationsOf(doc)) {
+    if (!['post', 'put', 'patch'].includes(method) || path.startsWith(AUTH_BASE_PATH) || bodyless.has(`${method.toUpperCase()} ${path}`)) continue
+    if (!op.requestBody) t.fail(`${method.toUpperCase()} ${path} documents no request body`)
+  }
+})
+
+t.test('public account operations need no session; the rest say which credential', async (t) => {
+  for (const path of ['/sign-up/email', '/sign-in/email', '/sign-in/magic-link', '/request-password-reset', '/ok', '/jwks']) {
+    const item = doc.paths[`${AUTH_BASE_PATH}${path}`]
+    const op = item?.post ?? item?.get
+    t.same(op?.security, [], `${path} is public`)
+  }
+  t.same(doc.paths['/sign-up/email']?.post?.security, [], 'the root copy too')
+  t.same(doc.paths[`${AUTH_BASE_PATH}/get-session`]?.get?.security, [{}, { bearerAuth: [] }, { cookieAuth: [] }], 'get-session answers with or without one')
+  t.same(doc.paths[`${AUTH_BASE_PATH}/change-password`]?.post?.security, [{ bearerAuth: [] }, { cookieAuth: [] }])
+  t.same(doc.paths['/api/device']?.get?.security, [{ bearerAuth: [] }, { cookieAuth: [] }, { jwtAuth: [] }, { apiKeyAuth: [] }], 'our routes also take a JWT or an API key')
+  t.same(doc.paths['/api/device/init']?.post?.security ?? [], [], 'a device starts pairing without an account')
 })
