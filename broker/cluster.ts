@@ -19,6 +19,51 @@ export type ClusterParts = {
 
 type Persistence = { addSubscriptions(client: unknown, subs: unknown[]): Promise<unknown> }
 
+type Packet = { topic: string; [k: string]: unknown }
+type Handler = (packet: Packet, cb: () => void) => void
+type MqEmitter = Closable & {
+  on(topic: string, fn: Handler, done?: () => void): unknown
+  removeListener(topic: string, fn: Handler, done?: () => void): unknown
+  emit(packet: Packet, done?: (err?: Error) => void): unknown
+  state: Emitter
+}
+
+/**
+ * Redis pub/sub channels are global (neither key prefixes nor database numbers apply), so two
+ * deployments sharing one Redis, or two test runs, would see each other's publishes and $SYS
+ * messages (aedes closes a local client when another broker announces the same client id). Each
+ * topic is sent under `prefix` and handed back without it.
+ */
+export function prefixedChannels(inner: MqEmitter, prefix: string): MqEmitter {
+  const wrapped = new Map<Handler, Map<string, Handler>>()
+  const unprefixed = (packet: Packet): Packet => ({ ...packet, topic: packet.topic.startsWith(prefix) ? packet.topic.slice(prefix.length) : packet.topic })
+  return {
+    state: inner.state,
+    on(topic, fn, done) {
+      let byTopic = wrapped.get(fn)
+      if (!byTopic) wrapped.set(fn, (byTopic = new Map()))
+      const handler: Handler = (packet, cb) => fn(unprefixed(packet), cb)
+      byTopic.set(topic, handler)
+      return inner.on(prefix + topic, handler, done)
+    },
+    removeListener(topic, fn, done) {
+      const handler = wrapped.get(fn)?.get(topic)
+      if (!handler) {
+        done?.()
+        return this
+      }
+      wrapped.get(fn)!.delete(topic)
+      return inner.removeListener(prefix + topic, handler, done)
+    },
+    emit(packet, done) {
+      return inner.emit({ ...packet, topic: prefix + packet.topic }, done)
+    },
+    close(cb) {
+      inner.close(cb)
+    },
+  }
+}
+
 /**
  * aedes stores a SUBSCRIBE's whole topic list once per topic, concurrently; with
  * aedes-persistence-redis only the last of those waits is ever answered (its broadcast layer keys
@@ -63,17 +108,17 @@ export function redisClusterParts(redisUrl: string, prefix: string, onError: (er
     password: u.password ? decodeURIComponent(u.password) : undefined,
     db: u.pathname.length > 1 ? Number(u.pathname.slice(1)) : 0,
     tls: u.protocol === 'rediss:' ? {} : undefined,
-    // Keeps every key of the broker under REDIS_PREFIX (pub/sub channel names are not prefixed).
+    // Keeps every key of the broker under REDIS_PREFIX; pub/sub channels are prefixed below.
     keyPrefix: `${prefix}mqtt:`,
   }
   // Our own connection for the persistence: its destroy() unsubscribes through the broker's
   // emitter, which aedes has already closed by then, and would never return.
   const conn = new Redis(connection)
   conn.on('error', (err) => onError(err, 'persistence'))
-  const mq = MQEmitterRedis({ ...connection })
-  mq.state.on('error', (err) => onError(err, 'emitter'))
+  const redisMq = MQEmitterRedis({ ...connection })
+  redisMq.state.on('error', (err) => onError(err, 'emitter'))
   return {
-    mq,
+    mq: prefixedChannels(redisMq as unknown as MqEmitter, `${prefix}mqtt/`),
     persistence: sharedSubscriptionWrites(redisPersistence({ conn, maxSessionDelivery: 1000 }) as Persistence),
     // The list key aedes-persistence-redis keeps per client (under our keyPrefix).
     queuedFor: (clientId) => conn.llen(`outgoing:${encodeURIComponent(clientId)}`),

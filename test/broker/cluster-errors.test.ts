@@ -45,3 +45,31 @@ t.test('Redis errors on the cluster connections are reported, not thrown', async
   for (const s of sockets) s.destroy()
   await new Promise<void>((resolve) => refusing.close(() => resolve()))
 })
+
+t.test('two deployments on one Redis do not hear each other (pub/sub channels carry REDIS_PREFIX)', async (t) => {
+  const { redisUrl } = await import('../helpers/services.js')
+  const url = await redisUrl()
+  if (!url) return t.pass('no Redis reachable: nothing to isolate')
+  const suffix = `${process.pid}-${Date.now()}`
+  const a1 = redisClusterParts(url, `iso-a-${suffix}:`, () => {})
+  const a2 = redisClusterParts(url, `iso-a-${suffix}:`, () => {})
+  const b = redisClusterParts(url, `iso-b-${suffix}:`, () => {})
+  type Mq = { on(topic: string, fn: (p: { topic: string; payload: unknown }, cb: () => void) => void, done?: () => void): void; emit(p: object, done?: () => void): void; close(cb: () => void): void }
+  const [ma1, ma2, mb] = [a1.mq, a2.mq, b.mq] as unknown as [Mq, Mq, Mq]
+  t.teardown(async () => {
+    for (const part of [a1, a2, b]) {
+      await new Promise<void>((resolve) => (part.mq as unknown as Mq).close(() => resolve()))
+      await part.close()
+    }
+  })
+  const heard: Record<string, string[]> = { a2: [], b: [] }
+  const subscribed = (mq: Mq, who: string) => new Promise<void>((resolve) => mq.on('$SYS/+/new/clients', (p, cb) => (heard[who]!.push(`${p.topic} ${String(p.payload)}`), cb()), resolve))
+  await Promise.all([subscribed(ma2, 'a2'), subscribed(mb, 'b')])
+  await new Promise<void>((resolve) => ma1.emit({ topic: '$SYS/node-1/new/clients', payload: 'shared-client-id' }, resolve))
+  const deadline = Date.now() + 5000
+  while (heard.a2!.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+  t.same(heard.a2, ['$SYS/node-1/new/clients shared-client-id'], 'the same deployment hears it, under the topic as sent')
+  // Anything b could hear would have come by now: it shares the Redis connection path and speed.
+  await new Promise((r) => setTimeout(r, 200))
+  t.same(heard.b, [], 'the other deployment hears nothing')
+})
