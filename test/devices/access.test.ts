@@ -4,14 +4,12 @@
 import { eq } from 'drizzle-orm'
 import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
+import { jsonCall, type CallOptions, type Json, type Res } from '../helpers/http.js'
 import { makeClient, signUp, uniqueEmail, type Client } from '../helpers/client.js'
 import { waitForMail } from '../helpers/outbox.js'
 import { PIN_ALPHABET } from '../../src/devices/codes.js'
 import { device } from '../../src/devices/tables.js'
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any
-type Res = { status: number; body: Json; headers: Headers }
 type Tap = Pick<typeof t, 'equal' | 'type' | 'ok' | 'match' | 'same' | 'not'>
 type Person = { client: Client; token: string; id: string; email: string }
 
@@ -24,24 +22,7 @@ t.before(async () => {
   svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
 })
 
-async function api(path: string, opts: { method?: string; token?: string; body?: unknown } = {}): Promise<Res> {
-  const headers: Record<string, string> = {}
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`
-  if (opts.body !== undefined) headers['content-type'] = 'application/json'
-  const res = await fetch(`${svc.url}${path}`, {
-    method: opts.method ?? (opts.body === undefined ? 'GET' : 'POST'),
-    headers,
-    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
-  })
-  const text = await res.text()
-  let body: Json = text
-  try {
-    body = JSON.parse(text)
-  } catch {
-    // not JSON
-  }
-  return { status: res.status, body, headers: res.headers }
-}
+const api = (path: string, opts: CallOptions = {}) => jsonCall(svc.url, path, opts)
 
 async function person(prefix: string): Promise<Person> {
   const email = uniqueEmail(prefix)

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { eq, sql } from 'drizzle-orm'
 import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
+import { jsonCall, type CallOptions, type Json, type Res } from '../helpers/http.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { close, connect, eventually, mqttUrl } from '../helpers/mqtt.js'
 import { pairDevice } from '../helpers/devices.js'
@@ -17,9 +18,6 @@ import { generationJob } from '../../src/generation/tables.js'
 import { image } from '../../src/images/tables.js'
 import { memoryCounters, redisCounters, type Counters } from '../../src/http/counters.js'
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any
-type Res = { status: number; body: Json; headers: Headers }
 type Tap = Pick<typeof t, 'equal' | 'type' | 'ok' | 'match' | 'same' | 'not'>
 
 let svc: TestApp
@@ -28,20 +26,7 @@ t.before(async () => {
   svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', LOCAL_PROVIDER_DURATION_MS: '100', GENERATION_TICK_MS: '50', GENERATION_POLL_BASE_MS: '50' } })
 })
 
-async function api(path: string, opts: { method?: string; token?: string; body?: unknown } = {}): Promise<Res> {
-  const headers: Record<string, string> = {}
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`
-  if (opts.body !== undefined) headers['content-type'] = 'application/json'
-  const res = await fetch(`${svc.url}${path}`, { method: opts.method ?? (opts.body === undefined ? 'GET' : 'POST'), headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) })
-  const text = await res.text()
-  let body: Json = text
-  try {
-    body = JSON.parse(text)
-  } catch {
-    // not JSON
-  }
-  return { status: res.status, body, headers: res.headers }
-}
+const api = (path: string, opts: CallOptions = {}) => jsonCall(svc.url, path, opts)
 
 function errorBody(t: Tap, res: Res, status: number, code: string, what: string) {
   t.equal(res.status, status, `${what}: status ${status}`)

@@ -7,13 +7,11 @@ import { createHash, randomUUID } from 'node:crypto'
 import { eq } from 'drizzle-orm'
 import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
+import { jsonCall, type Json, type Res } from '../helpers/http.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { device, deviceInit } from '../../src/devices/tables.js'
 import { event } from '../../src/events/tables.js'
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any
-type Res = { status: number; body: Json; headers: Headers }
 type Tap = Pick<typeof t, 'equal' | 'type' | 'ok' | 'match' | 'same' | 'not'>
 
 const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
@@ -38,24 +36,7 @@ t.before(async () => {
   svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', DEVICE_SWEEP_INTERVAL: '86400' } })
 })
 
-async function call(base: string, path: string, opts: { method?: string; token?: string; body?: unknown } = {}): Promise<Res> {
-  const headers: Record<string, string> = {}
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`
-  if (opts.body !== undefined) headers['content-type'] = 'application/json'
-  const res = await fetch(`${base}${path}`, {
-    method: opts.method ?? (opts.body === undefined ? 'GET' : 'POST'),
-    headers,
-    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
-  })
-  const text = await res.text()
-  let body: Json = text
-  try {
-    body = JSON.parse(text)
-  } catch {
-    // not JSON: keep the text
-  }
-  return { status: res.status, body, headers: res.headers }
-}
+const call = jsonCall
 
 const api = (path: string, opts: { method?: string; token?: string; body?: unknown } = {}) => call(svc.url, path, opts)
 

@@ -7,14 +7,22 @@ export function mqttUrl(svc: TestApp): string {
   return `mqtt://127.0.0.1:${svc.app.mqttPort}`
 }
 
-/** Connects and resolves on CONNACK 0; rejects with the CONNACK error otherwise. Never reconnects. */
+/** Connects and resolves on CONNACK 0; rejects with the CONNACK error, or when the connection closes first. Never reconnects. */
 export function connect(url: string, opts: IClientOptions): Promise<MqttClient> {
   return new Promise((resolve, reject) => {
     const client = mqtt.connect(url, { reconnectPeriod: 0, connectTimeout: 5000, protocolVersion: 4, ...opts })
-    client.once('connect', () => resolve(client))
+    let connected = false
+    client.once('connect', () => {
+      connected = true
+      resolve(client)
+    })
     client.once('error', (err) => {
       client.end(true)
       reject(err)
+    })
+    // A connect timeout or a dropped socket ends in 'close' without an 'error'.
+    client.once('close', () => {
+      if (!connected) reject(new Error(`the connection to ${url} closed before a CONNACK`))
     })
   })
 }
@@ -40,9 +48,14 @@ export function nextMessage<T = Record<string, unknown>>(client: MqttClient, top
   })
 }
 
-export function subscribe(client: MqttClient, topic: string, qos: 0 | 1 = 1): Promise<number> {
+export function subscribe(client: MqttClient, topic: string, qos: 0 | 1 = 1, timeoutMs = 10_000): Promise<number> {
   return new Promise((resolve, reject) => {
-    client.subscribe(topic, { qos }, (err, granted) => (err ? reject(err) : resolve(granted?.[0]?.qos ?? -1)))
+    const timer = setTimeout(() => reject(new Error(`no SUBACK for ${topic} within ${timeoutMs} ms`)), timeoutMs)
+    client.subscribe(topic, { qos }, (err, granted) => {
+      clearTimeout(timer)
+      if (err) reject(err)
+      else resolve(granted?.[0]?.qos ?? -1)
+    })
   })
 }
 
