@@ -114,7 +114,7 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   app.decorate('mailer', mailer)
   app.addHook('onClose', async () => mailer.close())
 
-  const storage = createObjectStore(config)
+  const storage = await createObjectStore(config)
   app.decorate('storage', storage)
   app.addHook('onClose', async () => storage.close())
 

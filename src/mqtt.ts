@@ -5,7 +5,6 @@ import type { FastifyInstance } from 'fastify'
 import { createDeviceBroker, type DeviceBroker } from '../broker/device-broker.js'
 import type { PresenceChange } from '../broker/presence.js'
 import { redisClusterParts } from '../broker/cluster.js'
-import { connectExternalBroker } from '../broker/external.js'
 import type { Auth } from './auth/auth.js'
 import { ConfigError, type Config } from './config.js'
 import type { Database } from './db/client.js'
@@ -26,6 +25,8 @@ export async function startBroker(
   const { config } = deps
   if (config.mqtt.external) {
     const ext = config.mqtt.external
+    // The MQTT client library is needed only in this mode.
+    const { connectExternalBroker } = await import('../broker/external.js')
     const link = await connectExternalBroker({ url: ext.url, username: ext.username, password: ext.password, clientId: `dps-service-${config.mqtt.brokerId}`, db: deps.db, log: app.log })
     app.addHook('preClose', async () => link.close())
     return link

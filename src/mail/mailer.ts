@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import nodemailer, { type Transporter } from 'nodemailer'
+import type { Transporter } from 'nodemailer'
 import type { FastifyBaseLogger } from 'fastify'
 
 export type MailKind =
@@ -33,11 +33,14 @@ export type Mailer = {
 }
 
 export function createMailer(opts: { smtpUrl?: string; from: string; dataDir: string; log: FastifyBaseLogger }): Mailer {
-  const transport: Transporter | undefined = opts.smtpUrl ? nodemailer.createTransport(opts.smtpUrl) : undefined
+  // nodemailer is loaded with the first message over SMTP; the outbox needs none of it.
+  let transport: Promise<Transporter> | undefined
+  const smtp = () => (transport ??= import('nodemailer').then((m) => m.default.createTransport(opts.smtpUrl!)))
   const outbox = join(opts.dataDir, 'outbox')
   return {
     async send(mail) {
-      if (transport) {
+      if (opts.smtpUrl) {
+        const transport = await smtp()
         await transport.sendMail({
           from: opts.from,
           to: mail.to,
@@ -55,7 +58,7 @@ export function createMailer(opts: { smtpUrl?: string; from: string; dataDir: st
       opts.log.info({ kind: mail.kind, to: mail.to, link: mail.link, code: mail.code, file: name }, 'mail written to outbox')
     },
     async close() {
-      transport?.close()
+      if (transport) (await transport).close()
     },
   }
 }

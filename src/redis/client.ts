@@ -1,13 +1,14 @@
 // The shared Redis connection, only created when REDIS_URL is set. Keys are namespaced with
 // REDIS_PREFIX so several services (or test runs) can share one Redis.
-import { createClient } from 'redis'
+// The client library is loaded only when Redis is configured.
+import type { RedisClientType, RedisDefaultModules } from 'redis'
 
+export type RedisClient = RedisClientType<RedisDefaultModules, {}, {}, 3>
 
-function makeClient(url: string) {
+async function makeClient(url: string): Promise<RedisClient> {
+  const { createClient } = await import('redis')
   return createClient({ url, socket: { reconnectStrategy: (retries: number) => Math.min(retries * 100, 2000) } })
 }
-
-export type RedisClient = ReturnType<typeof makeClient>
 
 export type RedisHandle = {
   client: RedisClient
@@ -16,7 +17,7 @@ export type RedisHandle = {
 }
 
 export async function connectRedis(url: string, prefix: string): Promise<RedisHandle> {
-  const client = makeClient(url)
+  const client = await makeClient(url)
   // Without a listener, a dropped connection would crash the process; reconnects are automatic.
   client.on('error', () => {})
   await client.connect()
