@@ -24,15 +24,33 @@ export type TestApp = {
   close(): Promise<void>
 }
 
+/**
+ * A port that is free now, for a service that must know its own address before it listens.
+ * Picked below the kernel's ephemeral range: a port from listen(0) sits in that range, where any
+ * outgoing connection of a parallel test file (PostgreSQL, MQTT clients) may take it in the
+ * seconds before the app binds it; below it only another explicit pick can, one in thousands.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  const low = await ephemeralLow()
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 10_000 + Math.floor(Math.random() * (low - 10_000))
+    if (await canListen(port)) return port
+  }
+  throw new Error('no free port below the ephemeral range')
+}
+
+async function ephemeralLow(): Promise<number> {
+  const range = await readFile('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').catch(() => '32768 60999')
+  const low = Number(range.trim().split(/\s+/)[0])
+  return Number.isInteger(low) && low > 11_000 ? low : 32_768
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer()
     srv.unref()
-    srv.on('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
+    srv.once('error', () => resolve(false))
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)))
   })
 }
 
@@ -112,13 +130,14 @@ export async function startApp(t: Tap, opts: StartOptions = {}): Promise<TestApp
   env.BASE_URL ??= `http://127.0.0.1:${port}`
   const config = loadConfig(env)
   const app = await buildApp(config)
-  await app.listen({ port, host: '127.0.0.1' })
   let closed = false
   const close = async () => {
     if (closed) return
     closed = true
     await app.close()
   }
+  // Before listen: a failed listen must still close the broker and database the app opened.
   t.teardown(close)
+  await app.listen({ port, host: '127.0.0.1' })
   return { app, config, url: `http://127.0.0.1:${port}`, dataDir, close }
 }
