@@ -282,12 +282,16 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
    */
   async function releaseStaleConnections() {
     const at = new Date()
-    const released = await releaseNodeConnections(db, deps.id, at)
-    if (released.length) {
+    // One transaction: a device is never shown offline without its disconnect recorded.
+    const released = await db.transaction(async (tx) => {
+      const rows = await releaseNodeConnections(tx, deps.id, at)
       await insertEvents(
-        db,
-        released.map((d) => ({ type: 'device.disconnected', deviceId: d.id, userId: d.userId, organizationId: d.organizationId, data: { reason: 'server_shutdown', clean: false }, at })),
+        tx,
+        rows.map((d) => ({ type: 'device.disconnected', deviceId: d.id, userId: d.userId, organizationId: d.organizationId, data: { reason: 'server_shutdown', clean: false }, at })),
       )
+      return rows
+    })
+    if (released.length) {
       for (const d of released) await presence.retainedState(d.id, { online: false, since: at.toISOString(), reason: 'server_shutdown' })
       log.warn({ devices: released.length }, 'devices still shown connected through this node from its last run are now offline')
     }

@@ -16,12 +16,22 @@ export async function insertEvent(db: Executor, e: NewEvent): Promise<EventRow> 
 
 /** Several events in one statement, each with its own time (when the broker saw it, not when the batch was written). */
 export async function insertEvents(db: Executor, events: ReadonlyArray<NewEvent & { at: Date }>): Promise<EventRow[]> {
-  if (!events.length) return []
-  return db
-    .insert(event)
-    .values(events.map((e) => ({ id: randomUUID(), type: e.type, deviceId: e.deviceId ?? null, userId: e.userId ?? null, organizationId: e.organizationId ?? null, data: e.data ?? {}, createdAt: e.at })))
-    .returning()
+  const rows: EventRow[] = []
+  // PostgreSQL's protocol allows 65,535 parameters per statement (7 per event): a node that comes
+  // back after a crash records thousands of disconnects at once.
+  for (let i = 0; i < events.length; i += EVENTS_PER_INSERT) {
+    const chunk = events.slice(i, i + EVENTS_PER_INSERT)
+    rows.push(
+      ...(await db
+        .insert(event)
+        .values(chunk.map((e) => ({ id: randomUUID(), type: e.type, deviceId: e.deviceId ?? null, userId: e.userId ?? null, organizationId: e.organizationId ?? null, data: e.data ?? {}, createdAt: e.at })))
+        .returning()),
+    )
+  }
+  return rows
 }
+
+const EVENTS_PER_INSERT = 2000
 
 /** The newest event of each of several devices: one backward index probe per device. */
 export async function lastDeviceEvents(db: Executor, deviceIds: readonly string[]): Promise<EventRow[]> {

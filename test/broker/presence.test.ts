@@ -357,6 +357,13 @@ t.test('a restart after a crash: devices the node still showed connected are rec
   const { openDatabase } = await import('../../src/db/client.js')
   const raw = openDatabase({ databaseUrl: node.config.databaseUrl, dataDir: node.dataDir })
   await raw.db.update(deviceTable).set({ isActive: true, connectionId: `${node.config.mqtt.brokerId}/crashed-run` }).where(eq(deviceTable.id, dev.deviceId))
+  // A fleet too: more disconnects than one statement's 65,535 parameters can carry (7 per event).
+  const { sql } = await import('drizzle-orm')
+  const FLEET = 10_000
+  await raw.db.execute(sql`
+    insert into device (id, name, user_id, pin_code, display, is_active, connection_id)
+    select 'crashed-' || g, 'fleet ' || g, d.user_id, d.pin_code, d.display, true, ${node.config.mqtt.brokerId} || '/run-' || g
+    from device d, generate_series(1, ${FLEET}) g where d.id = ${dev.deviceId}`)
   await raw.close()
 
   const restarted = await startApp(t, { reuse, env: { DEVICE_POLL_INTERVAL: '0' } })
@@ -369,6 +376,16 @@ t.test('a restart after a crash: devices the node still showed connected are rec
   t.equal(latest?.type, 'device.disconnected')
   t.equal(latest?.data.reason, 'server_shutdown')
   t.equal(latest?.data.clean, false, 'marked as not a clean shutdown')
+  const [fleet] = await restarted.app.database.db
+    .select({ active: sql<number>`count(*) filter (where ${deviceTable.isActive})::int`, held: sql<number>`count(${deviceTable.connectionId})::int` })
+    .from(deviceTable)
+  t.same(fleet, { active: 0, held: 0 }, `all ${FLEET + 1} devices are offline`)
+  const { event: eventTable } = await import('../../src/events/tables.js')
+  const [recorded] = await restarted.app.database.db
+    .select({ n: sql<number>`count(*)::int` })
+    .from(eventTable)
+    .where(sql`${eventTable.type} = 'device.disconnected' and ${eventTable.data}->>'reason' = 'server_shutdown' and ${eventTable.deviceId} like 'crashed-%'`)
+  t.equal(recorded?.n, FLEET, 'each with its disconnect recorded')
 })
 
 t.test('a new session after the broker lost the old one gets the commands it never acknowledged', async (t) => {
