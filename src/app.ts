@@ -16,6 +16,7 @@ import { registerRateLimit } from './http/rate-limit.js'
 import { createMailer, type Mailer } from './mail/mailer.js'
 import { connectRedis, type RedisHandle } from './redis/client.js'
 import { memoryCounters, redisCounters } from './http/counters.js'
+import { trackHandlers } from './http/drain.js'
 import { installJsonParser, installValidators } from './http/validation.js'
 import { sharedDeviceSchemas } from './devices/records.js'
 import { deviceRoutes } from './devices/routes.js'
@@ -82,6 +83,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
 
 async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   installErrorHandling(app)
+  const handlers = trackHandlers(app)
   const shared = [
     errorBodySchema,
     sessionRecordSchema,
@@ -191,7 +193,9 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   app.addHook('onReady', async () => generation.runner.start())
   producers.push(() => generation.close())
   startSweeper(app, devices, config.devices.sweepInterval)
-
+  // Registered last, so it runs first of the onClose hooks (they run in reverse), once the HTTP
+  // server has closed: handlers whose clients left finish before anything they use is closed.
+  app.addHook('onClose', () => handlers.settled())
 }
 
 /** Marks stale pending pairings expired; reads check expiry too, so this only keeps the table honest. */

@@ -39,6 +39,7 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
   const working = new Set<Promise<void>>()
   let timer: NodeJS.Timeout | undefined
   let stopped = false
+  let current: Promise<void> | undefined
   let ticking = false
 
   const providerJob = (job: JobRow) => ({ providerJobId: job.providerJobId ?? '', state: job.providerState, input: job.input as unknown as GenerationInput })
@@ -120,9 +121,16 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
     working.add(p)
   }
 
-  async function tick(): Promise<void> {
-    if (stopped || ticking) return
+  function tick(): Promise<void> {
+    if (stopped || ticking) return Promise.resolve()
     ticking = true
+    current = claim().finally(() => {
+      ticking = false
+    })
+    return current
+  }
+
+  async function claim(): Promise<void> {
     try {
       const now = new Date()
       for (const name of providers.keys()) {
@@ -141,8 +149,6 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
       for (const job of await claimDueJobs(db, now, 10, opts.leaseMs, { overdueOutside: [...providers.keys()] })) take(job.provider, job)
     } catch (err) {
       hooks.log.error({ err }, 'generation runner tick failed')
-    } finally {
-      ticking = false
     }
   }
 
@@ -170,6 +176,9 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
     async stop() {
       stopped = true
       if (timer) clearTimeout(timer)
+      // A tick under way finishes first (what it claims joins `working`), so nothing reads the
+      // database after the service closes it.
+      await current
       while (working.size) await Promise.allSettled([...working])
     },
   }
