@@ -221,8 +221,9 @@ async function measure(ctx: Context) {
         `scale ${side} round ${round + 1}: ${Math.round(row.connectsPerSecond)} connects/s${storedSeconds ? ' (events stored)' : ''}, ${(row.marginalBytesPerSession / 1024).toFixed(1)} KiB per added session (RSS ${(rssBefore / 2 ** 20).toFixed(0)} → ${(rssAfter / 2 ** 20).toFixed(0)} → ${(rssMore / 2 ** 20).toFixed(0)} MiB)`,
       )
     } finally {
-      // Killed, not closed: a graceful close would store 10,000 disconnect events first.
-      await ours?.stop({ graceful: false })
+      // Killed, not closed: a graceful close would store 10,000 disconnect events first. Closed
+      // when profiling (BENCH_CPU_PROF), since V8 writes the profile only on a clean exit.
+      await ours?.stop({ graceful: Boolean(process.env.BENCH_CPU_PROF) })
       await stopPeer?.()
       await fleet.disconnect(false)
     }

@@ -254,6 +254,32 @@ export async function listUnackedCommands(db: Executor, deviceId: string, since:
     .limit(limit)
 }
 
+/** What a device would be sent again on a new session, for many devices in one query. */
+export type CatchUpState = { id: string; live: boolean; pendingImageId: string | null; hasCommands: boolean }
+
+export async function catchUpStates(db: Executor, ids: readonly string[], since: Date): Promise<CatchUpState[]> {
+  if (!ids.length) return []
+  const list = sql.join(
+    ids.map((id) => sql`(${id}::text)`),
+    sql`, `,
+  )
+  const rows = await db.execute(sql`
+    select d.id, d.secret_hash is not null as live,
+      case when d.desired_image_id is distinct from d.reported->>'shownImageId' then d.desired_image_id end as pending_image_id,
+      exists (
+        select 1 from ${deviceCommand} c
+        where c.device_id = d.id and c.status = 'sent' and c.created_at > ${since.toISOString()}::timestamptz
+      ) as has_commands
+    from (select distinct id from (values ${list}) as v(id)) as v
+    join ${device} d on d.id = v.id`)
+  return rowsOf<{ id: string; live: boolean; pending_image_id: string | null; has_commands: boolean }>(rows).map((r) => ({
+    id: r.id,
+    live: Boolean(r.live),
+    pendingImageId: r.pending_image_id,
+    hasCommands: Boolean(r.has_commands),
+  }))
+}
+
 export async function findCommand(db: Executor, deviceId: string, commandId: string): Promise<DeviceCommandRow | undefined> {
   const [row] = await db.select().from(deviceCommand).where(and(eq(deviceCommand.id, commandId), eq(deviceCommand.deviceId, deviceId))).limit(1)
   return row
