@@ -2,64 +2,32 @@
 // API: credits (exact debit, refund, 402, no double spend), Retry-After, failure, cancel,
 // deadline, bad input, and a restart in the middle of polling.
 import t from 'tap'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { randomUUID } from 'node:crypto'
-import sharp from 'sharp'
 import { startApp, type TestApp } from '../helpers/app.js'
+import { replicateServer, TOKEN } from '../helpers/replicate-server.js'
 import { creditUser, signUpAdmin } from '../helpers/admin.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { eventually } from '../helpers/mqtt.js'
 
-type Prediction = { id: string; prompt: string; polls: number; canceled: boolean }
-
-/** Replicate's shape: POST /v1/models/{owner}/{name}/predictions, GET /v1/predictions/{id}, POST …/cancel. */
-async function replicateServer(t: { teardown(fn: () => unknown): void }) {
-  const predictions = new Map<string, Prediction>()
-  const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#808080' } }).png().toBuffer()
-  const seen = { created: 0, polls: 0, cancels: 0, throttled: 0 }
-  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
-    const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': 'application/json', ...headers })
-      res.end(JSON.stringify(body))
-    }
-    const url = new URL(req.url ?? '/', 'http://x')
-    // Output files are public, like replicate.delivery URLs.
-    if (req.method === 'GET' && url.pathname === '/out.png') {
-      res.writeHead(200, { 'content-type': 'image/png' })
-      return res.end(png)
-    }
-    if (req.headers.authorization !== 'Bearer r8_test') return send(401, { detail: 'Unauthenticated' })
-    if (req.method === 'POST' && /^\/v1\/models\/[^/]+\/[^/]+\/predictions$/.test(url.pathname)) {
-      const chunks: Buffer[] = []
-      for await (const c of req) chunks.push(c as Buffer)
-      const body = JSON.parse(Buffer.concat(chunks).toString()) as { input: { prompt: string } }
-      const p = { id: randomUUID(), prompt: body.input.prompt, polls: 0, canceled: false }
-      predictions.set(p.id, p)
-      seen.created += 1
-      return send(201, { id: p.id, status: 'starting', output: null, error: null })
-    }
-    const m = /^\/v1\/predictions\/([^/]+)(\/cancel)?$/.exec(url.pathname)
-    const p = m ? predictions.get(m[1] as string) : undefined
-    if (!p) return send(404, { detail: 'Not found' })
-    if (m?.[2]) {
-      p.canceled = true
-      seen.cancels += 1
-      return send(200, { id: p.id, status: 'canceled' })
-    }
-    p.polls += 1
-    seen.polls += 1
-    if (p.prompt.includes('slow')) return send(200, { id: p.id, status: 'processing', output: null })
-    if (p.polls === 1) {
-      seen.throttled += 1
-      return send(429, { detail: 'Request was throttled' }, { 'retry-after': '1' })
-    }
-    if (p.prompt.includes('explode')) return send(200, { id: p.id, status: 'failed', error: 'CUDA out of memory', output: null })
-    if (p.polls < 3) return send(200, { id: p.id, status: 'processing', output: null, logs: '50%|█████     | 2/4' })
-    return send(200, { id: p.id, status: 'succeeded', output: [`http://127.0.0.1:${(server.address() as { port: number }).port}/out.png`] })
+/**
+ * The first poll of each prediction is throttled (429 + Retry-After 1); then "slow" stays
+ * processing, "explode" fails, the rest succeed on their third poll.
+ */
+async function replicatePeer(t: { teardown(fn: () => unknown): void }) {
+  const counts = { throttled: 0 }
+  const peer = await replicateServer(t, {
+    poll(p, succeeded) {
+      if (p.prompt.includes('slow')) return { status: 200, body: { id: p.id, status: 'processing', output: null } }
+      if (p.polls.length === 1) {
+        counts.throttled += 1
+        return { status: 429, body: { detail: 'Request was throttled' }, headers: { 'retry-after': '1' } }
+      }
+      if (p.prompt.includes('explode')) return { status: 200, body: { id: p.id, status: 'failed', error: 'CUDA out of memory', output: null } }
+      if (p.polls.length < 3) return { status: 200, body: { id: p.id, status: 'processing', output: null, logs: '50%|█████     | 2/4' } }
+      return succeeded()
+    },
   })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  t.teardown(() => new Promise<void>((r) => server.close(() => r())))
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, seen, predictions }
+  return { ...peer, counts }
 }
 
 const fast = { GENERATION_POLL_BASE_MS: '50', GENERATION_POLL_MAX_MS: '400', GENERATION_TICK_MS: '50', DEVICE_POLL_INTERVAL: '0' }
@@ -82,9 +50,9 @@ async function balance(svc: TestApp, token: string): Promise<string> {
 }
 
 t.test('paid jobs: debit, Retry-After, success, failure refund, 402, cancel refund, no double spend', async (t) => {
-  const replicate = await replicateServer(t)
+  const replicate = await replicatePeer(t)
   const adminEmail = uniqueEmail('admin')
-  const svc = await startApp(t, { env: { ...fast, ADMIN_EMAILS: adminEmail, REPLICATE_API_TOKEN: 'r8_test', REPLICATE_BASE_URL: replicate.url } })
+  const svc = await startApp(t, { env: { ...fast, ADMIN_EMAILS: adminEmail, REPLICATE_API_TOKEN: TOKEN, REPLICATE_BASE_URL: replicate.url } })
   const admin = await signUpAdmin(svc, adminEmail)
   const { client } = makeClient(svc.url)
   const user = await signUp(client, uniqueEmail())
@@ -105,7 +73,7 @@ t.test('paid jobs: debit, Retry-After, success, failure refund, 402, cancel refu
   t.equal(Number(await balance(svc, user.token)), 1.5, 'exactly the price was taken at start')
   const done = await waitJob(svc, user.token, ok.body.id, ['succeeded', 'failed'])
   t.equal(done.status, 'succeeded')
-  t.ok(replicate.seen.throttled >= 1, 'the provider throttled once (429 + Retry-After) and the job still completed')
+  t.ok(replicate.counts.throttled >= 1, 'the provider throttled once (429 + Retry-After) and the job still completed')
 
   const bad = await generate(svc, user.token, { prompt: { text: 'explode please' }, model: 'flux-schnell' })
   t.equal(Number(await balance(svc, user.token)), 0.5)
@@ -115,11 +83,11 @@ t.test('paid jobs: debit, Retry-After, success, failure refund, 402, cancel refu
   t.equal(Number(await balance(svc, user.token)), 1.5, 'refunded on failure')
 
   const slow = await generate(svc, user.token, { prompt: { text: 'slow one' }, model: 'flux-schnell' })
-  await eventually(async () => [...replicate.predictions.values()].some((p) => p.prompt === 'slow one' && p.polls > 0))
+  await eventually(async () => [...replicate.predictions.values()].some((p) => p.prompt === 'slow one' && p.polls.length > 0))
   const canceled = await fetch(`${svc.url}/api/generate/${slow.body.id}/cancel`, { method: 'POST', headers: hdr(user.token) })
   t.equal(canceled.status, 200)
   t.equal(((await canceled.json()) as { status: string }).status, 'canceled')
-  t.ok(replicate.seen.cancels >= 1, 'the provider was asked to cancel')
+  t.ok(replicate.seen.cancels.length >= 1, 'the provider was asked to cancel')
   t.equal(Number(await balance(svc, user.token)), 1.5, 'refunded on cancel')
   const again = await fetch(`${svc.url}/api/generate/${slow.body.id}/cancel`, { method: 'POST', headers: hdr(user.token) })
   t.equal(again.status, 409)

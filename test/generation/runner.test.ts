@@ -4,11 +4,10 @@
 // refunded and canceled there, a cancel that lands while the provider is starting the job stops
 // it there too, and jobs of a provider the instance no longer has end (refunded) at their deadline.
 import t from 'tap'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { randomUUID } from 'node:crypto'
 import { eq } from 'drizzle-orm'
-import sharp from 'sharp'
 import { startApp, type TestApp } from '../helpers/app.js'
+import { replicateServer, TOKEN } from '../helpers/replicate-server.js'
 import { creditUser, signUpAdmin } from '../helpers/admin.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { eventually } from '../helpers/mqtt.js'
@@ -17,66 +16,34 @@ import { generationJob } from '../../src/generation/tables.js'
 import { insertJob } from '../../src/generation/repository.js'
 import { debit } from '../../src/credits/repository.js'
 
-type Prediction = { id: string; prompt: string; polls: number[]; finished: boolean; canceled: boolean }
-
 /**
- * Replicate's shape. The prompt says how a prediction behaves: "hold" stays processing until
- * released, "throttle-N" answers its first poll with 429 and Retry-After N seconds, "wait-create"
- * answers its create only once released.
+ * The prompt says how a prediction behaves: "hold" stays processing until released,
+ * "throttle-N" answers its first poll with 429 and Retry-After N seconds, "wait-create" answers
+ * its create only once released.
  */
-async function replicateServer(t: { teardown(fn: () => unknown): void }) {
-  const predictions = new Map<string, Prediction>()
-  const png = await sharp({ create: { width: 32, height: 32, channels: 3, background: '#336699' } }).png().toBuffer()
-  const state = { released: false, createReleased: false, maxActive: 0, cancels: [] as string[] }
-  const active = () => [...predictions.values()].filter((p) => !p.finished && !p.canceled).length
-  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
-    const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': 'application/json', ...headers })
-      res.end(JSON.stringify(body))
-    }
-    const url = new URL(req.url ?? '/', 'http://x')
-    if (req.method === 'GET' && url.pathname === '/out.png') {
-      res.writeHead(200, { 'content-type': 'image/png' })
-      return res.end(png)
-    }
-    if (req.headers.authorization !== 'Bearer r8_test') return send(401, { detail: 'Unauthenticated' })
-    if (req.method === 'POST' && /^\/v1\/models\/[^/]+\/[^/]+\/predictions$/.test(url.pathname)) {
-      const chunks: Buffer[] = []
-      for await (const c of req) chunks.push(c as Buffer)
-      const body = JSON.parse(Buffer.concat(chunks).toString()) as { input: { prompt: string } }
-      const p: Prediction = { id: randomUUID(), prompt: body.input.prompt, polls: [], finished: false, canceled: false }
-      predictions.set(p.id, p)
-      state.maxActive = Math.max(state.maxActive, active())
+async function replicatePeer(t: { teardown(fn: () => unknown): void }) {
+  const state = { released: false, createReleased: false }
+  const peer = await replicateServer(t, {
+    async beforeCreate(p) {
       if (p.prompt.includes('wait-create')) await eventually(async () => state.createReleased, 30_000)
-      return send(201, { id: p.id, status: 'starting', output: null, error: null })
-    }
-    const m = /^\/v1\/predictions\/([^/]+)(\/cancel)?$/.exec(url.pathname)
-    const p = m ? predictions.get(m[1] as string) : undefined
-    if (!p) return send(404, { detail: 'Not found' })
-    if (m?.[2]) {
-      p.canceled = true
-      state.cancels.push(p.id)
-      return send(200, { id: p.id, status: 'canceled' })
-    }
-    p.polls.push(Date.now())
-    const throttle = /throttle-(\d+)/.exec(p.prompt)
-    if (throttle && p.polls.length === 1) return send(429, { detail: 'Request was throttled' }, { 'retry-after': throttle[1] as string })
-    if (p.prompt.includes('hold') && !state.released) return send(200, { id: p.id, status: 'processing', output: null })
-    p.finished = true
-    return send(200, { id: p.id, status: 'succeeded', output: [`http://127.0.0.1:${(server.address() as { port: number }).port}/out.png`] })
+    },
+    poll(p, succeeded) {
+      const throttle = /throttle-(\d+)/.exec(p.prompt)
+      if (throttle && p.polls.length === 1) return { status: 429, body: { detail: 'Request was throttled' }, headers: { 'retry-after': throttle[1] as string } }
+      if (p.prompt.includes('hold') && !state.released) return { status: 200, body: { id: p.id, status: 'processing', output: null } }
+      return succeeded()
+    },
   })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  t.teardown(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))))
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, predictions, state }
+  return { ...peer, state }
 }
 
 const hdr = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' })
 
 async function setup(t: { teardown(fn: () => unknown): void }, env: Record<string, string>) {
-  const replicate = await replicateServer(t)
+  const replicate = await replicatePeer(t)
   const adminEmail = uniqueEmail('admin')
   const svc = await startApp(t, {
-    env: { GENERATION_POLL_BASE_MS: '50', GENERATION_POLL_MAX_MS: '200', GENERATION_TICK_MS: '50', ADMIN_EMAILS: adminEmail, REPLICATE_API_TOKEN: 'r8_test', REPLICATE_BASE_URL: replicate.url, ...env },
+    env: { GENERATION_POLL_BASE_MS: '50', GENERATION_POLL_MAX_MS: '200', GENERATION_TICK_MS: '50', ADMIN_EMAILS: adminEmail, REPLICATE_API_TOKEN: TOKEN, REPLICATE_BASE_URL: replicate.url, ...env },
   })
   const admin = await signUpAdmin(svc, adminEmail)
   const user = await signUp(makeClient(svc.url).client, uniqueEmail())
@@ -124,7 +91,7 @@ t.test('at most GENERATION_CONCURRENCY jobs at the provider at once', async (t) 
   replicate.state.released = true
   await eventually(async () => (await Promise.all(ids.map(job))).every((j) => j.status === 'succeeded'), 30_000)
   t.equal(replicate.predictions.size, 5, 'then all five ran')
-  t.equal(replicate.state.maxActive, 2, 'never more than two at once')
+  t.equal(replicate.seen.maxActive, 2, 'never more than two at once')
 })
 
 t.test('a paid job at its deadline fails, is refunded and canceled at the provider, even behind a long Retry-After', async (t) => {
@@ -140,7 +107,7 @@ t.test('a paid job at its deadline fails, is refunded and canceled at the provid
   }
   t.equal(await balance(), before, 'both refunded')
   const heldPrediction = [...replicate.predictions.values()].find((p) => p.prompt === 'hold forever')!
-  t.ok(replicate.state.cancels.includes(heldPrediction.id), 'the provider was asked to cancel')
+  t.ok(replicate.seen.cancels.includes(heldPrediction.id), 'the provider was asked to cancel')
   const { ledger } = (await (await fetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as { ledger: Array<{ reason: string; jobId: string | null; amount: string }> }
   for (const id of [held, throttled]) t.ok(ledger.some((l) => l.reason === 'refund' && l.jobId === id && Number(l.amount) === 1), `a refund row for ${id.slice(0, 8)}`)
 })
@@ -154,7 +121,7 @@ t.test('a cancel while the provider is still starting the job stops it there too
   t.equal((await job(id)).status, 'canceled')
   replicate.state.createReleased = true
   const prediction = [...replicate.predictions.values()][0]!
-  await eventually(async () => replicate.state.cancels.includes(prediction.id), 10_000)
+  await eventually(async () => replicate.seen.cancels.includes(prediction.id), 10_000)
   t.pass('the prediction created after the cancel was canceled at the provider')
   t.equal((await job(id)).status, 'canceled', 'and the job stays canceled')
 })
