@@ -22,6 +22,7 @@ type Persistence = { addSubscriptions(client: unknown, subs: unknown[]): Promise
 type Packet = { topic: string; [k: string]: unknown }
 type Handler = (packet: Packet, cb: () => void) => void
 type MqEmitter = Closable & {
+  size?: number
   on(topic: string, fn: Handler, done?: () => void): unknown
   removeListener(topic: string, fn: Handler, done?: () => void): unknown
   emit(packet: Packet, done?: (err?: Error) => void): unknown
@@ -35,7 +36,9 @@ type MqEmitter = Closable & {
  * topic is sent under `prefix` and handed back without it.
  */
 export function prefixedChannels(inner: MqEmitter, prefix: string): MqEmitter {
-  const wrapped = new Map<Handler, Map<string, Handler>>()
+  // Each subscription's wrapper, to remove the same one later. aedes hands a new handler per
+  // subscription (closing over its client), so entries go as soon as they are removed.
+  const wrapped = new Map<Handler, Map<string, Handler[]>>()
   const unprefixed = (packet: Packet): Packet => ({ ...packet, topic: packet.topic.startsWith(prefix) ? packet.topic.slice(prefix.length) : packet.topic })
   return {
     state: inner.state,
@@ -43,17 +46,26 @@ export function prefixedChannels(inner: MqEmitter, prefix: string): MqEmitter {
       let byTopic = wrapped.get(fn)
       if (!byTopic) wrapped.set(fn, (byTopic = new Map()))
       const handler: Handler = (packet, cb) => fn(unprefixed(packet), cb)
-      byTopic.set(topic, handler)
+      byTopic.set(topic, [...(byTopic.get(topic) ?? []), handler])
       return inner.on(prefix + topic, handler, done)
     },
     removeListener(topic, fn, done) {
-      const handler = wrapped.get(fn)?.get(topic)
-      if (!handler) {
+      const byTopic = wrapped.get(fn)
+      const handlers = byTopic?.get(topic)
+      const handler = handlers?.shift()
+      if (!byTopic || !handlers || !handler) {
         done?.()
         return this
       }
-      wrapped.get(fn)!.delete(topic)
+      if (!handlers.length) byTopic.delete(topic)
+      if (!byTopic.size) wrapped.delete(fn)
       return inner.removeListener(prefix + topic, handler, done)
+    },
+    /** Subscriptions held (for tests: none may outlive its removal). */
+    get size() {
+      let n = 0
+      for (const byTopic of wrapped.values()) for (const list of byTopic.values()) n += list.length
+      return n
     },
     emit(packet, done) {
       return inner.emit({ ...packet, topic: prefix + packet.topic }, done)

@@ -195,7 +195,10 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   startSweeper(app, devices, config.devices.sweepInterval)
   // Registered last, so it runs first of the onClose hooks (they run in reverse), once the HTTP
   // server has closed: handlers whose clients left finish before anything they use is closed.
-  app.addHook('onClose', () => handlers.settled())
+  app.addHook('onClose', async () => {
+    const left = await handlers.settled()
+    if (left) app.log.warn({ handlers: left }, 'closing with requests still running after 15 s')
+  })
 }
 
 /** Marks stale pending pairings expired; reads check expiry too, so this only keeps the table honest. */

@@ -47,7 +47,11 @@ const envSchema = z.object({
   DATA_DIR: z.string().default('./data'),
   DATABASE_URL: optionalUrl,
   REDIS_URL: optionalUrl,
-  REDIS_PREFIX: z.string().default('dps:'),
+  // Also the start of the broker's pub/sub topics, where + and # would be wildcards.
+  REDIS_PREFIX: z
+    .string()
+    .regex(/^[^+#]*$/, 'REDIS_PREFIX may not contain + or #')
+    .default('dps:'),
   MQTT_PORT: port(1883),
   MQTT_EXTERNAL_URL: optionalUrl,
   AUTH_SECRET: z.string().min(32, 'AUTH_SECRET must be at least 32 characters').optional(),

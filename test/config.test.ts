@@ -87,6 +87,8 @@ t.test('invalid PORT is a ConfigError naming the variable', async (t) => {
     expectConfigError(t, { ...base, PORT: bad }, /PORT/)
   }
   expectConfigError(t, { ...base, MQTT_PORT: '70000' }, /MQTT_PORT/)
+  expectConfigError(t, { ...base, REDIS_PREFIX: 'dps#' }, /REDIS_PREFIX/)
+  expectConfigError(t, { ...base, REDIS_PREFIX: 'a+b:' }, /REDIS_PREFIX/)
   t.equal(loadConfig({ ...base, PORT: '0' }).port, 0, 'PORT=0 (pick a free port) is allowed')
   t.equal(loadConfig({ ...base, PORT: '65535' }).port, 65535)
 })

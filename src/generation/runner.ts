@@ -134,6 +134,8 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
     try {
       const now = new Date()
       for (const name of providers.keys()) {
+        // Stopping: nothing more is claimed (what is already in hand finishes).
+        if (stopped) return
         let free = opts.concurrency - (inFlight.get(name) ?? 0)
         if (free <= 0) continue
         // Polls of jobs already at the provider first; then new jobs, only while the provider has
@@ -141,11 +143,13 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
         const polls = await claimDueJobs(db, now, free, opts.leaseMs, { provider: name, started: true })
         for (const job of polls) take(name, job)
         free -= polls.length
+        if (stopped) return
         const room = opts.concurrency - (await countStartedJobs(db, name)) - (starting.get(name) ?? 0)
         const fresh = await claimDueJobs(db, now, Math.min(free, room), opts.leaseMs, { provider: name, started: false })
         for (const job of fresh) take(name, job)
       }
       // Jobs of a provider this instance lacks (its key was removed) end at their deadline, refunded.
+      if (stopped) return
       for (const job of await claimDueJobs(db, now, 10, opts.leaseMs, { overdueOutside: [...providers.keys()] })) take(job.provider, job)
     } catch (err) {
       hooks.log.error({ err }, 'generation runner tick failed')

@@ -8,7 +8,7 @@ import type { FastifyInstance, RouteHandlerMethod } from 'fastify'
  *
  * Must be installed before any route is registered (it wraps handlers as they are added).
  */
-export function trackHandlers(app: FastifyInstance): { settled(): Promise<void> } {
+export function trackHandlers(app: FastifyInstance): { settled(limitMs?: number): Promise<number> } {
   const running = new Set<Promise<unknown>>()
   app.addHook('onRoute', (route) => {
     const handler = route.handler as (...args: unknown[]) => unknown
@@ -25,8 +25,22 @@ export function trackHandlers(app: FastifyInstance): { settled(): Promise<void> 
     } as RouteHandlerMethod
   })
   return {
-    async settled() {
-      while (running.size) await Promise.allSettled([...running])
+    /**
+     * Waits for the running handlers, at most `limitMs` (a handler stuck on a stalled peer must
+     * not hold shutdown forever); resolves with how many were still running then.
+     */
+    async settled(limitMs = 15_000) {
+      let timer: NodeJS.Timeout | undefined
+      // Not unref'd: close must end (here at the limit), not leave the process on a pending promise.
+      const limit = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, limitMs)
+      })
+      const all = (async () => {
+        while (running.size) await Promise.allSettled([...running])
+      })()
+      await Promise.race([all, limit])
+      clearTimeout(timer)
+      return running.size
     },
   }
 }

@@ -4,7 +4,7 @@
 import t from 'tap'
 import { createServer, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { redisClusterParts } from '../../broker/cluster.js'
+import { prefixedChannels, redisClusterParts } from '../../broker/cluster.js'
 
 t.test('Redis errors on the cluster connections are reported, not thrown', async (t) => {
   const sockets = new Set<Socket>()
@@ -72,4 +72,44 @@ t.test('two deployments on one Redis do not hear each other (pub/sub channels ca
   // Anything b could hear would have come by now: it shares the Redis connection path and speed.
   await new Promise((r) => setTimeout(r, 200))
   t.same(heard.b, [], 'the other deployment hears nothing')
+})
+
+t.test('the channel prefix keeps nothing of a subscription once it is removed', async (t) => {
+  // An emitter that records what reaches it, matching topics exactly (enough for the wrapper).
+  type H = (p: { topic: string; [k: string]: unknown }, cb: () => void) => void
+  const listeners = new Map<string, H[]>()
+  const inner = {
+    state: {} as never,
+    on(topic: string, fn: H, done?: () => void) {
+      listeners.set(topic, [...(listeners.get(topic) ?? []), fn])
+      done?.()
+    },
+    removeListener(topic: string, fn: H, done?: () => void) {
+      listeners.set(topic, (listeners.get(topic) ?? []).filter((h) => h !== fn))
+      done?.()
+    },
+    emit(packet: { topic: string }, done?: () => void) {
+      for (const h of listeners.get(packet.topic) ?? []) h(packet, () => {})
+      done?.()
+    },
+    close(cb: () => void) {
+      cb()
+    },
+  }
+  const mq = prefixedChannels(inner, 'p:mqtt/')
+  const got: string[] = []
+  // aedes gives every subscription a handler of its own, closing over its client.
+  const handlers = Array.from({ length: 100 }, (_, i) => ((p: { topic: string }, cb: () => void) => (got.push(`${i} ${p.topic}`), cb())) as H)
+  for (const h of handlers) mq.on('devices/a/cmd', h)
+  mq.on('devices/a/cmd', handlers[0]!) // the same handler twice: both are removable
+  t.equal(mq.size, 101)
+  t.equal(listeners.get('p:mqtt/devices/a/cmd')?.length, 101, 'the inner emitter sees the prefixed topic')
+  mq.emit({ topic: 'devices/a/cmd' })
+  t.equal(got.length, 101)
+  t.equal(got[0], '0 devices/a/cmd', 'handlers see the topic without the prefix')
+  for (const h of handlers) mq.removeListener('devices/a/cmd', h)
+  mq.removeListener('devices/a/cmd', handlers[0]!)
+  mq.removeListener('devices/a/cmd', handlers[1]!) // already gone: a no-op
+  t.equal(mq.size, 0, 'no wrapper (and so no client) is kept')
+  t.equal(listeners.get('p:mqtt/devices/a/cmd')?.length, 0, 'and every one was removed from the inner emitter')
 })

@@ -64,3 +64,23 @@ t.test('handlers that throw or answer synchronously are not waited for forever',
   await app.close()
   t.pass('settled after a failed and a synchronous handler')
 })
+
+t.test('a handler that never finishes holds the close only up to the limit', async (t) => {
+  const app = Fastify({ logger: false })
+  const handlers = trackHandlers(app)
+  let started!: () => void
+  const handlerStarted = new Promise<void>((resolve) => (started = resolve))
+  app.get('/stuck', async () => {
+    started()
+    await new Promise(() => {})
+  })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as { port: number }
+  const socket = connect(port, '127.0.0.1')
+  socket.on('error', () => {})
+  socket.write('GET /stuck HTTP/1.1\r\nhost: x\r\n\r\n')
+  await handlerStarted
+  socket.destroy()
+  await app.close()
+  t.equal(await handlers.settled(200), 1, 'returns at the limit and reports the one still running')
+})
