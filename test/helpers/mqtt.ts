@@ -32,7 +32,7 @@ export function close(client: MqttClient): Promise<void> {
 }
 
 /** The next message on `topic` (exact match), as parsed JSON. */
-export function nextMessage<T = Record<string, unknown>>(client: MqttClient, topic: string, timeoutMs = 5000): Promise<{ payload: T; retain: boolean }> {
+export function nextMessage<T = Record<string, unknown>>(client: MqttClient, topic: string, timeoutMs = 15_000): Promise<{ payload: T; retain: boolean }> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       client.off('message', onMessage)
@@ -60,7 +60,7 @@ export function subscribe(client: MqttClient, topic: string, qos: 0 | 1 = 1, tim
 }
 
 /** Polls `check` until it returns a truthy value (for effects written asynchronously). */
-export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 5000): Promise<T> {
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const v = await check()
