@@ -401,8 +401,10 @@ t.test('a new session after the broker lost the old one gets the commands it nev
   // The device's first session: it subscribes, acknowledges one command, then goes away.
   const first = await connect(url(), persistent)
   await subscribe(first, dev.topics.cmd!)
+  // Listening before the request: the command can reach the device before the 202 reaches us.
+  const arriving = nextMessage<{ commandId: string }>(first, dev.topics.cmd!)
   const acked = await send(node.url, 'identify')
-  const got = await nextMessage<{ commandId: string }>(first, dev.topics.cmd!)
+  const got = await arriving
   t.equal(got.payload.commandId, acked)
   await new Promise<void>((resolve, reject) => first.publish(dev.topics.ack!, JSON.stringify({ commandId: acked, ok: true }), { qos: 1 }, (e) => (e ? reject(e) : resolve())))
   await close(first)
