@@ -54,7 +54,9 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 /** Starts `tsx src/server.ts`; `ready` resolves when `until` matches the output. */
 function startServer(env: Record<string, string>, until?: RegExp) {
   // Its own process group, so the teardown can stop tsx and the node process it starts.
-  const child = spawn(join(root, 'node_modules/.bin/tsx'), ['src/server.ts'], {
+  // node with tsx's loader, not the tsx CLI: the CLI is a parent process that relays signals to
+  // its child, and a relayed SIGINT was once lost (exit 130, our handler never ran).
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     cwd: root,
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
