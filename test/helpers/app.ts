@@ -125,19 +125,30 @@ export async function startApp(t: Tap, opts: StartOptions = {}): Promise<TestApp
   }
   Object.assign(env, opts.env)
   // A given PORT (with MQTT_PORT) restarts a service where its clients expect it.
-  const port = opts.env?.PORT ? Number(opts.env.PORT) : await freePort()
-  env.PORT = String(port)
-  env.BASE_URL ??= `http://127.0.0.1:${port}`
-  const config = loadConfig(env)
-  const app = await buildApp(config)
-  let closed = false
-  const close = async () => {
-    if (closed) return
-    closed = true
-    await app.close()
+  const fixed = opts.env?.PORT ? Number(opts.env.PORT) : undefined
+  const baseUrl = env.BASE_URL
+  for (let attempt = 1; ; attempt++) {
+    const port = fixed ?? (await freePort())
+    env.PORT = String(port)
+    env.BASE_URL = baseUrl ?? `http://127.0.0.1:${port}`
+    const config = loadConfig(env)
+    const app = await buildApp(config)
+    let closed = false
+    const close = async () => {
+      if (closed) return
+      closed = true
+      await app.close()
+    }
+    // Before listen: a failed listen must still close the broker and database the app opened.
+    t.teardown(close)
+    try {
+      await app.listen({ port, host: '127.0.0.1' })
+    } catch (err) {
+      // Another parallel file took the picked port between the check and the bind: pick again.
+      if ((err as { code?: string }).code !== 'EADDRINUSE' || fixed !== undefined || attempt >= 5) throw err
+      await close()
+      continue
+    }
+    return { app, config, url: `http://127.0.0.1:${port}`, dataDir, close }
   }
-  // Before listen: a failed listen must still close the broker and database the app opened.
-  t.teardown(close)
-  await app.listen({ port, host: '127.0.0.1' })
-  return { app, config, url: `http://127.0.0.1:${port}`, dataDir, close }
 }
