@@ -1,8 +1,15 @@
 // The Better Auth instance: every account, session, admin and organization operation of the
 // interface is one of its endpoints. We configure it; we do not reimplement it.
-import { betterAuth } from 'better-auth'
+import { betterAuth } from 'better-auth/minimal'
 import { drizzleAdapter } from 'better-auth/adapters/drizzle'
-import { admin, bearer, emailOTP, jwt, magicLink, multiSession, openAPI, organization } from 'better-auth/plugins'
+import { admin } from 'better-auth/plugins/admin'
+import { bearer } from 'better-auth/plugins/bearer'
+import { emailOTP } from 'better-auth/plugins/email-otp'
+import { jwt } from 'better-auth/plugins/jwt'
+import { magicLink } from 'better-auth/plugins/magic-link'
+import { multiSession } from 'better-auth/plugins/multi-session'
+import { openAPI } from 'better-auth/plugins/open-api'
+import { organization } from 'better-auth/plugins/organization'
 import { defaultRoles } from 'better-auth/plugins/admin/access'
 import { passkey } from '@better-auth/passkey'
 import { apiKey } from '@better-auth/api-key'
