@@ -39,6 +39,8 @@ export type SimDeviceOptions = {
   reconnectMaxMs?: number
   /** How long a reboot keeps the device away. */
   rebootMs?: number
+  /** A SUBSCRIBE unanswered this long ends the connection (and the device reconnects). */
+  subackTimeoutMs?: number
   /** Give up (PairingFailedError) after this many expired or denied pairings; 0 = never. */
   pairAttempts?: number
 }
@@ -103,6 +105,11 @@ const MIN_POLL_MS = 250
 /** RFC 8628 section 3.5: after slow_down the interval grows by 5 seconds. */
 const SLOW_DOWN_STEP = 5
 const MAX_POLL_INTERVAL = 60
+/**
+ * A SUBSCRIBE left unanswered this long ends the connection, as a device watchdog would: waiting
+ * for ever would leave the device connected but deaf, and never "online" for its fleet.
+ */
+const SUBACK_TIMEOUT_MS = 15_000
 const LOW_BATTERY = [15, 5]
 
 const sha256 = (buf: Buffer) => createHash('sha256').update(buf).digest('hex')
@@ -111,7 +118,7 @@ const round1 = (n: number) => Math.round(n * 10) / 10
 const EXTENSIONS: Record<string, string> = { 'image/bmp': 'bmp', 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp', 'image/gif': 'gif' }
 
 export class SimDevice extends EventEmitter<SimDeviceEvents> {
-  readonly opts: Required<Pick<SimDeviceOptions, 'transport' | 'statusIntervalMs' | 'drainPerHour' | 'drainPerImage' | 'reconnectMinMs' | 'reconnectMaxMs' | 'rebootMs' | 'pairAttempts' | 'firmware' | 'model'>> & SimDeviceOptions
+  readonly opts: Required<Pick<SimDeviceOptions, 'transport' | 'statusIntervalMs' | 'drainPerHour' | 'drainPerImage' | 'reconnectMinMs' | 'reconnectMaxMs' | 'rebootMs' | 'subackTimeoutMs' | 'pairAttempts' | 'firmware' | 'model'>> & SimDeviceOptions
   readonly api: ServiceApi
   readonly stats: SimStats = { messages: 0, prompts: 0, images: 0, configs: 0, commands: 0, duplicates: 0, errors: 0, reconnects: 0, statusReports: 0 }
 
@@ -121,6 +128,8 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
   private stopping = false
   private readonly abort = new AbortController()
   private pendingAction?: Action
+  /** Set when a connection ended before all downlink topics were granted: subscribe again even if the broker kept the session. */
+  private subscribeAgain = false
   private statusTimer?: NodeJS.Timeout
   private lastDrainAt = Date.now()
   private chain: Promise<void> = Promise.resolve()
@@ -141,6 +150,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
       reconnectMinMs: 1000,
       reconnectMaxMs: 30_000,
       rebootMs: 1000,
+      subackTimeoutMs: SUBACK_TIMEOUT_MS,
       pairAttempts: 0,
       firmware: DEFAULT_FIRMWARE,
       model: 'display-sim',
@@ -476,18 +486,23 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
   private async onOnline(client: MqttClient, url: string, sessionPresent: boolean): Promise<void> {
     const creds = this.state!.credentials!
     const id = creds.username
-    if (!sessionPresent) {
+    if (!sessionPresent || this.subscribeAgain) {
       // A new session (first connect, or a broker that lost it): subscribe to the downlink topics.
       // One topic per SUBSCRIBE, one after the other: aedes 1.2 with aedes-persistence-redis
       // never answers a SUBSCRIBE of several topics on a persistent session (it stores the whole
       // list once per topic, concurrently, and all but one of those writes wait forever).
+      this.subscribeAgain = true
       const topics = (['prompt', 'image', 'config', 'cmd'] as const).map((k) => creds.topics[k] ?? `devices/${id}/${k}`)
       for (const topic of topics) {
-        const granted = await new Promise<Array<{ qos: number }>>((resolve, reject) =>
-          client.subscribe(topic, { qos: 1 }, (err, g) => (err ? reject(err) : resolve(g ?? []))),
-        )
+        const granted = await this.subscribeOne(client, topic)
+        if (granted === undefined) {
+          this.fail(`no SUBACK for ${topic} within ${this.opts.subackTimeoutMs / 1000} s; reconnecting`)
+          client.end(true)
+          return
+        }
         if (granted.some((g) => g.qos === 128)) this.fail(`the broker refused the subscription to ${topic}`)
       }
+      this.subscribeAgain = false
     }
     if (client !== this.client || !client.connected) return
     // Only now is it online: from here on, whatever is published to it reaches it.
@@ -498,6 +513,19 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     this.statusTimer.unref()
     await this.reportStatus('connected')
     this.online?.resolve()
+  }
+
+  /** The granted QoS list, or undefined when the broker did not answer in time. */
+  private subscribeOne(client: MqttClient, topic: string): Promise<Array<{ qos: number }> | undefined> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => resolve(undefined), this.opts.subackTimeoutMs)
+      timer.unref()
+      client.subscribe(topic, { qos: 1 }, (err, g) => {
+        clearTimeout(timer)
+        if (err) reject(err)
+        else resolve(g ?? [])
+      })
+    })
   }
 
   private stopTimers() {

@@ -4,6 +4,8 @@
 // its reconnect delays grow exponentially with jitter inside their bounds.
 import t from 'tap'
 import { join } from 'node:path'
+import { connect as netConnect, createServer as createNetServer, type AddressInfo } from 'node:net'
+import mqttPacket from 'mqtt-packet'
 import { eq } from 'drizzle-orm'
 import { SimDevice, resolveProfile } from '../../device-sim/index.js'
 import { freePort, startApp } from '../helpers/app.js'
@@ -104,4 +106,47 @@ t.test('reconnect delays grow exponentially, with jitter, up to the cap', async 
     t.ok(delayMs >= ceiling / 2 && delayMs <= ceiling, `attempt ${attempt}: ${delayMs} ms within [${ceiling / 2}, ${ceiling}]`)
   }
   t.equal(delays.at(-1)!.delayMs <= 320, true, 'never above the cap')
+})
+
+t.test('a SUBSCRIBE the broker never answers: the device gives up on that connection, reconnects and subscribes again', async (t) => {
+  // A relay in front of the real broker that loses the device's first SUBSCRIBE, as a broker
+  // that stalls would: no SUBACK ever comes back on that connection.
+  const broker = new URL(mqttUrl(svc))
+  let swallowed = 0
+  const relay = createNetServer((inbound) => {
+    const outbound = netConnect(Number(broker.port), broker.hostname)
+    const parser = mqttPacket.parser({ protocolVersion: 4 })
+    parser.on('packet', (packet) => {
+      if (packet.cmd === 'subscribe' && swallowed === 0) {
+        swallowed += 1
+        return
+      }
+      outbound.write(mqttPacket.generate(packet))
+    })
+    inbound.on('data', (chunk) => parser.parse(chunk))
+    outbound.pipe(inbound)
+    const close = () => {
+      inbound.destroy()
+      outbound.destroy()
+    }
+    inbound.on('error', close).on('close', close)
+    outbound.on('error', close).on('close', close)
+  })
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => relay.close(resolve)))
+  const port = (relay.address() as AddressInfo).port
+
+  const warnings: string[] = []
+  const dev = new SimDevice({ server: svc.url, mqttUrl: `mqtt://127.0.0.1:${port}`, name: 'stalled', display: resolveProfile('bw-800x480'), statePath: join(dir, 'stalled.json'), claimToken: token, subackTimeoutMs: 500, reconnectMinMs: 50, reconnectMaxMs: 200 })
+  dev.on('warning', (w) => warnings.push(w.message))
+  t.teardown(() => dev.stop())
+  await dev.start()
+  t.equal(swallowed, 1, 'the first SUBSCRIBE was lost')
+  t.match(warnings.join('\n'), /no SUBACK for devices\/[^/]+\/prompt within 0\.5 s; reconnecting/)
+  t.ok(dev.stats.reconnects >= 1, 'it reconnected')
+
+  // Subscribed for real this time: a command reaches it.
+  const identified = nextEvent(dev, 'identify')
+  t.equal((await call(svc, 'POST', `/api/device/${dev.deviceId}/command`, token, { command: 'identify' })).status, 202)
+  t.equal((await identified).deviceId, dev.deviceId)
 })

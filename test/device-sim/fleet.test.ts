@@ -23,7 +23,16 @@ t.test(`fleet mode pairs and connects ${COUNT} devices`, async (t) => {
   t.teardown(() => fleet.stop())
   const progress: FleetStats[] = []
   fleet.on('progress', (s) => progress.push(s))
-  await fleet.start()
+  const warnings: string[] = []
+  for (const d of fleet.devices) d.on('warning', (w) => warnings.push(`${d.name}: ${w.message}`))
+  // A fleet that stalls fails here with what its devices said, not at the file's timeout.
+  let stalled: NodeJS.Timeout | undefined
+  await Promise.race([
+    fleet.start(),
+    new Promise((_, reject) => {
+      stalled = setTimeout(() => reject(new Error(`the fleet did not come up in 120 s: ${JSON.stringify(fleet.stats())}\n${warnings.slice(-20).join('\n')}`)), 120_000)
+    }),
+  ]).finally(() => clearTimeout(stalled))
 
   const stats = fleet.stats()
   t.equal(stats.total, COUNT)
