@@ -2,9 +2,8 @@
 // and the HTTP auth hook an external broker calls.
 import type { Auth } from '../src/auth/auth.js'
 import type { Database } from '../src/db/client.js'
-import { accessTo } from '../src/devices/access.js'
 import { matchesHash } from '../src/devices/codes.js'
-import { findDevice, findDeviceCredentials, type DeviceCredentialRow } from '../src/devices/repository.js'
+import { findDeviceCredentials, visiblePairs, type DeviceCredentialRow } from '../src/devices/repository.js'
 import { batched } from './batching.js'
 import { appSubscriptionTarget, deviceMayPublish, deviceMaySubscribe } from './topics.js'
 
@@ -62,10 +61,28 @@ export function mayPublish(identity: Identity, topic: string): boolean {
   return identity.kind === 'device' && deviceMayPublish(identity.deviceId, topic)
 }
 
-export async function maySubscribe(db: Database, identity: Identity, filter: string): Promise<boolean> {
+/** Decides whether an app may watch a device; concurrent checks (one SUBSCRIBE's filters, many apps) share one query. */
+export type AppAccessCheck = (userId: string, deviceId: string) => Promise<boolean>
+
+export function directAccessCheck(db: Database): AppAccessCheck {
+  return async (userId, deviceId) => (await visiblePairs(db, [{ userId, deviceId }])).has(`${userId}|${deviceId}`)
+}
+
+export function batchedAccessCheck(db: Database): AppAccessCheck {
+  const loader = batched<{ userId: string; deviceId: string }, boolean>(
+    async (pairs) => {
+      const visible = await visiblePairs(db, pairs)
+      return pairs.map((p) => visible.has(`${p.userId}|${p.deviceId}`))
+    },
+    { concurrency: 2, maxBatchSize: 500 },
+  )
+  return (userId, deviceId) => loader.load({ userId, deviceId })
+}
+
+export async function maySubscribe(identity: Identity, filter: string, canSee: AppAccessCheck): Promise<boolean> {
   if (identity.kind === 'device') return deviceMaySubscribe(identity.deviceId, filter)
   const target = appSubscriptionTarget(filter)
-  if (!target) return false
-  const dev = await findDevice(db, target)
-  return Boolean(dev && (await accessTo(db, dev, identity.userId)))
+  // Device ids are UUIDs: a filter naming anything else is refused without a query.
+  if (!target || !UUID.test(target)) return false
+  return canSee(identity.userId, target)
 }

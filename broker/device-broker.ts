@@ -4,15 +4,17 @@ import { randomUUID } from 'node:crypto'
 import type { Aedes, Client, PublishPacket } from 'aedes'
 import type { Auth } from '../src/auth/auth.js'
 import type { Database } from '../src/db/client.js'
-import { batchedLookup, checkCredentials, mayPublish, maySubscribe, type DeviceOwner, type Identity } from './credentials.js'
+import { batchedAccessCheck, batchedLookup, checkCredentials, mayPublish, maySubscribe, type DeviceOwner, type Identity } from './credentials.js'
 import type { DeviceLink } from '../src/devices/sessions.js'
-import { releaseNodeConnections } from '../src/devices/repository.js'
+import type { DownlinkHooks } from '../src/mqtt.js'
+import { nodesHoldingDevices, releaseNodeConnections } from '../src/devices/repository.js'
 import { insertEvents } from '../src/events/repository.js'
+import { liveSessionIds } from '../src/auth/users-repository.js'
 import { Publisher } from './publisher.js'
 import { attachPresence, type DisconnectReason, type PresenceChange } from './presence.js'
 import { connackError, createMqttServer, type BrokerLimits, type MqttServer } from './server.js'
-import { topicFor, type DownlinkKind } from './topics.js'
-import { attachUplink } from './uplink.js'
+import { downlinkKinds, parseDeviceTopic, topicFor, type DownlinkKind } from './topics.js'
+import { attachUplink, type UplinkStats } from './uplink.js'
 
 export type ClientMeta = {
   kind: 'device' | 'app'
@@ -23,8 +25,10 @@ export type ClientMeta = {
   reason?: DisconnectReason
   /** Devices: the owner their events are attributed to, as read at authentication. */
   owner?: DeviceOwner
-  /** A new persistent session: what to send again once the device has subscribed to it. */
-  catchUp?: Set<'cmd' | 'image'>
+  /** Apps: the session they connected with; a revoked one ends the connection (revalidateApps). */
+  sessionId?: string
+  /** Devices: whether the broker had a session for it at CONNACK, and the downlink kinds already sent again on this connection. */
+  session?: { resumed: boolean; resent: Set<DownlinkKind>; timer?: NodeJS.Timeout; maxAcked: number }
 }
 
 export type BrokerStats = { droppedPublishes: number; refusedSubscriptions: number; refusedConnections: number; droppedOffline: number }
@@ -33,8 +37,16 @@ export type DeviceBroker = DeviceLink & {
   server: MqttServer
   aedes: Aedes
   stats: BrokerStats
+  /** What devices sent: applied, refused as invalid or too large, acknowledgements of nothing. */
+  uplinkStats: UplinkStats
   listen(port: number, host?: string): Promise<number>
   listenTls(port: number, host?: string): Promise<number>
+  /**
+   * Ends the connections of companion apps whose session no longer acts for anyone (signed out,
+   * revoked, expired, user banned or deleted): called after every revocation, on every instance.
+   * Resolves with how many were closed.
+   */
+  revalidateApps(): Promise<number>
   close(): Promise<void>
 }
 
@@ -52,25 +64,44 @@ export type DeviceBrokerDeps = {
   /** Real online/offline changes of devices (see presence.ts). */
   onPresence?: (change: PresenceChange) => void
   /**
-   * A device with a persistent session connected and the broker had no session for it (first
-   * connect, or the broker lost it: a restart in single-node mode). The service sends again what
-   * the device has not acknowledged.
+   * The durable downlink (src/downlink/outbox.ts). `resend`: a device's session can receive
+   * downlink kinds it could not before (it subscribed, or a resumed session is ready), so the
+   * service sends what the device has not acknowledged of those kinds, except the seqs the broker
+   * still holds for it and will resend itself. `delivered`: the device acknowledged (PUBACK or
+   * up/ack) a numbered message. `seqOf` reads the seq a message's payload carries.
    */
-  onNewSession?: (deviceId: string, kind: 'cmd' | 'image') => void
+  downlink?: DownlinkHooks & { seqOf(payload: Buffer): number | undefined }
+  /** Cluster mode: how often nodes heartbeat (ms); a node silent for three intervals is dead. */
+  heartbeatMs?: number
   /** Cluster mode: how many messages wait in a client's stored queue (Redis persistence). */
   queuedFor?: (clientId: string) => Promise<number>
+}
+
+/** What aedes' persistence holds for sessions: their queued messages and the retained ones. */
+type StoredMessages = {
+  outgoingStream(c: { id: string }): AsyncIterable<{ topic?: string; payload?: Buffer | Uint8Array }>
+  createRetainedStreamCombi(patterns: string[]): AsyncIterable<{ topic?: string; payload?: Buffer | Uint8Array }>
 }
 
 /** Where refused publishes go: no filter reaches a $-topic through a wildcard (MQTT-4.7.2-1) and nobody may subscribe to it. */
 const DROP_TOPIC = '$drop/refused'
 /** Service-internal: asks whichever instance holds a device's session to close it. */
 const KICK_TOPIC = '$dps/kick'
+/** How long after a SUBSCRIBE the resend waits for the device's next SUBSCRIBE (devices subscribe topic by topic). */
+const SUBSCRIBE_SETTLE_MS = 100
 /**
  * The same for every device, so one buffer: a small Buffer.from() per connection is a slice of
  * Node's shared 8 KiB pool and kept every pool slab it landed in alive for the session's lifetime
  * (~8 KiB per idle session in the sessions benchmark).
  */
 const WILL_PAYLOAD = Buffer.from(JSON.stringify({ online: false, since: null, reason: 'connection_lost' }))
+
+/** The will the broker sets for every device (see authenticate): retained offline state on the device's own state topic. */
+function isDeviceWill(packet: PublishPacket): boolean {
+  const t = parseDeviceTopic(packet.topic)
+  const payload = packet.payload
+  return Boolean(t && t.rest.length === 1 && t.rest[0] === 'state' && packet.retain && Buffer.isBuffer(payload) && payload.equals(WILL_PAYLOAD))
+}
 
 /**
  * Closes a connection the way a clean DISCONNECT would: its will is dropped (and deleted from the
@@ -82,7 +113,7 @@ function withoutWill(client: Client): void {
 }
 
 export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<DeviceBroker> {
-  const { db, auth, log } = deps
+  const { db, auth, log, downlink } = deps
   const meta = new WeakMap<Client, ClientMeta>()
   /** The live connection of each device, set at authentication, before aedes registers it. */
   const current = new Map<string, Client>()
@@ -90,6 +121,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
   /** Messages published to each offline device since it was last connected (single-node mode). */
   const offlineQueued = new Map<string, number>()
   const lookup = batchedLookup(db)
+  const canSee = batchedAccessCheck(db)
 
   const refuse = (code: 2 | 3 | 4 | 5, message: string, done: (err: ReturnType<typeof connackError>, ok: boolean | null) => void) => {
     stats.refusedConnections += 1
@@ -119,6 +151,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     mq: deps.mq,
     persistence: deps.persistence,
     tls: deps.tls,
+    heartbeatMs: deps.heartbeatMs,
     onReject: (reason, address) => {
       stats.refusedConnections += 1
       log.warn({ reason, address }, 'mqtt connection refused')
@@ -132,13 +165,16 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
               // Apps watch live state (retained on subscribe); a stored session would keep another
               // user's queued messages under a client id they could reuse.
               if (!client.clean) return refuse(2, 'companion apps connect with a clean session', done)
+              // A will is published without its client (by another node, when this one dies), past
+              // the topic rules a live app is held to: apps, which only watch, may not set one.
+              if ((client as unknown as { _will?: unknown })._will) return refuse(5, 'companion apps may not set a last will', done)
               const userId = check.identity.userId
               const clients = (aedes as unknown as { clients: Record<string, Client> }).clients
               const holder = clients[client.id]
               if (holder && holder !== client && !holder.closed && meta.get(holder)?.subject !== userId) {
                 return refuse(2, 'this client id is in use by another account', done)
               }
-              meta.set(client, { kind: 'app', subject: userId, connectionId: newConnectionId() })
+              meta.set(client, { kind: 'app', subject: userId, connectionId: newConnectionId(), sessionId: check.session?.id })
               return done(null, true)
             }
             const deviceId = check.identity.deviceId
@@ -164,10 +200,12 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
       },
 
       authorizePublish(client, packet, done) {
-        // A stored will published after a restart has no client; it was authorized when stored.
-        if (!client) return done(null)
-        const m = meta.get(client)
-        const own = m?.kind === 'device' && ((client as unknown as { will?: unknown }).will === packet || mayPublish({ kind: 'device', deviceId: m.subject }, packet.topic))
+        const m = client && meta.get(client)
+        // A stored will published without its client (its node died, or this one restarted): only
+        // the will this broker sets for devices may go out, whatever else persistence holds.
+        const own = client
+          ? m?.kind === 'device' && ((client as unknown as { will?: unknown }).will === packet || mayPublish({ kind: 'device', deviceId: m.subject }, packet.topic))
+          : isDeviceWill(packet)
         if (!own) {
           // MQTT 3.1.1 has no negative PUBACK: accept it on the wire, deliver it to nobody, count it.
           stats.droppedPublishes += 1
@@ -185,7 +223,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
         }
         if (!m) return deny()
         const identity: Identity = m.kind === 'device' ? { kind: 'device', deviceId: m.subject } : { kind: 'app', userId: m.subject }
-        maySubscribe(db, identity, sub.topic)
+        maySubscribe(identity, sub.topic, canSee)
           .then((ok) => (ok ? done(null, sub) : deny()))
           .catch(deny)
       },
@@ -195,28 +233,91 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
   const { aedes } = server
   const publisher = new Publisher(aedes, 512)
   const presence = attachPresence({ aedes, db, meta, current, publisher, remoteAddress: server.remoteAddress, log, onPresence: deps.onPresence })
-  const uplink = attachUplink({ aedes, db, meta, log, queue: presence.queue })
+  const uplink = attachUplink({ aedes, db, meta, log, queue: presence.queue, hooks: { delivered: downlink?.delivered, reported: downlink?.reported } })
 
-  aedes.on('clientReady', (client) => {
-    const m = meta.get(client)
-    if (m?.kind === 'device') offlineQueued.delete(m.subject)
-  })
   aedes.on('connackSent', (packet, client) => {
     const m = meta.get(client)
-    if (m?.kind === 'device' && !client.clean && !(packet as { sessionPresent?: boolean }).sessionPresent) m.catchUp = new Set(['cmd', 'image'])
+    if (m?.kind === 'device') m.session = { resumed: Boolean((packet as { sessionPresent?: boolean }).sessionPresent), resent: new Set(), maxAcked: 0 }
   })
-  // After the SUBACK: a message published now reaches the new subscription.
-  aedes.on('subscribe', (subs, client) => {
+  aedes.on('clientReady', (client) => {
     const m = meta.get(client)
-    if (!m?.catchUp?.size) return
-    for (const kind of [...m.catchUp]) {
-      const topic = topicFor(m.subject, kind)
-      const covered = subs.some((s) => (s.qos as number) !== 128 && (s.topic === topic || s.topic === `devices/${m.subject}/+` || s.topic === `devices/${m.subject}/#`))
-      if (!covered) continue
-      m.catchUp.delete(kind)
-      deps.onNewSession?.(m.subject, kind)
-    }
+    if (m?.kind !== 'device') return
+    offlineQueued.delete(m.subject)
+    // A resumed session has its subscriptions back and its stored queue flushed by now.
+    if (m.session?.resumed) readyForDownlink(client, m, 0)
   })
+  // After the SUBACK: a message published now reaches the new subscription. A device subscribes
+  // to its topics one after another; waiting a moment lets the resend cover them all, in order.
+  aedes.on('subscribe', (_subs, client) => {
+    const m = meta.get(client)
+    if (m?.kind === 'device' && m.session) readyForDownlink(client, m, SUBSCRIBE_SETTLE_MS)
+  })
+  aedes.on('ack', (packet, client) => {
+    const m = client && meta.get(client)
+    const payload = (packet as PublishPacket | undefined)?.payload
+    if (m?.kind !== 'device' || !payload || !downlink) return
+    const seq = downlink.seqOf(payload as Buffer)
+    if (seq === undefined || parseDeviceTopic((packet as PublishPacket).topic)?.deviceId !== m.subject) return
+    // A config is published past the offline cap, so it does not mark how far the queue reached.
+    if (m.session && seq > m.session.maxAcked && (packet as PublishPacket).topic !== topicFor(m.subject, 'config')) m.session.maxAcked = seq
+    downlink.delivered(m.subject, seq).catch((err) => log.warn({ err, deviceId: m.subject, seq }, 'could not record a delivery'))
+  })
+
+  /** The downlink kinds this connection's subscriptions reach. */
+  function subscribedKinds(client: Client, deviceId: string): Set<DownlinkKind> {
+    const filters = Object.keys((client as unknown as { subscriptions: Record<string, { qos: number }> }).subscriptions ?? {})
+    const wide = filters.includes(`devices/${deviceId}/+`) || filters.includes(`devices/${deviceId}/#`)
+    return new Set(downlinkKinds.filter((k) => wide || filters.includes(topicFor(deviceId, k))))
+  }
+
+  function readyForDownlink(client: Client, m: ClientMeta, settleMs: number) {
+    const session = m.session
+    if (!session || !downlink) return
+    clearTimeout(session.timer)
+    const fresh = [...subscribedKinds(client, m.subject)].filter((k) => !session.resent.has(k))
+    if (!fresh.length) return
+    const run = () => {
+      session.timer = undefined
+      if (client.closed) return
+      const kinds = new Set([...subscribedKinds(client, m.subject)].filter((k) => !session.resent.has(k)))
+      for (const k of kinds) session.resent.add(k)
+      if (!kinds.size) return
+      storedSeqs(client, m.subject)
+        .then(({ holding, queuedUpTo }) => {
+          // A resumed session: the broker queued what was published while the device was away
+          // and is resending it (oldest first); it may have been acknowledged already. What the
+          // service still has to send comes after the newest of those.
+          const after = session.resumed ? Math.max(session.maxAcked, queuedUpTo) : undefined
+          return downlink.resend(m.subject, { kinds, holding, after })
+        })
+        .catch((err) => log.warn({ err, deviceId: m.subject }, 'could not send a device what it missed'))
+    }
+    // Every kind there is: no reason to wait for more.
+    if (settleMs === 0 || fresh.length + session.resent.size === downlinkKinds.length) run()
+    else session.timer = setTimeout(run, settleMs)
+  }
+
+  /**
+   * The seqs of messages the broker sends a client's session itself: its stored queue, and the
+   * retained config, which every SUBSCRIBE to the config topic gets.
+   */
+  async function storedSeqs(client: Client, deviceId: string): Promise<{ holding: Set<number>; queuedUpTo: number }> {
+    const holding = new Set<number>()
+    let queuedUpTo = 0
+    if (!downlink) return { holding, queuedUpTo }
+    const persistence = (aedes as unknown as { persistence: StoredMessages }).persistence
+    const config = topicFor(deviceId, 'config')
+    const add = (p: { topic?: string; payload?: Buffer | Uint8Array }) => {
+      const seq = p.payload ? downlink.seqOf(Buffer.from(p.payload)) : undefined
+      if (seq === undefined) return
+      holding.add(seq)
+      // A retained config is queued past the offline cap (see publish): it says nothing about what came before it.
+      if (p.topic !== config && seq > queuedUpTo) queuedUpTo = seq
+    }
+    if (!client.clean) for await (const p of persistence.outgoingStream({ id: client.id })) add(p)
+    for await (const p of persistence.createRetainedStreamCombi([config])) add(p)
+    return { holding, queuedUpTo }
+  }
 
   async function publish(deviceId: string, kind: DownlinkKind, payload: object, opts: { retain?: boolean } = {}) {
     // Caps each offline queue (the in-memory persistence has no cap of its own). Retained
@@ -273,40 +374,105 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     return false
   }
 
-  await releaseStaleConnections()
+  // Revocations arrive in bursts (a sign-out clears, an admin bans several users): one check runs
+  // at a time, and requests made meanwhile share the next one.
+  let revalidating: Promise<number> | undefined
+  let again: Promise<number> | undefined
+  function revalidateApps(): Promise<number> {
+    if (!revalidating) {
+      revalidating = checkApps().finally(() => (revalidating = undefined))
+      return revalidating
+    }
+    again ??= revalidating.catch(() => 0).then(() => {
+      again = undefined
+      return revalidateApps()
+    })
+    return again
+  }
+  async function checkApps(): Promise<number> {
+    const apps = Object.values((aedes as unknown as { clients: Record<string, Client> }).clients).filter((c) => meta.get(c)?.kind === 'app' && !c.closed)
+    if (!apps.length) return 0
+    const live = await liveSessionIds(db, [...new Set(apps.map((c) => meta.get(c)?.sessionId ?? ''))].filter(Boolean))
+    const revoked = apps.filter((c) => !live.has(meta.get(c)?.sessionId ?? ''))
+    await Promise.all(revoked.map((c) => new Promise<void>((resolve) => c.close(() => resolve()))))
+    if (revoked.length) log.info({ apps: revoked.length }, 'closed companion app connections whose session was revoked')
+    return revoked.length
+  }
+
+  await releaseNode(deps.id, 'server_shutdown')
+  // This node's own stored wills from its last run: the state published above replaces them.
+  const persistence = (aedes as unknown as { persistence: unknown }).persistence as { streamWill(brokers: object): AsyncIterable<{ clientId: string; brokerId: string }>; delWill(c: { id: string; brokerId: string }): Promise<unknown> }
+  for await (const will of persistence.streamWill({})) {
+    if (will.brokerId === deps.id) await persistence.delWill({ id: will.clientId, brokerId: will.brokerId })
+  }
+  const nodeWatch = deps.mq ? watchNodes() : undefined
 
   /**
-   * Devices this node still shows connected (it stopped without closing them: a crash) are
-   * recorded offline before it accepts connections, and their stored wills from that run are
-   * dropped, since the state published here replaces them.
+   * Devices the database shows connected through `node` when it cannot be holding them: this node
+   * at start (it stopped without closing them: a crash), or another node that went silent. They
+   * are recorded offline with a disconnect event for their connection, in one transaction, and
+   * their retained state says so. When several nodes notice the same dead one, the update gives
+   * each device to one of them.
    */
-  async function releaseStaleConnections() {
+  async function releaseNode(node: string, reason: 'server_shutdown' | 'node_lost') {
     const at = new Date()
-    // One transaction: a device is never shown offline without its disconnect recorded.
     const released = await db.transaction(async (tx) => {
-      const rows = await releaseNodeConnections(tx, deps.id, at)
+      const rows = await releaseNodeConnections(tx, node, at)
       await insertEvents(
         tx,
-        rows.map((d) => ({ type: 'device.disconnected', deviceId: d.id, userId: d.userId, organizationId: d.organizationId, data: { reason: 'server_shutdown', clean: false }, at })),
+        rows.map((d) => ({ type: 'device.disconnected', deviceId: d.id, userId: d.userId, organizationId: d.organizationId, data: { reason, clean: false, connectionId: d.previousConnectionId ?? null }, at })),
       )
       return rows
     })
-    if (released.length) {
-      for (const d of released) await presence.retainedState(d.id, { online: false, since: at.toISOString(), reason: 'server_shutdown' })
-      log.warn({ devices: released.length }, 'devices still shown connected through this node from its last run are now offline')
+    if (!released.length) return
+    for (const d of released) {
+      await presence.retainedState(d.id, { online: false, since: at.toISOString(), reason })
+      // A restart is not news to the owner; a node that died under a device is.
+      if (reason === 'node_lost' && d.wasActive) deps.onPresence?.({ deviceId: d.id, deviceName: d.name, userId: d.userId, online: false, reason, at })
     }
-    const persistence = (aedes as unknown as { persistence: unknown }).persistence as { streamWill(brokers: object): AsyncIterable<{ clientId: string; brokerId: string }>; delWill(c: { id: string; brokerId: string }): Promise<unknown> }
-    for await (const will of persistence.streamWill({})) {
-      if (will.brokerId === deps.id) await persistence.delWill({ id: will.clientId, brokerId: will.brokerId })
+    log.warn({ devices: released.length, node }, reason === 'node_lost' ? 'a cluster node went silent: its devices are now offline' : 'devices still shown connected through this node from its last run are now offline')
+  }
+
+  /**
+   * Cluster mode: every node heartbeats on the shared emitter (aedes); one silent for three
+   * intervals is dead. Nodes that died before this one could hear from them are found in the
+   * database once this node has listened for a whole window, and again every few intervals.
+   */
+  function watchNodes() {
+    const every = deps.heartbeatMs ?? 60_000
+    const startedAt = Date.now()
+    const heard = new Set<string>()
+    let rounds = 0
+    let running = false
+    const round = async () => {
+      const now = Date.now()
+      const brokers = (aedes as unknown as { brokers: Record<string, number> }).brokers
+      const alive = new Set([deps.id, ...Object.entries(brokers).filter(([, at]) => at + 3 * every >= now).map(([id]) => id)])
+      const dead = new Set([...heard].filter((id) => !alive.has(id)))
+      for (const id of alive) heard.add(id)
+      for (const id of dead) heard.delete(id)
+      if (now - startedAt > 3 * every && rounds++ % 6 === 0) for (const id of await nodesHoldingDevices(db)) if (!alive.has(id)) dead.add(id)
+      for (const id of dead) await releaseNode(id, 'node_lost')
     }
+    const timer = setInterval(() => {
+      if (running) return
+      running = true
+      round()
+        .catch((err) => log.warn({ err }, 'checking for dead cluster nodes failed'))
+        .finally(() => (running = false))
+    }, every)
+    timer.unref()
+    return { stop: () => clearInterval(timer) }
   }
 
   return {
     server,
     aedes,
     stats,
+    uplinkStats: uplink.stats,
     publish,
     kick: (id: string, reason?: string) => kick(id, (reason as DisconnectReason) ?? 'kicked'),
+    revalidateApps,
     listen: (port: number, host?: string) => server.listenTcp(port, host),
     listenTls: (port: number, host?: string) => server.listenTls(port, host),
     async close() {
@@ -315,6 +481,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
         if (m) m.reason ??= 'server_shutdown'
         withoutWill(client)
       }
+      nodeWatch?.stop()
       // Everything the service asked to publish goes out before the clients are closed.
       await publisher.drain()
       await server.close()

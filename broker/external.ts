@@ -6,7 +6,8 @@ import mqtt, { type MqttClient } from 'mqtt'
 import type { Database } from '../src/db/client.js'
 import type { DeviceLink } from '../src/devices/sessions.js'
 import { parseDeviceTopic, topicFor } from './topics.js'
-import { applyUplink, parseJson } from './uplink.js'
+import { applyUplink } from './uplink.js'
+import type { DownlinkHooks } from '../src/mqtt.js'
 
 export type ExternalLink = DeviceLink & { client: MqttClient; close(): Promise<void> }
 
@@ -17,6 +18,8 @@ export async function connectExternalBroker(opts: {
   password?: string
   db: Database
   log: { warn: (o: object | string, m?: string) => void }
+  /** The durable downlink: acknowledgements by up/ack (the broker's PUBACK to us says nothing about the device), and a resend when a device reports a new session. */
+  downlink: DownlinkHooks
 }): Promise<ExternalLink> {
   const client = await mqtt.connectAsync(opts.url, {
     clientId: opts.clientId,
@@ -29,11 +32,19 @@ export async function connectExternalBroker(opts: {
   })
   await client.subscribeAsync('devices/+/up/+', { qos: 1 })
   const pending = new Set<Promise<void>>()
+  const hooks = {
+    delivered: opts.downlink.delivered,
+    reported: opts.downlink.reported,
+    newSession: (deviceId: string) => {
+      opts.downlink.resend(deviceId, {}).catch((err) => opts.log.warn({ err, deviceId }, 'could not send a device what it missed'))
+    },
+  }
   client.on('message', (topic, payload) => {
     const t = parseDeviceTopic(topic)
-    const body = parseJson(payload)
-    if (!t || t.rest[0] !== 'up' || !body) return
-    const task = applyUplink(opts.db, t.deviceId, t.rest[1] as string, body).catch((err) => opts.log.warn({ err, topic }, 'uplink failed'))
+    if (!t || t.rest[0] !== 'up' || t.rest.length !== 2) return
+    const task = applyUplink(opts.db, t.deviceId, t.rest[1] as string, payload, hooks)
+      .then(() => {})
+      .catch((err) => opts.log.warn({ err, topic }, 'uplink failed'))
     pending.add(task)
     void task.finally(() => pending.delete(task))
   })

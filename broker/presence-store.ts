@@ -23,7 +23,8 @@ export type PresenceWrite = {
 }
 
 export type PresenceWritten = {
-  event: EventRow
+  /** Absent for a disconnect another node already recorded (the node the device moved to). */
+  event?: EventRow
   /** The device row as updated (absent when not updated, or when the device no longer exists). */
   device?: PresenceUpdated
   /** The device's newest event before this one, when asked for and the device was inactive. */
@@ -43,9 +44,18 @@ async function writeBatch(db: Database, writes: readonly PresenceWrite[]): Promi
     const comeBack = writes.filter((w) => w.previousWhenInactive && updated.get(w.deviceId)?.wasActive === false).map((w) => w.deviceId)
     // Read before this batch's events exist, so "previous" is really the one before.
     const previous = new Map((await lastDeviceEvents(tx, comeBack)).map((e) => [e.deviceId, e]))
-    const rows = await insertEvents(
-      tx,
-      writes.map((w) => ({
+    // A connect that replaced a live connection the database still showed (the device moved to
+    // this node, or its node died before recording the end): that connection's disconnect, written
+    // here unless its own node already did (one disconnect per connection, by a unique index).
+    const replaced = writes.flatMap((w) => {
+      const before = w.setActive ? updated.get(w.deviceId)?.previousConnectionId : undefined
+      if (!before || before === w.connectionId) return []
+      const data = { reason: 'takeover', clientId: w.deviceId, connectionId: before, replacedBy: w.connectionId }
+      return [{ type: 'device.disconnected', deviceId: w.deviceId, userId: w.owner?.userId ?? null, organizationId: w.owner?.organizationId ?? null, data, at: new Date(w.at.getTime() - 1) }]
+    })
+    const rows = await insertEvents(tx, [
+      ...replaced,
+      ...writes.map((w) => ({
         type: w.type,
         deviceId: w.deviceId,
         userId: w.owner?.userId ?? null,
@@ -53,12 +63,13 @@ async function writeBatch(db: Database, writes: readonly PresenceWrite[]): Promi
         data: superseded.has(w.deviceId) ? { ...w.data, reason: 'takeover' } : w.data,
         at: w.at,
       })),
-    )
+    ])
     // RETURNING keeps the order of VALUES in practice but does not promise it: match by content.
-    const byKey = new Map(rows.map((r) => [`${r.deviceId}|${r.type}`, r]))
+    const key = (deviceId: string | null, type: string, data: Record<string, unknown>) => `${deviceId}|${type}|${String(data.connectionId)}`
+    const byKey = new Map(rows.map((r) => [key(r.deviceId, r.type, r.data), r]))
     return writes.map((w) => {
-      const event = byKey.get(`${w.deviceId}|${w.type}`)
-      if (!event) return new Error(`event of ${w.deviceId} not stored`)
+      const event = byKey.get(key(w.deviceId, w.type, w.data))
+      if (!event && w.type !== 'device.disconnected') return new Error(`event of ${w.deviceId} not stored`)
       return { event, device: updated.get(w.deviceId), previous: previous.get(w.deviceId), superseded: superseded.has(w.deviceId) }
     })
   })

@@ -9,7 +9,7 @@ import { createPresenceStore } from './presence-store.js'
 import type { Publisher } from './publisher.js'
 import { topicFor } from './topics.js'
 
-export type DisconnectReason = 'client_disconnect' | 'keepalive_timeout' | 'takeover' | 'kicked' | 'socket_error' | 'server_shutdown'
+export type DisconnectReason = 'client_disconnect' | 'keepalive_timeout' | 'takeover' | 'kicked' | 'socket_error' | 'server_shutdown' | 'node_lost'
 
 /** A device that really went online or offline: not a takeover, not a shutdown or the reconnect after one. */
 export type PresenceChange = { deviceId: string; deviceName: string; userId: string; online: boolean; reason?: DisconnectReason; at: Date }
@@ -87,7 +87,7 @@ export function attachPresence({ aedes, db, meta, current, publisher, remoteAddr
       const afterShutdown = previous?.type === 'device.disconnected' && previous.data.reason === 'server_shutdown'
       if (device && !device.wasActive && !afterShutdown) onPresence?.({ deviceId: device.id, deviceName: device.name, userId: device.userId, online: true, at })
       await retained(m.subject, { online: true, since: at.toISOString() })
-      await announce(m.subject, event)
+      if (event) await announce(m.subject, event)
     })
   })
 
@@ -115,7 +115,7 @@ export function attachPresence({ aedes, db, meta, current, publisher, remoteAddr
       const offline = !takenOver && !superseded
       if (offline && device && reason !== 'server_shutdown') onPresence?.({ deviceId: device.id, deviceName: device.name, userId: device.userId, online: false, reason, at })
       if (offline && reason !== 'server_shutdown') await retained(m.subject, { online: false, since: at.toISOString(), reason })
-      if (reason !== 'server_shutdown') await announce(m.subject, event)
+      if (reason !== 'server_shutdown' && event) await announce(m.subject, event)
     })
   })
 

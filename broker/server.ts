@@ -8,6 +8,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { Aedes, type AedesOptions, type Client } from 'aedes'
 import { createWebSocketStream, WebSocketServer } from 'ws'
+import { connackGate } from './connack-gate.js'
 import { dedupeByIdentity } from './dedupe.js'
 import { withRetainedTree } from './retained.js'
 
@@ -64,6 +65,8 @@ export async function createMqttServer(opts: {
   persistence?: AedesOptions['persistence']
   onReject?: (reason: string, remoteAddress?: string) => void
   tls?: { key: Buffer; cert: Buffer }
+  /** aedes' heartbeatInterval in ms (default 60,000). */
+  heartbeatMs?: number
 }): Promise<MqttServer> {
   const { limits } = opts
   const connInfo = new WeakMap<object, ConnInfo>()
@@ -78,6 +81,9 @@ export async function createMqttServer(opts: {
     queueLimit: limits.queueLimit,
     maxInflightInbound: limits.maxInflight,
     maxClientsIdLength: 128,
+    // How often a node tells the cluster it is alive; a node silent for three intervals is dead
+    // (its stored wills are published, and the device side releases its devices).
+    ...(opts.heartbeatMs ? { heartbeatInterval: opts.heartbeatMs } : {}),
     connectTimeout: 10_000,
     drainTimeout: 30_000,
     ...opts.hooks,
@@ -92,6 +98,7 @@ export async function createMqttServer(opts: {
     },
     preConnect(client, packet, done) {
       dedupeByIdentity(client)
+      gate.hold(client)
       // MQTT-3.1.3-8: an empty client id needs CleanSession=1; aedes would invent an id instead.
       if (!packet.clientId && packet.clean === false) {
         ;(client as Client & { _refuse?: RefuseReason })._refuse = { code: 2, message: 'a persistent session needs a client id' }
@@ -107,6 +114,7 @@ export async function createMqttServer(opts: {
     },
   })
 
+  const gate = connackGate(aedes)
   const seen = new Map<string, { count: number; resetAt: number }>()
   function admit(address: string | undefined): boolean {
     if (!address || limits.connectRate <= 0) return true

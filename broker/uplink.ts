@@ -1,5 +1,7 @@
 // Uplink from devices: up/status updates what the device reports (battery, firmware, shown
-// image, config version → isSynced); up/ack acknowledges a command or a delivery.
+// image, config version → isSynced); up/ack acknowledges a command or a numbered downlink
+// message. What a device sends is bounded: a size per topic, known fields of bounded length, and
+// an acknowledgement is stored only when it names something real.
 import type { Aedes, Client } from 'aedes'
 import type { Database } from '../src/db/client.js'
 import { ackCommand, applyDeviceReport } from '../src/devices/repository.js'
@@ -8,12 +10,31 @@ import { insertEvent } from '../src/events/repository.js'
 import type { ClientMeta } from './device-broker.js'
 import { parseDeviceTopic } from './topics.js'
 
+/** Largest payload accepted per uplink topic; a status or an ack is a few hundred bytes. */
+export const UPLINK_MAX_BYTES: Readonly<Record<string, number>> = { status: 4096, ack: 4096 }
+
+export type UplinkStats = { applied: number; invalid: number; oversized: number; unmatchedAcks: number }
+
+export type UplinkHooks = {
+  /** A numbered downlink message was acknowledged; resolves with its kind, or undefined when the device never got such a message. */
+  delivered?(deviceId: string, seq: number): Promise<string | undefined>
+  /** The device reported the config version it applies and the image it shows. */
+  reported?(deviceId: string, report: { configVersion?: number; shownImageId?: string | null }): Promise<void>
+  /**
+   * The device says it started a session the broker had no state for (sessionPresent false in its
+   * first status after connecting). Only the external-broker mode needs it: the embedded broker
+   * sees CONNACK itself.
+   */
+  newSession?(deviceId: string): void
+}
+
 type Deps = {
   aedes: Aedes
   db: Database
   meta: WeakMap<Client, ClientMeta>
   log: { warn: (o: object | string, m?: string) => void }
   queue: (deviceId: string, task: () => Promise<void>) => Promise<void>
+  hooks: UplinkHooks
 }
 
 export function parseJson(buf: Buffer): Record<string, unknown> | null {
@@ -27,9 +48,39 @@ export function parseJson(buf: Buffer): Record<string, unknown> | null {
 
 const num = (v: unknown, min: number, max: number) => (typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max ? v : undefined)
 const text = (v: unknown, max: number) => (typeof v === 'string' && v.length <= max ? v : undefined)
+const int = (v: unknown) => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : undefined)
 
-/** Applies one uplink message of a device; used by the embedded broker and the external-broker client. */
-export async function applyUplink(db: Database, deviceId: string, kind: string, body: Record<string, unknown>): Promise<void> {
+/** The fields of an acknowledgement that are kept, each bounded; anything else a device adds is dropped. */
+function ackRecord(body: Record<string, unknown>): Record<string, unknown> {
+  const record: Record<string, unknown> = {
+    seq: int(body.seq),
+    commandId: text(body.commandId, 100),
+    command: text(body.command, 32),
+    kind: text(body.kind, 16),
+    ok: typeof body.ok === 'boolean' ? body.ok : undefined,
+    error: typeof body.error === 'string' ? body.error.slice(0, 500) : undefined,
+    version: int(body.version),
+    imageId: text(body.imageId, 100),
+    promptId: text(body.promptId, 100),
+    shownImageId: text(body.shownImageId, 100),
+    sha256: text(body.sha256, 64),
+    seconds: num(body.seconds, 0, 86_400 * 365),
+  }
+  return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined))
+}
+
+export type UplinkOutcome = 'applied' | 'invalid' | 'oversized' | 'unmatched'
+
+/**
+ * Applies one uplink message of a device; used by the embedded broker and the external-broker
+ * client. `payload` is the raw message, checked for size before it is parsed.
+ */
+export async function applyUplink(db: Database, deviceId: string, kind: string, payload: Buffer, hooks: UplinkHooks): Promise<UplinkOutcome> {
+  const max = UPLINK_MAX_BYTES[kind]
+  if (max === undefined) return 'invalid'
+  if (payload.length > max) return 'oversized'
+  const body = parseJson(payload)
+  if (!body) return 'invalid'
   if (kind === 'status') {
     const report: DeviceReport = {
       battery: num(body.battery, 0, 100),
@@ -39,16 +90,31 @@ export async function applyUplink(db: Database, deviceId: string, kind: string, 
       reportedAt: new Date().toISOString(),
     }
     await applyDeviceReport(db, deviceId, JSON.parse(JSON.stringify(report)))
-  } else if (kind === 'ack') {
-    const commandId = text(body.commandId, 100)
-    const cmd = commandId ? await ackCommand(db, deviceId, commandId, body) : undefined
-    await insertEvent(db, { type: 'device.ack', deviceId, userId: cmd?.userId, data: { ...body, matched: Boolean(cmd) } })
+    await hooks.reported?.(deviceId, { configVersion: report.configVersion, shownImageId: report.shownImageId })
+    if (body.sessionPresent === false) hooks.newSession?.(deviceId)
+    return 'applied'
   }
+  const record = ackRecord(body)
+  const seq = record.seq as number | undefined
+  const commandId = record.commandId as string | undefined
+  const [cmd, messageKind] = await Promise.all([
+    commandId ? ackCommand(db, deviceId, commandId, record) : undefined,
+    seq !== undefined && hooks.delivered ? hooks.delivered(deviceId, seq) : undefined,
+  ])
+  // An acknowledgement of nothing the service sent is counted, not stored: a device (or whoever
+  // holds its secret) cannot fill the event log with made-up ids.
+  if (!cmd && !messageKind) return 'unmatched'
+  await insertEvent(db, { type: 'device.ack', deviceId, userId: cmd?.userId, data: { ...record, matched: true } })
+  return 'applied'
 }
 
-export function attachUplink({ aedes, db, meta, log, queue }: Deps) {
-  let invalid = 0
+export function attachUplink({ aedes, db, meta, log, queue, hooks }: Deps) {
+  const stats: UplinkStats = { applied: 0, invalid: 0, oversized: 0, unmatchedAcks: 0 }
   const pending = new Set<Promise<void>>()
+  const count = (outcome: UplinkOutcome) => {
+    if (outcome === 'unmatched') stats.unmatchedAcks += 1
+    else stats[outcome] += 1
+  }
 
   aedes.on('publish', (packet, client) => {
     if (!client) return
@@ -56,22 +122,18 @@ export function attachUplink({ aedes, db, meta, log, queue }: Deps) {
     if (m?.kind !== 'device') return
     const t = parseDeviceTopic(packet.topic)
     if (!t || t.deviceId !== m.subject || t.rest[0] !== 'up') return
-    const body = parseJson(packet.payload as Buffer)
-    if (!body) {
-      invalid += 1
-      return
-    }
     const deviceId = m.subject
     const kind = t.rest[1] as string
-    const task = queue(deviceId, () => applyUplink(db, deviceId, kind, body))
+    const payload = packet.payload as Buffer
+    // Refused before it waits in the device's queue: the check costs nothing.
+    if (payload.length > (UPLINK_MAX_BYTES[kind] ?? 0)) return count(UPLINK_MAX_BYTES[kind] === undefined ? 'invalid' : 'oversized')
+    const task = queue(deviceId, async () => count(await applyUplink(db, deviceId, kind, payload, hooks)))
     pending.add(task)
     void task.finally(() => pending.delete(task))
   })
 
   return {
-    get invalid() {
-      return invalid
-    },
+    stats,
     async settled() {
       await Promise.allSettled([...pending])
     },

@@ -863,6 +863,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/device/{id}/downlink": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Messages sent to a device, newest first, and whether each arrived */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    /** @description only messages with a lower seq (the previous page’s nextBefore) */
+                    before?: number;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            messages: {
+                                /** @description the device's sequence number; the MQTT message carries it as `seq` */
+                                seq: number;
+                                /** @enum {string} */
+                                kind: "prompt" | "image" | "config" | "cmd";
+                                /**
+                                 * @description pending until the device acknowledges it; superseded when a newer config or image replaced it first
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "delivered" | "superseded";
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** Format: date-time */
+                                deliveredAt: string | null;
+                            }[];
+                            nextBefore: number | null;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                404: components["responses"]["NotFound"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/device": {
         parameters: {
             query?: never;

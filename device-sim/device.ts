@@ -46,11 +46,13 @@ export type SimDeviceOptions = {
 }
 
 export type PairingInfo = PendingPairing & { resumed: boolean }
-export type PromptMessage = { promptId: string; text: string; negativeText?: string | null; style?: string | null; model?: string; createdAt?: string }
-export type ImageMessage = { imageId: string; url: string; format: string; width: number; height: number; bytes: number; sha256: string; contentType: string; data?: string }
-export type ConfigMessage = { version: number; name?: string; selectedModel?: string; color?: string; icon?: string; display?: DisplayProfile }
-export type CommandMessage = { commandId: string; command: string; args?: { seconds?: number }; issuedAt?: string }
-export type StatusReport = { battery: number; firmware: string; shownImageId: string | null; configVersion: number }
+/** Every downlink message carries `seq`, the service's per-device sequence number; acknowledging it tells the service it arrived. */
+type Numbered = { seq?: number }
+export type PromptMessage = Numbered & { promptId: string; text: string; negativeText?: string | null; style?: string | null; model?: string; createdAt?: string }
+export type ImageMessage = Numbered & { imageId: string; url: string; format: string; width: number; height: number; bytes: number; sha256: string; contentType: string; data?: string }
+export type ConfigMessage = Numbered & { version: number; name?: string; selectedModel?: string; color?: string; icon?: string; display?: DisplayProfile }
+export type CommandMessage = Numbered & { commandId: string; command: string; args?: { seconds?: number }; issuedAt?: string }
+export type StatusReport = { battery: number; firmware: string; shownImageId: string | null; configVersion: number; sessionPresent?: boolean }
 
 export type SimDeviceEvents = {
   /** A pairing code to show the user (a new one, or one resumed from the state file). */
@@ -511,7 +513,9 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     this.stopTimers()
     this.statusTimer = setInterval(() => void this.reportStatus('schedule'), this.opts.statusIntervalMs)
     this.statusTimer.unref()
-    await this.reportStatus('connected')
+    // The first report of a connection says whether the broker kept the session: behind an
+    // external broker the service learns of a lost session only this way.
+    await this.reportStatus('connected', { sessionPresent })
     this.online?.resolve()
   }
 
@@ -589,13 +593,14 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
   }
 
   /** Sends up/status now (on a schedule, and after every change). */
-  async reportStatus(reason: string): Promise<StatusReport> {
+  async reportStatus(reason: string, extra: Pick<StatusReport, 'sessionPresent'> = {}): Promise<StatusReport> {
     this.drain()
     const report: StatusReport = {
       battery: round1(this.state!.battery),
       firmware: this.opts.firmware,
       shownImageId: this.state!.image?.imageId ?? null,
       configVersion: this.state!.configVersion,
+      ...extra,
     }
     if (await this.publish(this.topic('status'), report)) {
       this.stats.statusReports += 1
@@ -632,7 +637,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     }
     this.stats.prompts += 1
     this.emit('prompt', msg)
-    await this.sendAck({ kind: 'prompt', promptId: msg.promptId ?? null, ok: true })
+    await this.sendAck({ kind: 'prompt', seq: msg.seq, promptId: msg.promptId ?? null, ok: true })
   }
 
   private async onConfig(msg: ConfigMessage) {
@@ -642,7 +647,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     this.stats.configs += 1
     if (changed) await this.save()
     this.emit('config', { message: msg, changed })
-    await this.sendAck({ kind: 'config', version: msg.version, ok: true })
+    await this.sendAck({ kind: 'config', seq: msg.seq, version: msg.version, ok: true })
     if (changed) await this.reportStatus('config')
   }
 
@@ -688,14 +693,14 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     this.stats.images += 1
     await this.save()
     this.emit('image', { message: msg, file, bytes, refreshed })
-    if (!refreshed) await this.sendAck({ kind: 'image', imageId: msg.imageId, ok: true, sha256: digest })
+    if (!refreshed) await this.sendAck({ kind: 'image', seq: msg.seq, imageId: msg.imageId, ok: true, sha256: digest })
     await this.reportStatus(refreshed ? 'refresh' : 'image')
   }
 
   private async imageFailed(msg: ImageMessage, error: string) {
     this.stats.errors += 1
     this.emit('image-failed', { message: msg, error })
-    await this.sendAck({ kind: 'image', imageId: msg.imageId, ok: false, error })
+    await this.sendAck({ kind: 'image', seq: msg.seq, imageId: msg.imageId, ok: false, error })
   }
 
   private async onCommand(msg: CommandMessage) {
@@ -709,7 +714,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     await this.save()
     this.stats.commands += 1
     this.emit('command', msg)
-    const ack = (extra: Record<string, unknown> = {}) => this.sendAck({ commandId: msg.commandId, command: msg.command, ok: true, ...extra })
+    const ack = (extra: Record<string, unknown> = {}) => this.sendAck({ seq: msg.seq, commandId: msg.commandId, command: msg.command, ok: true, ...extra })
     switch (msg.command) {
       case 'identify':
         this.emit('identify', { deviceId: state.credentials!.username, name: this.opts.name })
@@ -730,7 +735,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
       case 'sleep': {
         const seconds = msg.command === 'sleep' ? Number(msg.args?.seconds) : this.opts.rebootMs / 1000
         if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 86_400) {
-          await this.sendAck({ commandId: msg.commandId, command: msg.command, ok: false, error: 'sleep needs args.seconds from 1 to 86400' })
+          await this.sendAck({ seq: msg.seq, commandId: msg.commandId, command: msg.command, ok: false, error: 'sleep needs args.seconds from 1 to 86400' })
           return
         }
         // Acknowledge first and wait for the broker's PUBACK, then go away.
@@ -743,7 +748,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
         return
       }
       default:
-        await this.sendAck({ commandId: msg.commandId, command: msg.command, ok: false, error: 'UNKNOWN_COMMAND' })
+        await this.sendAck({ seq: msg.seq, commandId: msg.commandId, command: msg.command, ok: false, error: 'UNKNOWN_COMMAND' })
     }
   }
 }

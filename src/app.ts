@@ -23,7 +23,8 @@ import { deviceRoutes } from './devices/routes.js'
 import { createDeviceService, type DeviceService } from './devices/service.js'
 import type { DeviceLink } from './devices/sessions.js'
 import { startBroker } from './mqtt.js'
-import { createCatchUp } from './devices/catch-up.js'
+import { createOutbox, type Outbox, type ResendOptions } from './downlink/outbox.js'
+import { downlinkRoutes } from './downlink/routes.js'
 import { demoRoutes } from './generation/demo.js'
 import { generationRoutes } from './generation/routes.js'
 import { createGenerationService, type GenerationService } from './generation/service.js'
@@ -37,6 +38,7 @@ import { verificationPage } from './devices/verification-page.js'
 import { mqttAuthRoutes } from './devices/mqtt-auth-routes.js'
 import { eventRecordSchema } from './events/records.js'
 import { createObjectStore } from './storage/index.js'
+import { joinCluster } from './cluster/membership.js'
 import type { ObjectStore } from './storage/store.js'
 import { createNotifications, notificationRoutes, type Notifier } from './notifications/index.js'
 import { fileRoutes } from './storage/routes.js'
@@ -54,6 +56,8 @@ declare module 'fastify' {
     redis?: RedisHandle
     devices: DeviceService
     deviceLink: DeviceLink
+    /** The durable downlink: numbered, stored messages to devices (deviceLink is the same object). */
+    downlink: Outbox
     storage: ObjectStore
     sessionCache: SessionCache
     generation: GenerationService
@@ -120,6 +124,12 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   app.decorate('storage', storage)
   app.addHook('onClose', async () => storage.close())
 
+  if (redis) {
+    // Before anything reads what another node wrote (sessions, keys, images): same cluster, same everything.
+    const membership = await joinCluster({ redis, db: database.db, storage, authSecret: config.authSecret, refreshMs: config.mqtt.heartbeatMs })
+    app.addHook('onClose', async () => membership.close())
+  }
+
   const auth = createAuth({ config, db: database.db, mailer, redis, log: app.log })
   app.decorate('auth', auth)
   const sessionCache = await createSessionCache({ ttlMs: config.sessionCacheTtlMs, redis, onError: (err) => app.log.warn({ err }, 'session cache') })
@@ -150,10 +160,19 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
     for (const stop of producers) await stop()
   })
 
-  // Bound once the link exists: the catch-up publishes through it.
-  let catchUp: ReturnType<typeof createCatchUp> | undefined
-  const link = await startBroker(app, { config, db: database.db, auth, redis, onPresence: notifications.notifier.onPresence, onNewSession: (id, kind) => catchUp?.(id, kind) })
-  catchUp = createCatchUp({ db: database.db, link, storage, baseUrl: config.baseUrl, log: app.log })
+  // Every message to a device goes through the outbox, which hands it to the broker (or the
+  // external broker) once it is stored; bound once the transport exists.
+  let outbox: Outbox | undefined
+  const downlink = {
+    delivered: async (id: string, seq: number) => outbox?.delivered(id, seq),
+    reported: async (id: string, report: { configVersion?: number; shownImageId?: string | null }) => outbox?.reported(id, report),
+    resend: async (id: string, opts: ResendOptions) => (outbox ? outbox.resend(id, opts) : 0),
+  }
+  const transport = await startBroker(app, { config, db: database.db, auth, redis, onPresence: notifications.notifier.onPresence, downlink })
+  const link = (outbox = createOutbox({ db: database.db, transport, limits: config.downlink, log: app.log }))
+  app.decorate('downlink', outbox)
+  // Acknowledgements received before the broker closed are written before the database closes.
+  app.addHook('onClose', async () => outbox?.settled())
   // After the broker's own preClose: presence notifications it started finish before the database closes.
   app.addHook('preClose', async () => notifications.notifier.idle())
   app.decorate('deviceLink', link)
@@ -162,6 +181,7 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   if (config.devices.autoApproveUserEmail) app.log.warn({ email: config.devices.autoApproveUserEmail }, 'DEVICE_AUTO_APPROVE_USER_EMAIL is set: every new device is claimed for this account (development only)')
   app.decorate('devices', devices)
   await app.register(deviceRoutes, { auth, db: database.db, devices })
+  await app.register(downlinkRoutes, { auth, db: database.db })
   await app.register(verificationPage)
   await app.register(mqttAuthRoutes, { auth, db: database.db, config, redis })
   await app.register(notificationRoutes, { auth, db: database.db, notifier: notifications.notifier })
@@ -192,7 +212,8 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   // Unfinished jobs (from before a restart too) are picked up once the app is ready.
   app.addHook('onReady', async () => generation.runner.start())
   producers.push(() => generation.close())
-  startSweeper(app, devices, config.devices.sweepInterval)
+  // Apps' sessions also end by expiry, which no request announces: checked with every sweep.
+  startSweeper(app, [() => devices.sweep(), () => link.sweep(), async () => app.broker?.revalidateApps()], config.devices.sweepInterval)
   // Registered last, so it runs first of the onClose hooks (they run in reverse), once the HTTP
   // server has closed: handlers whose clients left finish before anything they use is closed.
   app.addHook('onClose', async () => {
@@ -201,10 +222,13 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   })
 }
 
-/** Marks stale pending pairings expired; reads check expiry too, so this only keeps the table honest. */
-function startSweeper(app: FastifyInstance, devices: DeviceService, everySeconds: number) {
+/**
+ * Periodic upkeep: stale pending pairings marked expired (reads check expiry too, so this only
+ * keeps the table honest), the downlink's bound enforced, expired app sessions disconnected.
+ */
+function startSweeper(app: FastifyInstance, sweeps: Array<() => Promise<unknown>>, everySeconds: number) {
   const timer = setInterval(() => {
-    devices.sweep().catch((err) => app.log.warn({ err }, 'device sweep failed'))
+    for (const sweep of sweeps) sweep().catch((err) => app.log.warn({ err }, 'sweep failed'))
   }, everySeconds * 1000)
   timer.unref()
   app.addHook('onClose', async () => clearInterval(timer))

@@ -10,6 +10,7 @@ import { ConfigError, type Config } from './config.js'
 import type { Database } from './db/client.js'
 import type { DeviceLink } from './devices/sessions.js'
 import type { RedisHandle } from './redis/client.js'
+import { seqOf, type ResendOptions } from './downlink/outbox.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -18,16 +19,26 @@ declare module 'fastify' {
   }
 }
 
+/** What the transport tells the durable downlink (src/downlink/outbox.ts). */
+export type DownlinkHooks = {
+  /** The device acknowledged a numbered message; resolves with its kind, or undefined when there is no such message. */
+  delivered(deviceId: string, seq: number): Promise<string | undefined>
+  /** The device reported the config version it applies and the image it shows. */
+  reported(deviceId: string, report: { configVersion?: number; shownImageId?: string | null }): Promise<void>
+  /** The device can receive these kinds now: send what it lacks, except what the broker holds for it. */
+  resend(deviceId: string, opts: ResendOptions): Promise<number>
+}
+
 export async function startBroker(
   app: FastifyInstance,
-  deps: { config: Config; db: Database; auth: Auth; redis?: RedisHandle; onPresence?: (change: PresenceChange) => void; onNewSession?: (deviceId: string, kind: 'cmd' | 'image') => void },
+  deps: { config: Config; db: Database; auth: Auth; redis?: RedisHandle; onPresence?: (change: PresenceChange) => void; downlink: DownlinkHooks },
 ): Promise<DeviceLink> {
   const { config } = deps
   if (config.mqtt.external) {
     const ext = config.mqtt.external
     // The MQTT client library is needed only in this mode.
     const { connectExternalBroker } = await import('../broker/external.js')
-    const link = await connectExternalBroker({ url: ext.url, username: ext.username, password: ext.password, clientId: `dps-service-${config.mqtt.brokerId}`, db: deps.db, log: app.log })
+    const link = await connectExternalBroker({ url: ext.url, username: ext.username, password: ext.password, clientId: `dps-service-${config.mqtt.brokerId}`, db: deps.db, log: app.log, downlink: deps.downlink })
     app.addHook('preClose', async () => link.close())
     return link
   }
@@ -41,9 +52,10 @@ export async function startBroker(
     mq: cluster?.mq,
     persistence: cluster?.persistence,
     offlineQueueLimit: config.mqtt.offlineQueueLimit,
+    heartbeatMs: cluster ? config.mqtt.heartbeatMs : undefined,
     tls: config.mqtt.tls ? { cert: readFileSync(config.mqtt.tls.certFile), key: readFileSync(config.mqtt.tls.keyFile) } : undefined,
     onPresence: deps.onPresence,
-    onNewSession: deps.onNewSession,
+    downlink: { ...deps.downlink, seqOf },
     queuedFor: cluster?.queuedFor,
   })
   app.decorate('broker', broker)

@@ -1,96 +1,27 @@
-// The real entry point, as `npm start` runs it: tsx on src/server.ts in its own process.
-// The tsx binary is spawned directly (what `npx tsx` resolves to): npm exec runs it through a
-// shell and does not pass SIGTERM on, so the signal would never reach the server.
+// The real entry point, as `npm start` runs it, in its own process (test/helpers/child.ts):
+// npm exec would run it through a shell that does not pass SIGTERM on.
 import t from 'tap'
-import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import postgres from 'postgres'
 import { freePort } from './helpers/app.js'
+import { childBacking, startServiceProcess } from './helpers/child.js'
 
-type Run = { code: number | null; signal: NodeJS.Signals | null; output: string }
-
-const root = new URL('..', import.meta.url).pathname
 let dataDir: string
 /** The database and Redis settings for the child: a fresh database in PostgreSQL mode. */
-const backing: Record<string, string> = {}
+let backing: Record<string, string> = {}
 
 t.before(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'dps-server-'))
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
-  if (process.env.DATABASE_URL) {
-    const name = `t_${randomBytes(6).toString('hex')}`
-    const admin = postgres(process.env.DATABASE_URL, { max: 1, onnotice: () => {} })
-    await admin.unsafe(`CREATE DATABASE ${name}`)
-    await admin.end()
-    t.teardown(async () => {
-      const drop = postgres(process.env.DATABASE_URL!, { max: 1, onnotice: () => {} })
-      await drop.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {})
-      await drop.end()
-    })
-    const u = new URL(process.env.DATABASE_URL)
-    u.pathname = `/${name}`
-    backing.DATABASE_URL = u.toString()
-  }
-  if (process.env.REDIS_URL) {
-    backing.REDIS_URL = process.env.REDIS_URL
-    backing.REDIS_PREFIX = `test:${randomBytes(6).toString('hex')}:`
-  }
+  backing = await childBacking(t)
 })
 
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [k, v] of Object.entries(process.env)) {
-    // The child is configured here only: no inherited service settings, no tap plumbing.
-    if (/^(DATABASE_URL|REDIS_URL|REDIS_PREFIX|PORT|HOST|BASE_URL|DATA_DIR|NODE_OPTIONS|TAP.*|_TAP.*)$/.test(k)) continue
-    env[k] = v
-  }
-  return { ...env, HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', MQTT_PORT: '0', ...backing, ...extra }
-}
-
-/** Starts `tsx src/server.ts`; `ready` resolves when `until` matches the output. */
+/** Starts `src/server.ts`; `ready` resolves when `until` matches the output. */
 function startServer(env: Record<string, string>, until?: RegExp) {
-  // Its own process group, so the teardown can stop tsx and the node process it starts.
-  // node with tsx's loader, not the tsx CLI: the CLI is a parent process that relays signals to
-  // its child, and a relayed SIGINT was once lost (exit 130, our handler never ran).
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: root,
-    env: childEnv(env),
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  })
-  let output = ''
-  let onOutput = () => {}
-  const collect = (chunk: Buffer) => {
-    output += chunk.toString('utf8')
-    onOutput()
-  }
-  child.stdout.on('data', collect)
-  child.stderr.on('data', collect)
-  const exited = new Promise<Run>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, output })))
-  // Wait for stdio to drain as well, so `output` is complete.
-  const closed = new Promise<Run>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, output })))
-  const waiters: Array<() => void> = []
-  onOutput = () => waiters.forEach((w) => w())
-  /** Resolves with the first match of `re` in the output; rejects if the server exits first. */
-  const waitFor = (re: RegExp) =>
-    new Promise<string>((resolve, reject) => {
-      const check = () => {
-        const m = output.match(re)
-        if (m) resolve(m[0])
-      }
-      waiters.push(check)
-      check()
-      void exited.then((r) => reject(new Error(`server exited (${r.code ?? r.signal}) before ${re}:\n${output}`)))
-    })
-  const ready = until ? waitFor(until) : Promise.resolve('')
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null && child.pid) process.kill(-child.pid, 'SIGKILL')
-  })
-  return { child, ready, exited, closed, waitFor }
+  const srv = startServiceProcess(t, { DATA_DIR: dataDir, ...backing, ...env })
+  return { ...srv, ready: until ? srv.waitFor(until) : Promise.resolve('') }
 }
 
 t.test('starts, logs its real address, serves, and exits 0 on SIGTERM', async (t) => {

@@ -36,8 +36,8 @@ export async function alternate(rounds: number, ours: (round: number) => Promise
 }
 
 /** A JSON body of about `bytes` bytes carrying a sequence number and the send time (ms, sub-ms precision). */
-export function timedBody(seq: number, bytes: number) {
+export function timedBody(n: number, bytes: number) {
   const t = performance.timeOrigin + performance.now()
-  const base = JSON.stringify({ seq, t, pad: '' }).length
-  return { seq, t, pad: 'x'.repeat(Math.max(0, bytes - base)) }
+  const base = JSON.stringify({ n, t, pad: '' }).length
+  return { n, t, pad: 'x'.repeat(Math.max(0, bytes - base)) }
 }

@@ -22,13 +22,13 @@ const now = () => performance.timeOrigin + performance.now()
 
 function onMessage(index: number, p: IPublishPacket) {
   const at = now()
-  const body = JSON.parse(p.payload.toString()) as { seq: number; t: number }
+  const body = JSON.parse(p.payload.toString()) as { n: number; t: number }
   const s = (seen[index] ??= new Set())
-  if (s.has(body.seq)) {
+  if (s.has(body.n)) {
     duplicates += 1
     return
   }
-  s.add(body.seq)
+  s.add(body.n)
   received += 1
   latencies.push(at - body.t)
   lastAt = at

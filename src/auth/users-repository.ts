@@ -1,4 +1,4 @@
-import { and, eq, gt, ne } from 'drizzle-orm'
+import { and, eq, gt, inArray, isNotNull, lte, ne, or } from 'drizzle-orm'
 import type { Database } from '../db/client.js'
 import { session, user } from '../db/schema.js'
 
@@ -29,4 +29,20 @@ export async function findLiveSession(db: Database, id: string): Promise<{ id: s
     .where(and(eq(session.id, id), gt(session.expiresAt, new Date())))
     .limit(1)
   return row
+}
+
+/**
+ * Which of several sessions still act for someone: not revoked (revocation deletes the row), not
+ * expired, and their user not banned. The broker asks after every revocation, for the sessions
+ * its companion apps connected with.
+ */
+export async function liveSessionIds(db: Database, ids: readonly string[]): Promise<Set<string>> {
+  if (!ids.length) return new Set()
+  const now = new Date()
+  const rows = await db
+    .select({ id: session.id })
+    .from(session)
+    .innerJoin(user, eq(user.id, session.userId))
+    .where(and(inArray(session.id, [...ids]), gt(session.expiresAt, now), or(eq(user.banned, false), and(isNotNull(user.banExpires), lte(user.banExpires, now)))))
+  return new Set(rows.map((r) => r.id))
 }

@@ -18,8 +18,9 @@ import * as imageTables from '../images/tables.js'
 import * as creditTables from '../credits/tables.js'
 import * as settingTables from '../settings/tables.js'
 import * as notificationTables from '../notifications/tables.js'
+import * as downlinkTables from '../downlink/tables.js'
 
-const schema = { ...authTables, ...deviceTables, ...eventTables, ...promptTables, ...generationTables, ...imageTables, ...creditTables, ...settingTables, ...notificationTables }
+const schema = { ...authTables, ...deviceTables, ...eventTables, ...promptTables, ...generationTables, ...imageTables, ...creditTables, ...settingTables, ...notificationTables, ...downlinkTables }
 
 export type Schema = typeof schema
 export type Database = PgDatabase<PgQueryResultHKT, Schema>

@@ -6,7 +6,7 @@
 // session it authenticated with (remembered per client id, still live).
 import { timingSafeEqual, createHash } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
-import { APP_USERNAME, checkCredentials, directLookup, mayPublish, maySubscribe, type Identity } from '../../broker/credentials.js'
+import { APP_USERNAME, checkCredentials, directAccessCheck, directLookup, mayPublish, maySubscribe, type Identity } from '../../broker/credentials.js'
 import { findLiveSession } from '../auth/users-repository.js'
 import type { RedisHandle } from '../redis/client.js'
 import type { Auth } from '../auth/auth.js'
@@ -45,6 +45,7 @@ export async function mqttAuthRoutes(app: FastifyInstance, opts: { auth: Auth; d
   const service = config.mqtt.external
   const grants = appGrants(opts.redis)
   const lookup = directLookup(db)
+  const canSee = directAccessCheck(db)
 
   /** The identity behind an authorization request, which carries no password. */
   async function identityOf(clientid: string, username: string | undefined): Promise<Identity | undefined> {
@@ -102,7 +103,7 @@ export async function mqttAuthRoutes(app: FastifyInstance, opts: { auth: Auth; d
       }
       const identity = await identityOf(clientid, username)
       if (!identity) return { result: 'deny' }
-      const allowed = action === 'publish' ? mayPublish(identity, topic) : await maySubscribe(db, identity, topic)
+      const allowed = action === 'publish' ? mayPublish(identity, topic) : await maySubscribe(identity, topic, canSee)
       return { result: allowed ? 'allow' : 'deny' }
     },
   )

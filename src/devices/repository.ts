@@ -140,6 +140,24 @@ export async function deleteDeviceRows(db: Executor, id: string): Promise<Device
   return row
 }
 
+/**
+ * Which of several (user, device) pairs the user may see (owner, or any role in the device's
+ * organization), in one query: an app's SUBSCRIBE may name hundreds of devices at once.
+ */
+export async function visiblePairs(db: Executor, pairs: ReadonlyArray<{ userId: string; deviceId: string }>): Promise<Set<string>> {
+  if (!pairs.length) return new Set()
+  const values = sql.join(
+    pairs.map((p) => sql`(${p.userId}::text, ${p.deviceId}::text)`),
+    sql`, `,
+  )
+  const rows = await db.execute(sql`
+    select distinct v.user_id, v.device_id from (values ${values}) as v(user_id, device_id)
+    join ${device} d on d.id = v.device_id
+    left join ${member} m on m.organization_id = d.organization_id and m.user_id = v.user_id
+    where d.user_id = v.user_id or m.id is not null`)
+  return new Set(rowsOf<{ user_id: string; device_id: string }>(rows).map((r) => `${r.user_id}|${r.device_id}`))
+}
+
 export async function findMemberRole(db: Executor, organizationId: string, userId: string): Promise<string | null> {
   const [row] = await db
     .select({ role: member.role })
@@ -162,7 +180,7 @@ export async function findDeviceCredentials(db: Executor, ids: readonly string[]
 }
 
 export type PresenceUpdate = { id: string; active: boolean; at: Date; connectionId: string }
-export type PresenceUpdated = Pick<DeviceRow, 'id' | 'userId' | 'organizationId' | 'name'> & { wasActive: boolean }
+export type PresenceUpdated = Pick<DeviceRow, 'id' | 'userId' | 'organizationId' | 'name'> & { wasActive: boolean; previousConnectionId?: string | null }
 
 /**
  * Sets isActive, last_seen_at and the live connection of several devices in one statement and
@@ -183,8 +201,15 @@ export async function setPresenceMany(db: Executor, updates: readonly PresenceUp
       connection_id = case when v.active then v.conn else null end
     from (values ${values}) as v(id, active, at, conn), ${device} as o
     where d.id = v.id and o.id = d.id and (v.active or o.connection_id is null or o.connection_id = v.conn)
-    returning d.id, d.user_id, d.organization_id, d.name, o.is_active as was_active`)
-  return rowsOf<{ id: string; user_id: string; organization_id: string | null; name: string; was_active: boolean }>(rows).map((r) => ({ id: r.id, userId: r.user_id, organizationId: r.organization_id, name: r.name, wasActive: Boolean(r.was_active) }))
+    returning d.id, d.user_id, d.organization_id, d.name, o.is_active as was_active, o.connection_id as previous_connection_id`)
+  return rowsOf<{ id: string; user_id: string; organization_id: string | null; name: string; was_active: boolean; previous_connection_id: string | null }>(rows).map((r) => ({
+    id: r.id,
+    userId: r.user_id,
+    organizationId: r.organization_id,
+    name: r.name,
+    wasActive: Boolean(r.was_active),
+    previousConnectionId: r.previous_connection_id,
+  }))
 }
 
 /** Devices a node still shows connected through it (after it stopped without closing them): now offline. */
@@ -193,8 +218,21 @@ export async function releaseNodeConnections(db: Executor, brokerId: string, at:
     update ${device} as d set is_active = false, connection_id = null, last_seen_at = greatest(d.last_seen_at, ${at.toISOString()}::timestamptz)
     from ${device} as o
     where o.id = d.id and d.connection_id like ${`${brokerId.replace(/[\\%_]/g, (c) => `\\${c}`)}/%`}
-    returning d.id, d.user_id, d.organization_id, d.name, o.is_active as was_active`)
-  return rowsOf<{ id: string; user_id: string; organization_id: string | null; name: string; was_active: boolean }>(rows).map((r) => ({ id: r.id, userId: r.user_id, organizationId: r.organization_id, name: r.name, wasActive: Boolean(r.was_active) }))
+    returning d.id, d.user_id, d.organization_id, d.name, o.is_active as was_active, o.connection_id as previous_connection_id`)
+  return rowsOf<{ id: string; user_id: string; organization_id: string | null; name: string; was_active: boolean; previous_connection_id: string | null }>(rows).map((r) => ({
+    id: r.id,
+    userId: r.user_id,
+    organizationId: r.organization_id,
+    name: r.name,
+    wasActive: Boolean(r.was_active),
+    previousConnectionId: r.previous_connection_id,
+  }))
+}
+
+/** The nodes ("<broker id>" of connection ids) the database shows holding device connections. */
+export async function nodesHoldingDevices(db: Executor): Promise<string[]> {
+  const rows = await db.execute(sql`select distinct split_part(connection_id, '/', 1) as node from ${device} where connection_id is not null`)
+  return rowsOf<{ node: string }>(rows).map((r) => r.node)
 }
 
 /** Stores what the device reported and recomputes isSynced against the desired state, in one statement. */
@@ -242,42 +280,6 @@ export async function ackCommand(db: Executor, deviceId: string, commandId: stri
     .where(and(eq(deviceCommand.id, commandId), eq(deviceCommand.deviceId, deviceId), eq(deviceCommand.status, 'sent')))
     .returning()
   return row
-}
-
-/** Commands a device has not acknowledged since `since`, oldest first (sent again on a new session). */
-export async function listUnackedCommands(db: Executor, deviceId: string, since: Date, limit: number): Promise<DeviceCommandRow[]> {
-  return db
-    .select()
-    .from(deviceCommand)
-    .where(and(eq(deviceCommand.deviceId, deviceId), eq(deviceCommand.status, 'sent'), gt(deviceCommand.createdAt, since)))
-    .orderBy(deviceCommand.createdAt, deviceCommand.id)
-    .limit(limit)
-}
-
-/** What a device would be sent again on a new session, for many devices in one query. */
-export type CatchUpState = { id: string; live: boolean; pendingImageId: string | null; hasCommands: boolean }
-
-export async function catchUpStates(db: Executor, ids: readonly string[], since: Date): Promise<CatchUpState[]> {
-  if (!ids.length) return []
-  const list = sql.join(
-    ids.map((id) => sql`(${id}::text)`),
-    sql`, `,
-  )
-  const rows = await db.execute(sql`
-    select d.id, d.secret_hash is not null as live,
-      case when d.desired_image_id is distinct from d.reported->>'shownImageId' then d.desired_image_id end as pending_image_id,
-      exists (
-        select 1 from ${deviceCommand} c
-        where c.device_id = d.id and c.status = 'sent' and c.created_at > ${since.toISOString()}::timestamptz
-      ) as has_commands
-    from (select distinct id from (values ${list}) as v(id)) as v
-    join ${device} d on d.id = v.id`)
-  return rowsOf<{ id: string; live: boolean; pending_image_id: string | null; has_commands: boolean }>(rows).map((r) => ({
-    id: r.id,
-    live: Boolean(r.live),
-    pendingImageId: r.pending_image_id,
-    hasCommands: Boolean(r.has_commands),
-  }))
 }
 
 export async function findCommand(db: Executor, deviceId: string, commandId: string): Promise<DeviceCommandRow | undefined> {

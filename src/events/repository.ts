@@ -14,7 +14,10 @@ export async function insertEvent(db: Executor, e: NewEvent): Promise<EventRow> 
   return row as EventRow
 }
 
-/** Several events in one statement, each with its own time (when the broker saw it, not when the batch was written). */
+/**
+ * Several events in one statement, each with its own time (when the broker saw it, not when the
+ * batch was written). Returns the rows stored: a disconnect of a connection that already has one is skipped.
+ */
 export async function insertEvents(db: Executor, events: ReadonlyArray<NewEvent & { at: Date }>): Promise<EventRow[]> {
   const rows: EventRow[] = []
   // PostgreSQL's protocol allows 65,535 parameters per statement (7 per event): a node that comes
@@ -25,6 +28,8 @@ export async function insertEvents(db: Executor, events: ReadonlyArray<NewEvent 
       ...(await db
         .insert(event)
         .values(chunk.map((e) => ({ id: randomUUID(), type: e.type, deviceId: e.deviceId ?? null, userId: e.userId ?? null, organizationId: e.organizationId ?? null, data: e.data ?? {}, createdAt: e.at })))
+        // A connection's disconnect already recorded by another node is not recorded twice.
+        .onConflictDoNothing()
         .returning()),
     )
   }

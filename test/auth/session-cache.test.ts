@@ -80,8 +80,9 @@ t.test('another instance refuses a revoked session within a second', { skip: pgR
   u.pathname = `/${name}`
   // Instances of one service share AUTH_SECRET (sessions are signed with it).
   const env = { AUTH_SECRET: randomBytes(32).toString('base64url'), DATABASE_URL: u.toString(), REDIS_URL: redis as string, REDIS_PREFIX: `test:${randomBytes(6).toString('hex')}:`, SESSION_CACHE_TTL_MS: '60000' }
-  const a = await startApp(t, { env })
-  const b = await startApp(t, { env })
+  const a = await startApp(t, { env: { ...env, MQTT_BROKER_ID: 'node-a' } })
+  // Nodes of one cluster share the object store: B uses A's data folder.
+  const b = await startApp(t, { env: { ...env, MQTT_BROKER_ID: 'node-b' }, reuse: { dataDir: a.dataDir, databaseUrl: env.DATABASE_URL, redisPrefix: env.REDIS_PREFIX } })
   const user = await signUp(makeClient(a.url).client, uniqueEmail())
   t.equal(await status(b.url, user.token), 200, 'B resolves and caches the session')
   t.equal(await status(b.url, user.token), 200)

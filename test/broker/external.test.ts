@@ -76,3 +76,28 @@ t.test('external broker mode', { skip: broker ? false : 'no Mosquitto on 127.0.0
   await fetch(`${svc.url}/sign-out`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', origin: svc.url }, body: '{}' })
   t.equal(await acl({ clientid: appId, username: 'user', topic: `devices/${dev.deviceId}/state`, action: 'subscribe' }), 'deny', 'after sign-out')
 })
+
+t.test('external broker mode: the outbox resends when a device reports a new session, and an up/ack with seq delivers', { skip: broker ? false : 'no Mosquitto on 127.0.0.1:1883' }, async (t) => {
+  const svc = await startApp(t, { env: { MQTT_EXTERNAL_URL: broker as string, MQTT_AUTH_SECRET: HOOK_SECRET, DEVICE_POLL_INTERVAL: '0' } })
+  const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('ext-outbox'))
+  const dev = await pairDevice(svc, token)
+  const api = async <T>(method: string, path: string, body?: unknown) =>
+    (await (await fetch(`${svc.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined })).json()) as T
+  // Sent while nobody on the broker subscribes: the broker forgets it, the outbox does not.
+  const sent = await api<{ commandId: string }>('POST', `/api/device/${dev.deviceId}/command`, { command: 'identify' })
+
+  const device = await mqtt.connectAsync(broker as string, { clientId: `ext-${dev.deviceId}`, clean: true, reconnectPeriod: 0 })
+  t.teardown(() => device.endAsync())
+  await device.subscribeAsync(`devices/${dev.deviceId}/cmd`, { qos: 1 })
+  const arrives = nextMessage<{ seq: number; commandId: string }>(device, `devices/${dev.deviceId}/cmd`)
+  // Its first status after connecting: the broker had no session for it.
+  await device.publishAsync(`devices/${dev.deviceId}/up/status`, JSON.stringify({ battery: 50, configVersion: 1, sessionPresent: false }), { qos: 1 })
+  const got = (await arrives).payload
+  t.equal(got.commandId, sent.commandId, 'the command sent while nobody listened arrives after the device reports a new session')
+
+  const status = async () => (await api<{ messages: Array<{ seq: number; status: string }> }>('GET', `/api/device/${dev.deviceId}/downlink`)).messages.find((m) => m.seq === got.seq)?.status
+  t.equal(await status(), 'pending', 'the broker’s PUBACK to the service says nothing about the device')
+  await device.publishAsync(`devices/${dev.deviceId}/up/ack`, JSON.stringify({ seq: got.seq, commandId: got.commandId, ok: true }), { qos: 1 })
+  await eventually(async () => (await status()) === 'delivered')
+  t.pass('the device’s up/ack with the seq marks it delivered')
+})

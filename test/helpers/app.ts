@@ -55,7 +55,7 @@ function canListen(port: number): Promise<boolean> {
 }
 
 /** A fresh database on the machine's PostgreSQL, dropped when the test file ends. */
-async function freshPostgres(t: Tap, baseUrl: string): Promise<string> {
+export async function freshPostgres(t: Tap, baseUrl: string): Promise<string> {
   const name = `t_${randomBytes(6).toString('hex')}`
   const admin = postgres(baseUrl, { max: 1, onnotice: () => {} })
   await admin.unsafe(`CREATE DATABASE ${name}`)

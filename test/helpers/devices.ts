@@ -15,7 +15,7 @@ async function post(url: string, body: unknown, token?: string) {
 }
 
 /** Needs an app started with DEVICE_POLL_INTERVAL=0 (or polls slowly enough). */
-export async function pairDevice(svc: TestApp, token: string, opts: { name?: string; palette?: string; width?: number; height?: number; organizationId?: string } = {}): Promise<PairedDevice> {
+export async function pairDevice(svc: Pick<TestApp, 'url'>, token: string, opts: { name?: string; palette?: string; width?: number; height?: number; organizationId?: string } = {}): Promise<PairedDevice> {
   const init = await post(`${svc.url}/api/device/init`, {
     display: { width: opts.width ?? 800, height: opts.height ?? 480, palette: opts.palette ?? 'bw' },
     model: 'test-frame',

@@ -20,6 +20,12 @@ export async function redisUrl(): Promise<string | undefined> {
   return (await reachable(6379)) ? 'redis://127.0.0.1:6379' : undefined
 }
 
+/** PostgreSQL for suites that need one database shared by several instances (a cluster). */
+export async function postgresUrl(): Promise<string | undefined> {
+  if (process.env.DATABASE_URL) return process.env.DATABASE_URL
+  return (await reachable(5432)) ? 'postgres://postgres@127.0.0.1:5432/postgres' : undefined
+}
+
 export async function mosquittoUrl(): Promise<string | undefined> {
   return (await reachable(1883)) ? 'mqtt://127.0.0.1:1883' : undefined
 }

@@ -1,0 +1,160 @@
+// The durable downlink. Every message to a device is numbered and stored before it is handed to
+// the transport (the embedded broker, the cluster, or an external broker), marked delivered when
+// the device acknowledges it, and sent again, in order, when the device starts a session that
+// lacks it. The same path in every mode, so no mode depends on a broker's memory.
+import { batched } from '../../broker/batching.js'
+import type { Database } from '../db/client.js'
+import type { DeviceLink, DownlinkKind } from '../devices/sessions.js'
+import { insertEvents } from '../events/repository.js'
+import { ackWriter } from './acks.js'
+import { markDelivered, markReported, pendingMessages, pruneMessages, recordMessages, type NewMessage, type StoredMessage } from './repository.js'
+
+/** How long acknowledgements gather before they are written (see acks.ts). */
+const ACK_WINDOW_MS = 50
+
+/** Kinds where only the newest message matters: an older config or desired image is never sent again. */
+const REPLACING: ReadonlySet<string> = new Set<DownlinkKind>(['config', 'image'])
+
+export type OutboxLimits = {
+  /** Pending messages kept per device; older ones are dropped (and that is an Event). */
+  maxPerDevice: number
+  /** Pending messages older than this are dropped. */
+  maxAgeMs: number
+  /** Delivered messages are kept this long (for inspection), then pruned. */
+  keepDeliveredMs: number
+}
+
+export type OutboxStats = { recorded: number; delivered: number; resent: number; dropped: number; unknownDevice: number }
+
+/** The transport side: publishes one numbered message. */
+export type Transport = Pick<DeviceLink, 'publish' | 'kick'>
+
+export type ResendOptions = {
+  /** Seqs the transport still holds for the device and resends itself. */
+  holding?: ReadonlySet<number>
+  /** Only seqs above this (a resumed session: the broker holds everything up to it). */
+  after?: number
+  /** Only these kinds (what the device is subscribed to). */
+  kinds?: ReadonlySet<string>
+}
+
+export type Outbox = DeviceLink & {
+  /** The device acknowledged `seq` (PUBACK or up/ack); resolves with the message's kind, or undefined when no such message exists. */
+  delivered(deviceId: string, seq: number): Promise<string | undefined>
+  /** The device reported the config version it applies and the image it shows: those messages arrived. */
+  reported(deviceId: string, report: { configVersion?: number; shownImageId?: string | null }): Promise<void>
+  /**
+   * The device started a session: sends what it has not acknowledged, oldest first, except the
+   * seqs the transport still holds for it (a resumed broker session resends those itself) and
+   * kinds it is not subscribed to. Resolves with how many were sent.
+   */
+  resend(deviceId: string, opts?: ResendOptions): Promise<number>
+  /** Enforces the bound; returns how many pending messages were dropped. */
+  sweep(): Promise<number>
+  stats: OutboxStats
+  /** Resolves when every acknowledgement received so far is written. */
+  settled(): Promise<void>
+}
+
+/** `{"seq":N,...}`: the seq goes first, so the broker's acknowledgement hook reads it without parsing the message. */
+export function numbered(seq: number, payload: object): Record<string, unknown> {
+  return { seq, ...payload }
+}
+
+const SEQ_PREFIX = /^\{"seq":(\d{1,15})[,}]/
+
+/** The seq of a message this service published, read from the first bytes of its payload. */
+export function seqOf(payload: Buffer | Uint8Array | string | undefined): number | undefined {
+  if (!payload) return undefined
+  const head = typeof payload === 'string' ? payload.slice(0, 32) : Buffer.from(payload.buffer, payload.byteOffset, Math.min(32, payload.byteLength)).toString('latin1')
+  const m = SEQ_PREFIX.exec(head)
+  return m ? Number(m[1]) : undefined
+}
+
+export function createOutbox(deps: { db: Database; transport: Transport; limits: OutboxLimits; log: { warn: (o: object, m: string) => void } }): Outbox {
+  const { db, transport, limits } = deps
+  const stats: OutboxStats = { recorded: 0, delivered: 0, resent: 0, dropped: 0, unknownDevice: 0 }
+
+  // Concurrent publishes (a fan-out, a schedule firing for a fleet) share one transaction; each
+  // caller publishes once its batch is stored, in the order the seqs were given.
+  const recorder = batched<NewMessage, number | undefined>((messages) => recordMessages(db, messages), { concurrency: 1, maxBatchSize: 1000 })
+  const acks = ackWriter(async (batch) => new Map((await markDelivered(db, batch)).map((r) => [`${r.deviceId}:${r.seq}`, r.kind])), { windowMs: ACK_WINDOW_MS, maxBatch: 2000 })
+  const pending = batched<string, StoredMessage[]>(
+    async (ids) => {
+      const rows = await pendingMessages(db, ids, limits.maxPerDevice, new Date(Date.now() - limits.maxAgeMs))
+      const byDevice = new Map<string, StoredMessage[]>()
+      for (const r of rows) byDevice.set(r.deviceId, [...(byDevice.get(r.deviceId) ?? []), r])
+      return ids.map((id) => byDevice.get(id) ?? [])
+    },
+    { concurrency: 1, maxBatchSize: 500 },
+  )
+  async function publish(deviceId: string, kind: DownlinkKind, payload: object, opts: { retain?: boolean } = {}) {
+    const retain = opts.retain ?? false
+    const seq = await recorder.load({ deviceId, kind, payload: payload as Record<string, unknown>, retain, replacesOlder: REPLACING.has(kind) })
+    if (seq === undefined) {
+      // The device was deleted meanwhile: nobody is left to receive it.
+      stats.unknownDevice += 1
+      return
+    }
+    stats.recorded += 1
+    await transport.publish(deviceId, kind, numbered(seq, payload), { retain })
+  }
+
+  function delivered(deviceId: string, seq: number): Promise<string | undefined> {
+    const task = acks.add(deviceId, seq)
+    void task.then(
+      (kind) => {
+        if (kind) stats.delivered += 1
+      },
+      (err) => deps.log.warn({ err, deviceId, seq }, 'could not mark a message delivered'),
+    )
+    return task
+  }
+
+  async function resend(deviceId: string, opts: ResendOptions = {}): Promise<number> {
+    // What the device acknowledged so far is written first, or it would be sent again.
+    await acks.flush(deviceId).catch(() => {})
+    const rows = await pending.load(deviceId)
+    let sent = 0
+    for (const m of rows) {
+      if (opts.holding?.has(m.seq) || (opts.after !== undefined && m.seq <= opts.after) || (opts.kinds && !opts.kinds.has(m.kind))) continue
+      await transport.publish(deviceId, m.kind as DownlinkKind, numbered(m.seq, m.payload), { retain: m.retain })
+      sent += 1
+    }
+    stats.resent += sent
+    return sent
+  }
+
+  async function sweep(): Promise<number> {
+    const now = Date.now()
+    const { limit, expired } = await pruneMessages(db, { limit: limits.maxPerDevice, before: new Date(now - limits.maxAgeMs), deliveredBefore: new Date(now - limits.keepDeliveredMs) })
+    const runs = [...limit.map((r) => ({ ...r, reason: 'limit' })), ...expired.map((r) => ({ ...r, reason: 'expired' }))]
+    if (runs.length) {
+      const at = new Date()
+      await insertEvents(
+        db,
+        runs.map((r) => ({ type: 'device.downlink_dropped', deviceId: r.deviceId, userId: r.userId, organizationId: r.organizationId, data: { reason: r.reason, count: r.count, firstSeq: r.firstSeq, lastSeq: r.lastSeq }, at })),
+      )
+    }
+    const dropped = runs.reduce((n, r) => n + r.count, 0)
+    stats.dropped += dropped
+    return dropped
+  }
+
+  async function reported(deviceId: string, report: { configVersion?: number; shownImageId?: string | null }) {
+    stats.delivered += await markReported(db, deviceId, report)
+  }
+
+  return {
+    publish,
+    kick: (deviceId, reason) => transport.kick(deviceId, reason),
+    delivered,
+    reported,
+    resend,
+    sweep,
+    stats,
+    async settled() {
+      await acks.flush().catch(() => {})
+    },
+  }
+}

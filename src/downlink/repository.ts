@@ -1,0 +1,173 @@
+// The only module that reads or writes device_message and device_downlink rows.
+import { sql } from 'drizzle-orm'
+import { rowsOf, type Executor } from '../db/client.js'
+import { device } from '../devices/tables.js'
+import { deviceDownlink, deviceMessage } from './tables.js'
+
+export type NewMessage = { deviceId: string; kind: string; payload: Record<string, unknown>; retain: boolean; replacesOlder: boolean }
+export type StoredMessage = { deviceId: string; seq: number; kind: string; payload: Record<string, unknown>; retain: boolean }
+
+const isForeignKeyViolation = (err: unknown) => {
+  const e = err as { code?: string; cause?: { code?: string } }
+  return e?.code === '23503' || e?.cause?.code === '23503'
+}
+
+/**
+ * Numbers and stores messages, in input order per device, in one statement: the batch travels as
+ * one JSON parameter (a statement per message, or one parameter per field, cost the embedded
+ * database more than the rows themselves). Each device's counter moves first (upserted in id
+ * order, so two instances writing overlapping batches cannot deadlock), then the rows go in; a
+ * kind that replaces older messages supersedes the pending ones before it, in this batch and
+ * before. Returns each message's seq, or undefined when its device does not exist.
+ */
+export async function recordMessages(db: Executor, messages: readonly NewMessage[]): Promise<Array<number | undefined>> {
+  if (!messages.length) return []
+  const batch = JSON.stringify(messages.map((m, o) => ({ o, d: m.deviceId, k: m.kind, p: m.payload, r: m.retain, x: m.replacesOlder })))
+  const statement = sql`
+    with v as (select * from jsonb_to_recordset(${batch}::jsonb) as v(o int, d text, k text, p jsonb, r bool, x bool)),
+    counts as (select v.d, count(*)::bigint as n from v join ${device} on ${device.id} = v.d group by v.d),
+    bumped as (
+      insert into ${deviceDownlink} (device_id, last_seq) select d, n from counts order by d
+      on conflict (device_id) do update set last_seq = ${deviceDownlink}.last_seq + excluded.last_seq
+      returning device_id, last_seq),
+    numbered as (
+      select v.*, b.last_seq - c.n + row_number() over (partition by v.d order by v.o) as seq,
+        v.x and exists (select 1 from v later where later.d = v.d and later.k = v.k and later.o > v.o) as replaced
+      from v join bumped b on b.device_id = v.d join counts c on c.d = v.d),
+    inserted as (
+      insert into ${deviceMessage} (device_id, seq, kind, payload, retain, status)
+      select d, seq, k, p, r, case when replaced then 'superseded' else 'pending' end from numbered),
+    superseded as (
+      update ${deviceMessage} as m set status = 'superseded'
+      from (select distinct d, k from numbered where x) as n
+      where m.device_id = n.d and m.kind = n.k and m.status = 'pending')
+    select o, seq from numbered`
+  let result: unknown
+  try {
+    result = await db.execute(statement)
+  } catch (err) {
+    // A device deleted between the join and the insert: once more, without it.
+    if (!isForeignKeyViolation(err)) throw err
+    result = await db.execute(statement)
+  }
+  const seqs: Array<number | undefined> = messages.map(() => undefined)
+  for (const r of rowsOf<{ o: number; seq: string | number }>(result)) seqs[Number(r.o)] = Number(r.seq)
+  return seqs
+}
+
+/**
+ * Marks messages delivered (the device acknowledged them), and says which of them exist, whatever
+ * their status (a PUBACK may have delivered one before its up/ack came), so an up/ack can tell a
+ * real message from a made-up one.
+ */
+export async function markDelivered(db: Executor, acks: ReadonlyArray<{ deviceId: string; seq: number }>): Promise<Array<{ deviceId: string; seq: number; kind: string }>> {
+  if (!acks.length) return []
+  const batch = JSON.stringify(acks.map((a) => ({ d: a.deviceId, s: a.seq })))
+  const rows = await db.execute(sql`
+    with a as (select * from jsonb_to_recordset(${batch}::jsonb) as a(d text, s bigint)),
+    delivered as (
+      update ${deviceMessage} as m set status = 'delivered', delivered_at = now()
+      from a where m.device_id = a.d and m.seq = a.s and m.status = 'pending')
+    select m.device_id, m.seq, m.kind from ${deviceMessage} m join a on m.device_id = a.d and m.seq = a.s`)
+  return rowsOf<{ device_id: string; seq: string | number; kind: string }>(rows).map((r) => ({ deviceId: r.device_id, seq: Number(r.seq), kind: r.kind }))
+}
+
+/**
+ * A device reported what it applies (up/status): the pending config of that version or older,
+ * and the pending image it shows, have arrived, whether or not their acknowledgement did (a
+ * retained config reaches a new subscriber without one the broker can match).
+ */
+export async function markReported(db: Executor, deviceId: string, report: { configVersion?: number; shownImageId?: string | null }): Promise<number> {
+  const conditions = [
+    ...(Number.isSafeInteger(report.configVersion) ? [sql`(m.kind = 'config' and (m.payload->>'version')::bigint <= ${report.configVersion})`] : []),
+    ...(report.shownImageId ? [sql`(m.kind = 'image' and m.payload->>'imageId' = ${report.shownImageId})`] : []),
+  ]
+  if (!conditions.length) return 0
+  const rows = await db.execute(sql`
+    update ${deviceMessage} as m set status = 'delivered', delivered_at = now()
+    where m.device_id = ${deviceId} and m.status = 'pending' and (${sql.join(conditions, sql` or `)})
+    returning m.seq`)
+  return rowsOf(rows).length
+}
+
+/**
+ * What several devices have not acknowledged, oldest first, within the bound: at most `limit`
+ * per device (its newest `limit` seqs) and nothing older than `since`. One query for a batch of
+ * devices, since a fleet reconnecting after a restart starts thousands of sessions at once.
+ */
+export async function pendingMessages(db: Executor, deviceIds: readonly string[], limit: number, since: Date): Promise<StoredMessage[]> {
+  if (!deviceIds.length) return []
+  const ids = sql.join(
+    [...new Set(deviceIds)].map((id) => sql`(${id}::text)`),
+    sql`, `,
+  )
+  const rows = await db.execute(sql`
+    select m.device_id, m.seq, m.kind, m.payload, m.retain
+    from (values ${ids}) as v(id)
+    join ${deviceDownlink} dl on dl.device_id = v.id
+    join ${deviceMessage} m on m.device_id = dl.device_id and m.seq > dl.last_seq - ${limit}
+    where m.status = 'pending' and m.created_at > ${since.toISOString()}::timestamptz
+    order by m.device_id, m.seq`)
+  return rowsOf<{ device_id: string; seq: string | number; kind: string; payload: Record<string, unknown> | string; retain: boolean }>(rows).map((r) => ({
+    deviceId: r.device_id,
+    seq: Number(r.seq),
+    kind: r.kind,
+    payload: typeof r.payload === 'string' ? (JSON.parse(r.payload) as Record<string, unknown>) : r.payload,
+    retain: Boolean(r.retain),
+  }))
+}
+
+export type DroppedRun = { deviceId: string; userId: string; organizationId: string | null; count: number; firstSeq: number; lastSeq: number }
+
+/**
+ * Enforces the bound: pending messages beyond the newest `limit` of a device, or older than
+ * `before`, are deleted and reported per device (each run becomes an Event); superseded
+ * messages, and delivered ones older than `deliveredBefore`, are deleted silently.
+ */
+export async function pruneMessages(db: Executor, opts: { limit: number; before: Date; deliveredBefore: Date }): Promise<{ limit: DroppedRun[]; expired: DroppedRun[] }> {
+  await db.execute(sql`delete from ${deviceMessage} where status = 'superseded' or (status = 'delivered' and created_at < ${opts.deliveredBefore.toISOString()}::timestamptz)`)
+  const summarise = (result: unknown): DroppedRun[] =>
+    rowsOf<{ device_id: string; user_id: string; organization_id: string | null; n: string | number; first: string | number; last: string | number }>(result).map((r) => ({
+      deviceId: r.device_id,
+      userId: r.user_id,
+      organizationId: r.organization_id,
+      count: Number(r.n),
+      firstSeq: Number(r.first),
+      lastSeq: Number(r.last),
+    }))
+  const limit = summarise(
+    await db.execute(sql`
+      with gone as (
+        delete from ${deviceMessage} as m using ${deviceDownlink} as dl
+        where m.device_id = dl.device_id and m.status = 'pending' and m.seq <= dl.last_seq - ${opts.limit}
+        returning m.device_id, m.seq
+      )
+      select g.device_id, d.user_id, d.organization_id, count(*) as n, min(g.seq) as first, max(g.seq) as last
+      from gone g join ${device} d on d.id = g.device_id group by g.device_id, d.user_id, d.organization_id`),
+  )
+  const expired = summarise(
+    await db.execute(sql`
+      with gone as (
+        delete from ${deviceMessage} where status = 'pending' and created_at < ${opts.before.toISOString()}::timestamptz
+        returning device_id, seq
+      )
+      select g.device_id, d.user_id, d.organization_id, count(*) as n, min(g.seq) as first, max(g.seq) as last
+      from gone g join ${device} d on d.id = g.device_id group by g.device_id, d.user_id, d.organization_id`),
+  )
+  return { limit, expired }
+}
+
+/** A device's messages, newest first (for the API and tests). */
+export async function listMessages(db: Executor, deviceId: string, limit: number, beforeSeq?: number) {
+  const rows = await db.execute(sql`
+    select seq, kind, status, created_at, delivered_at from ${deviceMessage}
+    where device_id = ${deviceId} ${beforeSeq !== undefined ? sql`and seq < ${beforeSeq}` : sql``}
+    order by seq desc limit ${limit}`)
+  return rowsOf<{ seq: string | number; kind: string; status: string; created_at: Date | string; delivered_at: Date | string | null }>(rows).map((r) => ({
+    seq: Number(r.seq),
+    kind: r.kind,
+    status: r.status,
+    createdAt: new Date(r.created_at),
+    deliveredAt: r.delivered_at ? new Date(r.delivered_at) : null,
+  }))
+}

@@ -1,0 +1,64 @@
+// GET /api/device/:id/downlink: what the service sent a device and whether it arrived, so an
+// owner can see what waits for a sleeping frame.
+import type { FastifyInstance } from 'fastify'
+import type { Auth } from '../auth/auth.js'
+import { requirePrincipal } from '../auth/guard.js'
+import type { Database } from '../db/client.js'
+import { requireAccess } from '../devices/access.js'
+import { findDevice } from '../devices/repository.js'
+import { callerSecurity, errorResponses as errors } from '../http/route-schemas.js'
+import { listMessages } from './repository.js'
+import { downlinkStatuses } from './tables.js'
+
+const messageSchema = {
+  type: 'object',
+  required: ['seq', 'kind', 'status', 'createdAt', 'deliveredAt'],
+  properties: {
+    seq: { type: 'integer', description: "the device's sequence number; the MQTT message carries it as `seq`" },
+    kind: { type: 'string', enum: ['prompt', 'image', 'config', 'cmd'] },
+    status: { type: 'string', enum: [...downlinkStatuses], description: 'pending until the device acknowledges it; superseded when a newer config or image replaced it first' },
+    createdAt: { type: 'string', format: 'date-time' },
+    deliveredAt: { type: ['string', 'null'], format: 'date-time' },
+  },
+} as const
+
+export async function downlinkRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database }) {
+  const { auth, db } = opts
+  app.get<{ Params: { id: string }; Querystring: { limit: number; before?: number } }>(
+    '/api/device/:id/downlink',
+    {
+      schema: {
+        tags: ['device module'],
+        summary: "Messages sent to a device, newest first, and whether each arrived",
+        security: callerSecurity,
+        params: { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 64 } } },
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+            before: { type: 'integer', minimum: 1, description: 'only messages with a lower seq (the previous page’s nextBefore)' },
+          },
+        },
+        response: {
+          200: {
+            type: 'object',
+            required: ['messages', 'nextBefore'],
+            properties: { messages: { type: 'array', items: messageSchema }, nextBefore: { type: ['integer', 'null'] } },
+          },
+          ...errors(400, 401, 404),
+        },
+      },
+    },
+    async (req) => {
+      const who = await requirePrincipal(auth, db, req)
+      const dev = await requireAccess(db, await findDevice(db, req.params.id), who.userId, 'read')
+      const rows = await listMessages(db, dev.id, req.query.limit + 1, req.query.before)
+      const page = rows.slice(0, req.query.limit)
+      return {
+        messages: page.map((m) => ({ ...m, createdAt: m.createdAt.toISOString(), deliveredAt: m.deliveredAt?.toISOString() ?? null })),
+        nextBefore: rows.length > req.query.limit ? (page.at(-1)?.seq ?? null) : null,
+      }
+    },
+  )
+}

@@ -1,0 +1,105 @@
+// The real entry point, as `npm start` runs it: node with tsx's loader on src/server.ts, in its
+// own process, so a test can stop it the way an operator or a crash would (SIGTERM, SIGKILL).
+import { spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import postgres from 'postgres'
+
+type Tap = { teardown(fn: () => unknown): void }
+
+export type Run = { code: number | null; signal: NodeJS.Signals | null; output: string }
+
+export type ServiceProcess = {
+  child: ChildProcess
+  exited: Promise<Run>
+  /** Also waits for stdio to drain, so `output` is complete. */
+  closed: Promise<Run>
+  /** Resolves with the first match of `re` in the output; rejects if the process exits first. */
+  waitFor(re: RegExp): Promise<string>
+  readonly output: string
+}
+
+const root = new URL('../..', import.meta.url).pathname
+
+/**
+ * The database and Redis settings a child service should use: a fresh PostgreSQL database
+ * (dropped when the test ends) and its own Redis prefix when the suite runs against them,
+ * nothing (PGlite in DATA_DIR) otherwise.
+ */
+export async function childBacking(t: Tap): Promise<Record<string, string>> {
+  const backing: Record<string, string> = {}
+  if (process.env.DATABASE_URL) {
+    const name = `t_${randomBytes(6).toString('hex')}`
+    const admin = postgres(process.env.DATABASE_URL, { max: 1, onnotice: () => {} })
+    await admin.unsafe(`CREATE DATABASE ${name}`)
+    await admin.end()
+    t.teardown(async () => {
+      const drop = postgres(process.env.DATABASE_URL!, { max: 1, onnotice: () => {} })
+      await drop.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {})
+      await drop.end()
+    })
+    const u = new URL(process.env.DATABASE_URL)
+    u.pathname = `/${name}`
+    backing.DATABASE_URL = u.toString()
+  }
+  if (process.env.REDIS_URL) {
+    backing.REDIS_URL = process.env.REDIS_URL
+    backing.REDIS_PREFIX = `test:${randomBytes(6).toString('hex')}:`
+  }
+  return backing
+}
+
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [k, v] of Object.entries(process.env)) {
+    // The child is configured here only: no inherited service settings, no tap plumbing.
+    if (/^(DATABASE_URL|REDIS_URL|REDIS_PREFIX|PORT|HOST|BASE_URL|DATA_DIR|NODE_OPTIONS|TAP.*|_TAP.*)$/.test(k)) continue
+    env[k] = v
+  }
+  return { ...env, HOST: '127.0.0.1', LOG_LEVEL: 'info', MQTT_PORT: '0', ...extra }
+}
+
+/**
+ * Starts the service. It runs in its own process group, so the teardown can stop it and anything
+ * it started; node with tsx's loader rather than the tsx CLI, which is a parent process that
+ * relays signals to its child (a relayed SIGINT was once lost: exit 130, our handler never ran).
+ */
+export function startServiceProcess(t: Tap, env: Record<string, string>): ServiceProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: root,
+    env: childEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  })
+  let output = ''
+  const waiters: Array<() => void> = []
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString('utf8')
+    for (const w of waiters) w()
+  }
+  child.stdout?.on('data', collect)
+  child.stderr?.on('data', collect)
+  const exited = new Promise<Run>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, output })))
+  const closed = new Promise<Run>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, output })))
+  const waitFor = (re: RegExp) =>
+    new Promise<string>((resolve, reject) => {
+      const check = () => {
+        const m = output.match(re)
+        if (m) resolve(m[0])
+      }
+      waiters.push(check)
+      check()
+      void exited.then((r) => reject(new Error(`server exited (${r.code ?? r.signal}) before ${re}:\n${output}`)))
+    })
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null && child.pid) process.kill(-child.pid, 'SIGKILL')
+  })
+  return {
+    child,
+    exited,
+    closed,
+    waitFor,
+    get output() {
+      return output
+    },
+  }
+}
