@@ -124,6 +124,10 @@ const envSchema = z.object({
   MQTT_KEEPALIVE_MAX: z.coerce.number().int().min(0).max(65535).default(3600),
   MQTT_QUEUE_LIMIT: z.coerce.number().int().min(1).default(100),
   MQTT_MAX_INFLIGHT: z.coerce.number().int().min(1).default(100),
+  MQTT_HEARTBEAT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+  DOWNLINK_MAX_PER_DEVICE: z.coerce.number().int().min(1).max(100_000).default(1000),
+  DOWNLINK_MAX_AGE: z.coerce.number().int().min(60).default(7 * 86400),
+  DOWNLINK_KEEP_DELIVERED: z.coerce.number().int().min(0).default(3600),
   PASSKEY_RP_NAME: z.string().default('Display Pairing'),
 })
 
@@ -209,10 +213,14 @@ export type Config = {
     /** Fixed per node (kept in DATA_DIR) so stored wills and sessions survive restarts. */
     brokerId: string
     offlineQueueLimit: number
+    /** Cluster mode: heartbeat interval; a node silent for three is dead (its devices go offline, its wills are published). */
+    heartbeatMs: number
     /** PEM files; the TLS listener starts only when both are set. */
     tls?: { port: number; certFile: string; keyFile: string }
     limits: { maxPacketSize: number; connectRate: number; connectWindowMs: number; keepaliveLimit: number; queueLimit: number; maxInflight: number }
   }
+  /** The durable downlink's bound per device (src/downlink). */
+  downlink: { maxPerDevice: number; maxAgeMs: number; keepDeliveredMs: number }
 }
 
 export class ConfigError extends Error {
@@ -358,6 +366,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       external: e.MQTT_EXTERNAL_URL ? { url: e.MQTT_EXTERNAL_URL, username: e.MQTT_EXTERNAL_USERNAME, password: e.MQTT_EXTERNAL_PASSWORD } : undefined,
       authSecret: e.MQTT_AUTH_SECRET,
       offlineQueueLimit: e.MQTT_OFFLINE_QUEUE_LIMIT,
+      heartbeatMs: e.MQTT_HEARTBEAT_MS,
       tls: e.MQTT_TLS_CERT && e.MQTT_TLS_KEY ? { port: e.MQTT_TLS_PORT, certFile: e.MQTT_TLS_CERT, keyFile: e.MQTT_TLS_KEY } : undefined,
       brokerId: e.MQTT_BROKER_ID ?? persistentValue(dataDir, 'broker-id', () => `node-${randomBytes(6).toString('hex')}`),
       limits: {
@@ -369,5 +378,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         maxInflight: e.MQTT_MAX_INFLIGHT,
       },
     },
+    downlink: { maxPerDevice: e.DOWNLINK_MAX_PER_DEVICE, maxAgeMs: e.DOWNLINK_MAX_AGE * 1000, keepDeliveredMs: e.DOWNLINK_KEEP_DELIVERED * 1000 },
   }
 }

@@ -13,7 +13,17 @@ async function main() {
     }
     throw err
   }
-  const app = await buildApp(config)
+  let app
+  try {
+    app = await buildApp(config)
+  } catch (err) {
+    // What the operator must change (a setting the cluster does not share, say): its message, no stack.
+    if (err instanceof ConfigError) {
+      console.error(err.message)
+      process.exit(78)
+    }
+    throw err
+  }
   try {
     await app.listen({ port: config.port, host: config.host })
   } catch (err) {

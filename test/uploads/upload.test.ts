@@ -150,7 +150,9 @@ t.test('path-traversal file names never reach the key or the disk', async (t) =>
   t.equal(new Set(keys).size, keys.length, 'every upload gets its own key')
   const objects = join(svc.dataDir, 'objects')
   const top = (await readdir(objects)).sort()
-  t.same(top, ['uploads'], 'nothing was written beside uploads/')
+  // A cluster node (REDIS_URL) also keeps the marker object that proves its nodes share this store.
+  const expected = process.env.REDIS_URL ? ['cluster', 'uploads'] : ['uploads']
+  t.same(top, expected, 'nothing was written beside uploads/ (and the cluster marker)')
   const users = (await readdir(join(objects, 'uploads'))).sort()
   t.same(users, [alice.id], "only alice's folder (not bob's)")
   t.notOk(existsSync(join(svc.dataDir, 'etc')), 'nothing escaped DATA_DIR/objects')
