@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Context, Scenario } from './lib/context.js'
 import { machine, markdown, resultsDir, TABLE_HEAD, tableRows, writeResult, type ScenarioResult } from './lib/report.js'
-import { broadcast, fanOut } from './scenarios/fan-out.js'
+import { broadcast, fanOut, outbox } from './scenarios/fan-out.js'
 import { connectStorm, sessions } from './scenarios/fleet-scale.js'
 import { getSession } from './scenarios/get-session.js'
 import { pairing } from './scenarios/pairing.js'
@@ -15,7 +15,7 @@ import { display } from './scenarios/display.js'
 import { delivery } from './scenarios/delivery.js'
 
 // Scenarios on the shared embedded server first, then those that start servers of their own.
-const scenarios: Scenario[] = [fanOut, broadcast, delivery, pairing, getSession, display, connectStorm, sessions]
+const scenarios: Scenario[] = [fanOut, outbox, broadcast, delivery, pairing, getSession, display, connectStorm, sessions]
 
 function parseArgs(argv: string[]) {
   const out = { quick: false, only: [] as string[], list: false }

@@ -25,7 +25,7 @@ export function sharedOurs(ctx: Context): Promise<Ours> {
       ctx.log('starting our service (embedded defaults)')
       return startOurs({ dataDir: mkdtempSync(join(ctx.workDir, 'ours-')), env: OURS_BENCH_ENV })
     },
-    (o) => o.stop({ graceful: false }),
+    (o) => o.stop({ graceful: Boolean(process.env.BENCH_CPU_PROF) }),
   )
 }
 

@@ -14,7 +14,7 @@ import { sharedRig } from '../lib/shared.js'
 import { cpuSeconds, selfCpuSeconds } from '../lib/proc.js'
 import type { Metric, ScenarioResult } from '../lib/report.js'
 
-type Mode = 'fan-out' | 'broadcast'
+type Mode = 'fan-out' | 'broadcast' | 'outbox'
 
 const BYTES = 200
 /** Sequence numbers never repeat within a run, so a late duplicate cannot count in a later round. */
@@ -32,10 +32,11 @@ function publishAll(client: MqttClient, jobs: Array<[topic: string, seq: number]
 }
 
 async function run(mode: Mode, ctx: Context): Promise<ScenarioResult> {
-  const messages = mode === 'fan-out' ? 20 : ctx.quick ? 40 : 100
+  const perDevice = mode !== 'broadcast'
+  const messages = perDevice ? 20 : ctx.quick ? 40 : 100
   // A broadcast round moves 100,000 messages: two rounds each keep the whole run near 10 minutes.
   const rounds = ctx.quick || mode === 'broadcast' ? 2 : 3
-  const inflight = mode === 'fan-out' ? 100 : 10
+  const inflight = perDevice ? 100 : 10
   const rig = await sharedRig(ctx)
   const devices = rig.devices
   const total = devices * messages
@@ -55,10 +56,12 @@ async function run(mode: Mode, ctx: Context): Promise<ScenarioResult> {
     else for (const id of ids) jobs.push([`devices/${id}/cmd`, seq])
   }
 
+  // outbox: both sides are our service; the peer publishes straight to its broker, past the outbox.
+  const oursProcess = (side: 'ours' | 'peer') => side === 'ours' || mode === 'outbox'
   const measure = async (side: 'ours' | 'peer', round: number) => {
-    const fleet = side === 'ours' ? fleetOurs : fleetPeer
+    const fleet = oursProcess(side) ? fleetOurs : fleetPeer
     await fleet.expect(total)
-    const brokerPid = side === 'ours' ? ours.pid : mosq.pid
+    const brokerPid = oursProcess(side) ? ours.pid : mosq.pid
     const b0 = cpuSeconds(brokerPid)
     const g0 = cpuSeconds(fleet.pid)
     const s0 = selfCpuSeconds()
@@ -67,8 +70,8 @@ async function run(mode: Mode, ctx: Context): Promise<ScenarioResult> {
     const base = nextSeq
     nextSeq += messages
     const shifted = jobs.map(([tp, s]) => [tp, s + base] as [string, number])
-    if (side === 'ours') {
-      if (mode === 'fan-out') await ours.call('fanOut', { ids, count: messages, bytes: BYTES, inflight, seqBase: base }, 300_000)
+    if (oursProcess(side)) {
+      if (perDevice) await ours.call('fanOut', { ids, count: messages, bytes: BYTES, inflight, seqBase: base, direct: side === 'peer' }, 300_000)
       else await ours.call('broadcast', { count: messages, bytes: BYTES, inflight, seqBase: base }, 300_000)
     } else {
       await publishAll(service, shifted, inflight)
@@ -76,7 +79,7 @@ async function run(mode: Mode, ctx: Context): Promise<ScenarioResult> {
     const w = await fleet.wait(120_000)
     const brokerCpu = cpuSeconds(brokerPid) - b0
     const genCpu = cpuSeconds(fleet.pid) - g0
-    const publisherCpu = side === 'peer' ? selfCpuSeconds() - s0 : 0
+    const publisherCpu = oursProcess(side) ? 0 : selfCpuSeconds() - s0
     const seconds = (w.lastAt - t0) / 1000
     const serviceCpu = brokerCpu + publisherCpu
     m.rate[side].push(w.received / seconds)
@@ -89,6 +92,19 @@ async function run(mode: Mode, ctx: Context): Promise<ScenarioResult> {
   }
   await alternate(rounds, (r) => measure('ours', r), (r) => measure('peer', r))
 
+  if (mode === 'outbox') {
+    return {
+      scenario: mode,
+      ours: 'our service, durable downlink (each message numbered and stored before it is published, marked delivered on PUBACK)',
+      peer: 'the same service process publishing straight to its broker (nothing stored)',
+      rounds,
+      metrics: [m.rate, m.p99, m.lost, m.cpu],
+      notes: [
+        `The fan-out workload (${devices} devices, persistent sessions, QoS 1, ${messages} messages of ${BYTES} bytes each, ${total.toLocaleString('en-US')} deliveries per round, at most ${inflight} in flight), twice on one service process on the embedded database (PGlite): through the outbox (app.deviceLink.publish) and past it (the broker's publish). The CPU difference per delivery is what the outbox costs.`,
+      ],
+      details: { devices, messages, bytes: BYTES, inflight, raw },
+    }
+  }
   return {
     scenario: mode,
     ours: 'our service (aedes, auth + ACL + presence)',
@@ -109,3 +125,4 @@ async function run(mode: Mode, ctx: Context): Promise<ScenarioResult> {
 
 export const fanOut: Scenario = { name: 'fan-out', summary: "1,000 devices, 20 × 200-byte QoS 1 messages each to its own topic", uses: ['ours', 'rig'], prepare: sharedRig, run: (ctx) => run('fan-out', ctx) }
 export const broadcast: Scenario = { name: 'broadcast', summary: '1,000 devices on one shared topic (fleet/cmd), 100 QoS 1 messages', uses: ['ours', 'rig'], prepare: sharedRig, run: (ctx) => run('broadcast', ctx) }
+export const outbox: Scenario = { name: 'outbox', summary: 'the fan-out workload through the durable downlink and straight to the broker: what the outbox costs per delivery', uses: ['ours', 'rig'], prepare: sharedRig, run: (ctx) => run('outbox', ctx) }

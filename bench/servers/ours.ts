@@ -59,12 +59,17 @@ async function seed(file: string): Promise<number> {
   return creds.length
 }
 
-/** Each device's own topic gets `count` messages; at most `inflight` publishes are unacknowledged by the broker. */
-async function fanOut(ids: string[], count: number, bytes: number, inflight: number, seqBase: number): Promise<number> {
+/**
+ * Each device's own topic gets `count` messages; at most `inflight` publishes are unacknowledged
+ * by the broker. `direct`: straight to the broker, past the durable downlink (nothing stored,
+ * nothing numbered), to measure what the outbox costs.
+ */
+async function fanOut(ids: string[], count: number, bytes: number, inflight: number, seqBase: number, direct = false): Promise<number> {
   let sent = 0
   const jobs: Array<() => Promise<void>> = []
+  const link = direct ? app.broker! : app.deviceLink
   for (let seq = seqBase; seq < seqBase + count; seq++) {
-    for (const id of ids) jobs.push(() => app.deviceLink.publish(id, 'cmd', timedBody(seq, bytes)))
+    for (const id of ids) jobs.push(() => link.publish(id, 'cmd', timedBody(seq, bytes)))
   }
   let next = 0
   async function lane() {
@@ -104,7 +109,7 @@ async function handle(req: Request): Promise<unknown> {
     case 'session':
       return owner()
     case 'fanOut':
-      return fanOut(req.ids as string[], req.count as number, req.bytes as number, req.inflight as number, (req.seqBase as number) ?? 0)
+      return fanOut(req.ids as string[], req.count as number, req.bytes as number, req.inflight as number, (req.seqBase as number) ?? 0, req.direct === true)
     case 'broadcast':
       return broadcast(req.count as number, req.bytes as number, req.inflight as number, (req.seqBase as number) ?? 0)
     case 'countEvents':
