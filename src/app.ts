@@ -212,6 +212,9 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   // Unfinished jobs (from before a restart too) are picked up once the app is ready.
   app.addHook('onReady', async () => generation.runner.start())
   producers.push(() => generation.close())
+  // A revocation on any instance clears every instance's cache: each then closes the MQTT
+  // connections of apps whose session it ended.
+  sessionCache.onClear(() => void app.broker?.revalidateApps().catch((err) => app.log.warn({ err }, 'could not revalidate companion app connections')))
   // Apps' sessions also end by expiry, which no request announces: checked with every sweep.
   startSweeper(app, [() => devices.sweep(), () => link.sweep(), async () => app.broker?.revalidateApps()], config.devices.sweepInterval)
   // Registered last, so it runs first of the onClose hooks (they run in reverse), once the HTTP

@@ -34,14 +34,16 @@ export async function findCaller(auth: Auth, req: FastifyRequest): Promise<Calle
   const credential = credentialOf(req.headers as { authorization?: string; cookie?: string })
   if (!credential) return null
   const reg = registry.get(auth)
-  const hit = reg?.cache.get(credential)
+  const hit = await reg?.cache.get(credential)
   if (hit) return hit
+  // Read before the lookup: a revocation that lands while it runs keeps its result out of the cache.
+  const generation = (await reg?.cache.generation().catch(() => -1)) ?? -1
   const found = await auth.api.getSession({ headers: toHeaders(req), query: { disableRefresh: true } }).catch(() => null)
   if (!found) return null
   const user = reg ? await findUserById(reg.db, found.user.id) : (found.user as unknown as UserRow)
   if (!user) return null
   const value: Caller = { session: found.session as Caller['session'], user }
-  reg?.cache.set(credential, value)
+  reg?.cache.set(credential, value, generation)
   return value
 }
 

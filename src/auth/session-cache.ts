@@ -2,10 +2,17 @@
 // GET /get-session do not run Better Auth's session lookup on every request.
 //
 // Revocation must win over speed: any account-changing request through the auth mount (sign-out,
-// revoke, ban, password change, role change, e-mail verification, …) clears the whole cache on
-// this instance before its response is sent, and publishes a clear on Redis so every other
-// instance clears within its pub/sub latency. Those requests are rare next to session reads, so
-// clearing everything is cheap and leaves no per-path bookkeeping to get wrong.
+// revoke, ban, password change, role change, e-mail verification, …) clears the whole cache
+// before its response is sent. Those requests are rare next to session reads, so clearing
+// everything is cheap and leaves no per-path bookkeeping to get wrong.
+//
+// A clear moves the cache to a new generation. A lookup notes the generation before it reads the
+// database and may store its result only if no clear happened meanwhile: a lookup that began
+// before a sign-out and finished after it would otherwise put the revoked session back for the
+// whole TTL. With Redis the generation is a shared counter, incremented before the response; a
+// cache hit on any instance checks it (one GET), so a request that starts after a revocation's
+// response never sees a session cached before it, whatever the pub/sub latency. The pub/sub
+// message only frees memory early and tells listeners (the MQTT broker closes revoked apps).
 import type { RedisHandle } from '../redis/client.js'
 import type { UserRow } from './users-repository.js'
 
@@ -25,13 +32,18 @@ export type CachedSession = {
   user: UserRow
 }
 
-type Entry = { value: CachedSession; until: number }
+type Entry = { value: CachedSession; until: number; generation: number }
 
 export type SessionCache = {
-  get(credential: string): CachedSession | undefined
-  set(credential: string, value: CachedSession): void
-  /** Clears this instance and, with Redis, every other instance. */
+  /** The generation a lookup starts in: pass it to `set`. */
+  generation(): Promise<number>
+  get(credential: string): Promise<CachedSession | undefined>
+  /** Stores a lookup's result, unless the cache was cleared since `generation` was read. */
+  set(credential: string, value: CachedSession, generation: number): void
+  /** Clears this instance and, with Redis, every other instance; resolves once no instance can hit an older entry. */
   clearAll(): Promise<void>
+  /** Called after every clear on this instance, whichever instance caused it. */
+  onClear(listener: () => void): void
   readonly size: number
   close(): Promise<void>
 }
@@ -40,34 +52,84 @@ const MAX_ENTRIES = 50_000
 
 export async function createSessionCache(opts: { ttlMs: number; redis?: RedisHandle; onError?: (err: unknown) => void }): Promise<SessionCache> {
   const entries = new Map<string, Entry>()
-  const channel = opts.redis ? `${opts.redis.prefix}session-cache:clear` : ''
-  const subscriber = opts.redis ? opts.redis.client.duplicate() : undefined
+  const listeners: Array<() => void> = []
+  const redis = opts.redis
+  const channel = redis ? `${redis.prefix}session-cache:clear` : ''
+  const counter = redis ? `${redis.prefix}session-cache:generation` : ''
+  // In-process: the local counter is the generation. With Redis: the last shared value seen here.
+  let generation = 0
+
+  const dropAll = (next: number) => {
+    generation = next
+    entries.clear()
+    for (const l of listeners) {
+      try {
+        l()
+      } catch (err) {
+        opts.onError?.(err)
+      }
+    }
+  }
+
+  /** The shared generation; a newer one than this instance knew empties it first. */
+  async function current(): Promise<number> {
+    if (!redis) return generation
+    const shared = Number((await redis.client.get(counter)) ?? 0)
+    if (shared !== generation) dropAll(shared)
+    return shared
+  }
+
+  const subscriber = redis ? redis.client.duplicate() : undefined
   if (subscriber) {
     subscriber.on('error', (err) => opts.onError?.(err))
     await subscriber.connect()
-    await subscriber.subscribe(channel, () => entries.clear())
+    await subscriber.subscribe(channel, (message) => {
+      const next = Number(message)
+      if (Number.isFinite(next) && next > generation) dropAll(next)
+    })
+    generation = Number((await redis!.client.get(counter)) ?? 0)
   }
 
   return {
-    get(credential) {
+    generation: current,
+    async get(credential) {
       const e = entries.get(credential)
       if (!e) return undefined
       if (e.until <= Date.now()) {
         entries.delete(credential)
         return undefined
       }
+      // With Redis an error reading the generation is a miss: the database decides.
+      const gen = await current().catch(() => -1)
+      if (gen !== e.generation) {
+        entries.delete(credential)
+        return undefined
+      }
       return e.value
     },
-    set(credential, value) {
-      if (opts.ttlMs <= 0) return
+    set(credential, value, gen) {
+      if (opts.ttlMs <= 0 || gen !== generation) return
       if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value as string)
       // Never longer than the session itself lives.
       const until = Math.min(Date.now() + opts.ttlMs, new Date(value.session.expiresAt).getTime())
-      entries.set(credential, { value, until })
+      entries.set(credential, { value, until, generation: gen })
     },
     async clearAll() {
-      entries.clear()
-      if (opts.redis) await opts.redis.client.publish(channel, 'all').catch((err) => opts.onError?.(err))
+      if (!redis) return dropAll(generation + 1)
+      try {
+        const next = await redis.client.incr(counter)
+        dropAll(next)
+        await redis.client.publish(channel, String(next))
+      } catch (err) {
+        // Without the shared counter other instances cannot be told: empty this one at least, and
+        // refuse what lookups in flight bring back until the counter is readable again.
+        generation = -2
+        entries.clear()
+        opts.onError?.(err)
+      }
+    },
+    onClear(listener) {
+      listeners.push(listener)
     },
     get size() {
       return entries.size

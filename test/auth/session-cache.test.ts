@@ -1,12 +1,11 @@
-// The session cache never outlives a revocation: on the same instance the next request is
-// refused at once; on another instance sharing Redis, within a second.
+// The session cache never outlives a revocation: on the same instance, and on another instance
+// sharing Redis, the next request is refused.
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
 import { startApp } from '../helpers/app.js'
 import { signUpAdmin } from '../helpers/admin.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
-import { eventually } from '../helpers/mqtt.js'
 import { reachable, redisUrl } from '../helpers/services.js'
 
 const status = async (url: string, token: string) => (await fetch(`${url}/get-session`, { headers: { authorization: `Bearer ${token}` } })).status
@@ -65,7 +64,7 @@ t.test('sign-ins, sign-ups and code requests leave cached sessions in place', as
 const pgReachable = await reachable(5432)
 const redis = await redisUrl()
 
-t.test('another instance refuses a revoked session within a second', { skip: pgReachable && redis ? false : 'needs PostgreSQL and Redis on the machine' }, async (t) => {
+t.test('another instance refuses a revoked session on its next request', { skip: pgReachable && redis ? false : 'needs PostgreSQL and Redis on the machine' }, async (t) => {
   const base = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
   const name = `t_${randomBytes(6).toString('hex')}`
   const admin = postgres(base, { max: 1, onnotice: () => {} })
@@ -87,6 +86,7 @@ t.test('another instance refuses a revoked session within a second', { skip: pgR
   t.equal(await status(b.url, user.token), 200, 'B resolves and caches the session')
   t.equal(await status(b.url, user.token), 200)
   t.equal((await post(a.url, '/sign-out', user.token)).status, 200, 'signed out through A')
-  await eventually(async () => (await status(b.url, user.token)) === 401, 1000)
-  t.pass('B refuses it within one second')
+  // The shared generation moved before A answered: B's cached entry is stale on its next hit,
+  // whether or not B has received the pub/sub message yet.
+  t.equal(await status(b.url, user.token), 401, 'B refuses it on the very next request')
 })
