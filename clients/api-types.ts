@@ -264,7 +264,7 @@ export interface paths {
         put?: never;
         /**
          * Init remote device
-         * @description Called by the device (no account). Starts pairing and returns the codes to show.
+         * @description Called by the device (no account). Starts pairing and returns the codes to show. Fields this service does not know are ignored (here and in `display`), so a newer firmware pairs with an older service.
          */
         post: {
             parameters: {
@@ -276,11 +276,27 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        display: components["schemas"]["DisplayProfile"];
+                        display: {
+                            width: number;
+                            height: number;
+                            /** @enum {string} */
+                            palette: "bw" | "gray4" | "spectra6" | "acep7" | "color";
+                            /**
+                             * @default cover
+                             * @enum {string}
+                             */
+                            fit?: "cover" | "contain";
+                            /** @description also send small images (≤ 64 KiB) inline, base64, in the MQTT message */
+                            inline?: boolean;
+                        } & {
+                            [key: string]: unknown;
+                        };
                         model?: string;
                         firmware?: string;
                         manufacturer?: string;
                         serial?: string;
+                    } & {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -460,7 +476,7 @@ export interface paths {
         put?: never;
         /**
          * Get the initialisation record of a device
-         * @description Polled by the device. Once approved, the answer carries the MQTT credentials exactly once.
+         * @description Polled by the device. Once approved, the answer carries the MQTT credentials exactly once. Fields this service does not know are ignored.
          */
         post: {
             parameters: {
@@ -474,6 +490,8 @@ export interface paths {
                     "application/json": {
                         deviceId: string;
                         deviceCode: string;
+                    } & {
+                        [key: string]: unknown;
                     };
                 };
             };

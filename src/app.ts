@@ -6,7 +6,8 @@ import { createAuth, type Auth } from './auth/auth.js'
 import { mountAuth } from './auth/mount.js'
 import { attachSessionCache } from './auth/guard.js'
 import { createSessionCache, type SessionCache } from './auth/session-cache.js'
-import { registerOpenApi } from './openapi/register.js'
+import { DOCS_PATH, registerOpenApi } from './openapi/register.js'
+import { installRouteAuth } from './auth/route-auth.js'
 import { sessionRecordSchema, userRecordSchema } from './auth/session-shape.js'
 import { sessionRoutes } from './auth/session-routes.js'
 import type { Config } from './config.js'
@@ -138,6 +139,8 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   app.addHook('onClose', async () => sessionCache.close())
   app.decorate('config', config)
 
+  // Before any route: each declares who may call it, checked before its body is read.
+  installRouteAuth(app, { auth, db: database.db, docsPath: DOCS_PATH })
   // Before any route: the OpenAPI document is collected from routes as they are registered.
   await registerOpenApi(app, { auth })
 

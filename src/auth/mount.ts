@@ -3,7 +3,10 @@
 // bodies and form-encoded OAuth callbacks), from an encapsulated plugin so the rest of the app
 // keeps Fastify's normal parsers.
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
-import { codeForStatus } from '../errors.js'
+import { AppError, codeForStatus } from '../errors.js'
+import { sessionOperations } from '../openapi/better-auth.js'
+import type { OpenApiDocument } from '../openapi/types.js'
+import { findCaller } from './guard.js'
 import { hasNulCharacter, nulError } from '../http/validation.js'
 import { AUTH_BASE_PATH, CLIENT_IP_HEADER, type Auth } from './auth.js'
 import { leavesSessionsUnchanged } from './session-cache.js'
@@ -68,6 +71,14 @@ export async function mountAuth(app: FastifyInstance, opts: { auth: Auth; baseUr
     }
     done(null, raw)
   })
+
+  // Better Auth validates a body before it looks at the session: an anonymous request to an
+  // operation that needs one is refused here first, whatever it sends.
+  const needsSession = sessionOperations((await auth.api.generateOpenAPISchema()) as unknown as OpenApiDocument)
+  const refuseAnonymous = async (req: FastifyRequest, path: string, method = req.method) => {
+    if (!needsSession.has(`${method} ${path.split('?')[0]}`)) return
+    if (!(await findCaller(auth, req))) throw new AppError(401, 'UNAUTHORIZED', 'A valid session is required')
+  }
 
   async function forward(req: FastifyRequest, reply: FastifyReply, target: Forward) {
     const method = target.method ?? req.method
@@ -135,6 +146,9 @@ export async function mountAuth(app: FastifyInstance, opts: { auth: Auth; baseUr
   app.route({
     method: methods,
     url: `${AUTH_BASE_PATH}/*`,
+    // Better Auth checks its own credentials; an anonymous request is refused before its body is read.
+    config: { auth: 'none' },
+    preParsing: async (req) => refuseAnonymous(req, suffix(req)),
     handler: (req, reply) => forward(req, reply, { path: suffix(req) }),
   })
 
@@ -142,13 +156,15 @@ export async function mountAuth(app: FastifyInstance, opts: { auth: Auth; baseUr
     app.route({
       method,
       url: path,
-        handler: (req, reply) => forward(req, reply, { path: req.raw.url ?? path }),
+      config: { auth: 'none' },
+      preParsing: async (req) => refuseAnonymous(req, path.replace(/:(\w+)/g, '{$1}')),
+      handler: (req, reply) => forward(req, reply, { path: req.raw.url ?? path }),
     })
   }
 
   // Better Auth 1.3's names, still part of the interface.
-  app.post('/forget-password', (req, reply) => forward(req, reply, { path: '/request-password-reset' }))
-  app.post('/account-info', (req, reply) => {
+  app.post('/forget-password', { config: { auth: 'none' } }, (req, reply) => forward(req, reply, { path: '/request-password-reset' }))
+  app.post('/account-info', { config: { auth: 'none' }, preParsing: async (req) => refuseAnonymous(req, '/account-info', 'GET') }, (req, reply) => {
     let accountId = ''
     try {
       const parsed = JSON.parse((req.body as Buffer | undefined)?.toString('utf8') || '{}')
@@ -156,7 +172,8 @@ export async function mountAuth(app: FastifyInstance, opts: { auth: Auth; baseUr
     } catch {
       accountId = ''
     }
-    if (!accountId) return reply.code(400).send({ message: 'accountId is required', code: 'VALIDATION_ERROR' })
+    // A lone surrogate cannot be URI-encoded (encodeURIComponent throws): no account has such an id.
+    if (!accountId || /[\uD800-\uDFFF]/u.test(accountId)) return reply.code(400).send({ message: 'accountId is required (a well-formed string)', code: 'VALIDATION_ERROR' })
     return forward(req, reply, { path: `/account-info?accountId=${encodeURIComponent(accountId)}`, method: 'GET' })
   })
 }

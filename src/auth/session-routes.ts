@@ -1,9 +1,9 @@
 // GET /get-session and GET /error at the root, in the interface's own shapes.
+import { callerOf } from './route-auth.js'
 import type { FastifyInstance } from 'fastify'
 import type { Database } from '../db/client.js'
 import { AppError } from '../errors.js'
 import type { Auth } from './auth.js'
-import { requireCaller } from './guard.js'
 import { toSessionRecord, toUserRecord } from './session-shape.js'
 import { findUserById } from './users-repository.js'
 
@@ -35,7 +35,7 @@ export async function sessionRoutes(app: FastifyInstance, opts: { auth: Auth; db
     async (req) => {
       // The user row comes from the database (through the session cache), not Better Auth's
       // session storage, which may hold a stale copy of balance, role or ban.
-      const caller = await requireCaller(auth, req)
+      const caller = callerOf(req)
       return { session: toSessionRecord(caller.session), user: toUserRecord(caller.user) }
     },
   )

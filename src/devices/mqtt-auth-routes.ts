@@ -62,6 +62,12 @@ export async function mqttAuthRoutes(app: FastifyInstance, opts: { auth: Auth; d
   app.post<{ Body: Body }>(
     '/api/device/mqtt-auth',
     {
+      // The hook secret is checked before the body is read, like every other credential.
+      preParsing: async (req) => {
+        if (!secret) throw new AppError(503, 'MQTT_AUTH_DISABLED', 'Set MQTT_AUTH_SECRET to enable the external-broker hook')
+        const given = (req.headers.authorization ?? '').replace(/^Bearer\s+/i, '')
+        if (!timingSafeEqual(digest(given), digest(secret))) throw new AppError(401, 'UNAUTHORIZED', 'Wrong or missing hook secret')
+      },
       schema: {
         tags: ['device module'],
         summary: 'Authentication and ACL hook for an external MQTT broker',
@@ -86,9 +92,6 @@ export async function mqttAuthRoutes(app: FastifyInstance, opts: { auth: Auth; d
       },
     },
     async (req) => {
-      if (!secret) throw new AppError(503, 'MQTT_AUTH_DISABLED', 'Set MQTT_AUTH_SECRET to enable the external-broker hook')
-      const given = (req.headers.authorization ?? '').replace(/^Bearer\s+/i, '')
-      if (!timingSafeEqual(digest(given), digest(secret))) throw new AppError(401, 'UNAUTHORIZED', 'Wrong or missing hook secret')
       const { clientid, username, password = '', topic, action } = req.body
       // The service's own connection to the external broker may do anything. It proves itself with
       // its password when it connects; an authorization request is about a connection that did.

@@ -1,14 +1,14 @@
 // The device module's HTTP routes. Schemas here validate input and shape every response.
 import { errorResponses as errors, callerSecurity, cursorFrom, pageOf } from '../http/route-schemas.js'
+import { principalOf } from '../auth/route-auth.js'
 import type { FastifyInstance } from 'fastify'
 import type { Auth } from '../auth/auth.js'
-import { requirePrincipal } from '../auth/guard.js'
 import type { Database } from '../db/client.js'
 import { AppError } from '../errors.js'
 import { listDeviceEvents } from '../events/repository.js'
 import { toEventRecord } from '../events/records.js'
 import { requireAccess } from './access.js'
-import { deviceInformationSchema, toDeviceDetail, toDeviceRecord } from './records.js'
+import { deviceInformationSchema, displayProfileSchema, toDeviceDetail, toDeviceRecord } from './records.js'
 import { findDevice, findMemberRole, listDevices } from './repository.js'
 import type { ClaimInput, CodeInput, DeviceService, InitInput } from './service.js'
 import { deviceCommandNames, type DeviceCommandName } from './tables.js'
@@ -29,22 +29,25 @@ const codeProps = {
 
 const idBody = { type: 'object', required: ['deviceId'], additionalProperties: false, properties: { deviceId } } as const
 
+/** The display profile as a device sends it: fields a newer firmware adds are ignored, not refused. */
+const tolerantDisplay = { ...displayProfileSchema, $id: undefined, additionalProperties: true } as const
+
 export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; devices: DeviceService }) {
   const { auth, db, devices } = opts
-  const principal = (req: Parameters<typeof requirePrincipal>[2]) => requirePrincipal(auth, db, req)
 
   app.post<{ Body: InitInput }>(
     '/api/device/init',
     {
+      config: { auth: 'none' },
       schema: {
         tags,
         summary: 'Init remote device',
-        description: 'Called by the device (no account). Starts pairing and returns the codes to show.',
+        description: 'Called by the device (no account). Starts pairing and returns the codes to show. Fields this service does not know are ignored (here and in `display`), so a newer firmware pairs with an older service.',
         body: {
           type: 'object',
           required: ['display'],
-          additionalProperties: false,
-          properties: { display: { $ref: 'DisplayProfile#' }, ...deviceInformationSchema.properties },
+          additionalProperties: true,
+          properties: { display: tolerantDisplay, ...deviceInformationSchema.properties },
         },
         response: {
           200: {
@@ -100,7 +103,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       },
     },
     async (req) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       const { device, eventId, status } = await devices.claim(who.userId, req.body)
       return { success: true, status, eventId, organization_id: device.organizationId, device: toDeviceDetail(device) }
     },
@@ -121,7 +124,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       },
     },
     async (req) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       return devices.deny(who.userId, req.body)
     },
   )
@@ -129,14 +132,15 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
   app.post<{ Body: { deviceId: string; deviceCode: string } }>(
     '/api/device/get-init-device',
     {
+      config: { auth: 'none' },
       schema: {
         tags,
         summary: 'Get the initialisation record of a device',
-        description: 'Polled by the device. Once approved, the answer carries the MQTT credentials exactly once.',
+        description: 'Polled by the device. Once approved, the answer carries the MQTT credentials exactly once. Fields this service does not know are ignored.',
         body: {
           type: 'object',
           required: ['deviceId', 'deviceCode'],
-          additionalProperties: false,
+          additionalProperties: true,
           properties: { deviceId, deviceCode: { type: 'string', minLength: 1, maxLength: 64 } },
         },
         response: { 200: { $ref: 'DeviceInitRecord#' }, ...errors(400, 404, 429) },
@@ -164,7 +168,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       },
     },
     async (req) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       const { device, kicked } = await devices.disconnect(who.userId, req.body.deviceId)
       return { success: true, message: 'Device disconnected and its credentials revoked', kicked, device: toDeviceRecord(device) }
     },
@@ -190,7 +194,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       },
     },
     async (req) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       const deleted = await devices.remove(who.userId, req.body.deviceId)
       return { success: true, message: 'Device deleted', device: toDeviceRecord(deleted) }
     },
@@ -225,7 +229,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       },
     },
     async (req) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       let orgId: string | null = null
       if (req.query.organizationId) {
         if (!(await findMemberRole(db, req.query.organizationId, who.userId))) throw new AppError(403, 'FORBIDDEN', 'You are not a member of this organization')
@@ -247,7 +251,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       schema: { tags, summary: 'Get a device', security: callerSecurity, params: idParams, response: { 200: { $ref: 'DeviceDetail#' }, ...errors(401, 404) } },
     },
     async (req) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       return toDeviceDetail(await requireAccess(db, await findDevice(db, req.params.id), who.userId, 'read'))
     },
   )
@@ -265,7 +269,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       },
     },
     async (req) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       return toDeviceDetail(await devices.patch(who.userId, req.params.id, req.body))
     },
   )
@@ -295,7 +299,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       },
     },
     async (req, reply) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       const { command, seconds } = req.body
       if (command === 'sleep' && !seconds) throw new AppError(400, 'VALIDATION_ERROR', 'sleep needs seconds')
       const row = await devices.sendCommand(who.userId, req.params.id, command, command === 'sleep' ? { seconds } : {})
@@ -327,7 +331,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       },
     },
     async (req) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       const dev = await requireAccess(db, await findDevice(db, req.params.id), who.userId, 'read')
       const rows = await listDeviceEvents(db, dev.id, req.query.limit + 1, cursorFrom(req.query.cursor))
       const { page, nextCursor } = pageOf(rows, req.query.limit)

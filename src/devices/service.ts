@@ -71,7 +71,8 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
         status: 'pending',
         expiresAt: new Date(now.getTime() + config.devices.codeTtl * 1000),
         interval: config.devices.pollInterval,
-        display: { ...input.display, fit: input.display.fit ?? 'cover' },
+        // Only what this service knows: a newer firmware may send more (ignored, see the route).
+        display: { width: input.display.width, height: input.display.height, palette: input.display.palette, fit: input.display.fit ?? 'cover', ...(input.display.inline !== undefined ? { inline: input.display.inline } : {}) },
         info: JSON.parse(JSON.stringify(info)),
         createdAt: now,
       },

@@ -1,8 +1,8 @@
 // GET /api/device/:id/downlink: what the service sent a device and whether it arrived, so an
 // owner can see what waits for a sleeping frame.
+import { principalOf } from '../auth/route-auth.js'
 import type { FastifyInstance } from 'fastify'
 import type { Auth } from '../auth/auth.js'
-import { requirePrincipal } from '../auth/guard.js'
 import type { Database } from '../db/client.js'
 import { requireAccess } from '../devices/access.js'
 import { findDevice } from '../devices/repository.js'
@@ -51,7 +51,7 @@ export async function downlinkRoutes(app: FastifyInstance, opts: { auth: Auth; d
       },
     },
     async (req) => {
-      const who = await requirePrincipal(auth, db, req)
+      const who = principalOf(req)
       const dev = await requireAccess(db, await findDevice(db, req.params.id), who.userId, 'read')
       const rows = await listMessages(db, dev.id, req.query.limit + 1, req.query.before)
       const page = rows.slice(0, req.query.limit)

@@ -34,7 +34,7 @@ export async function demoRoutes(app: FastifyInstance, opts: { db: Database; sto
   app.get<{ Querystring: { prompt?: string; palette?: string } }>(
     '/api/demo',
     {
-      config: { rateLimit: DEMO_RATE_LIMIT },
+      config: { auth: 'none', rateLimit: DEMO_RATE_LIMIT },
       schema: {
         tags: ['admin API'],
         summary: 'Demo API endpoint',

@@ -1,8 +1,8 @@
 // Image generation (start, then poll), models and credits.
 import { errorResponses as errors, callerSecurity as security } from '../http/route-schemas.js'
+import { principalOf } from '../auth/route-auth.js'
 import type { FastifyInstance } from 'fastify'
 import type { Auth } from '../auth/auth.js'
-import { requirePrincipal } from '../auth/guard.js'
 import { findUserById } from '../auth/users-repository.js'
 import { balanceOf, credit, listLedger } from '../credits/repository.js'
 import type { Database } from '../db/client.js'
@@ -18,7 +18,6 @@ export async function generationRoutes(
   opts: { auth: Auth; db: Database; generation: GenerationService; baseUrl: string; providers: Set<string>; balanceChanged?: () => Promise<void> },
 ) {
   const { auth, db, generation, baseUrl } = opts
-  const principal = (req: Parameters<typeof requirePrincipal>[2]) => requirePrincipal(auth, db, req)
 
   app.post<{ Body: GenerateRequest }>(
     '/api/generate',
@@ -33,7 +32,7 @@ export async function generationRoutes(
       },
     },
     async (req, reply) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       const job = await generation.create(who.userId, req.body)
       return reply.code(202).header('location', `/api/generate/${job.id}`).send(toGenerationResponse(baseUrl, job))
     },
@@ -51,7 +50,7 @@ export async function generationRoutes(
       },
     },
     async (req) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       const { job, image, variants } = await generation.get(who.userId, req.params.id)
       return toGenerationResponse(baseUrl, job, image, variants)
     },
@@ -70,7 +69,7 @@ export async function generationRoutes(
       },
     },
     async (req) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       const { job, image, variants } = await generation.cancel(who.userId, req.params.id)
       return toGenerationResponse(baseUrl, job, image, variants)
     },
@@ -79,6 +78,7 @@ export async function generationRoutes(
   app.get(
     '/api/models',
     {
+      config: { auth: 'none' },
       schema: {
         tags: ['admin API'],
         summary: 'Models, their prices and whether this service can use them',
@@ -122,7 +122,7 @@ export async function generationRoutes(
       },
     },
     async (req) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       const rows = await listLedger(db, who.userId, 50)
       return {
         balance: (await balanceOf(db, who.userId)) ?? '0',
@@ -152,7 +152,7 @@ export async function generationRoutes(
       },
     },
     async (req) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       const actor = await findUserById(db, who.userId)
       if (!actor || !actor.role.split(',').includes('admin')) throw new AppError(403, 'FORBIDDEN', 'Only admins may credit accounts')
       if (Number(req.body.amount) <= 0) throw new AppError(400, 'VALIDATION_ERROR', 'amount must be positive')

@@ -12,6 +12,8 @@ export async function imageRoutes(app: FastifyInstance, opts: { db: Database; st
   app.get<{ Params: { id: string; format: string } }>(
     '/api/images/:id/:format',
     {
+      // Image ids are unguessable: devices fetch them with no credential.
+      config: { auth: 'none' },
       schema: {
         tags: ['device module'],
         summary: 'An image file: the original or a display format (bmp1, png1, png-gray4, png-spectra6, png-acep7, jpeg, png)',

@@ -1,8 +1,9 @@
 // GET /accept-invitation/:id (the page an invitation e-mail links to) and
 // POST /api/invitations/accept (what its Accept button calls).
+import { callerOf } from '../auth/route-auth.js'
 import type { FastifyInstance } from 'fastify'
 import type { Auth } from '../auth/auth.js'
-import { findCaller, requireCaller, toHeaders } from '../auth/guard.js'
+import { findCaller, toHeaders } from '../auth/guard.js'
 import type { Database } from '../db/client.js'
 import { AppError } from '../errors.js'
 import { closedPage, invitationPage, notFoundPage } from './page.js'
@@ -20,6 +21,7 @@ export async function invitationRoutes(app: FastifyInstance, opts: { auth: Auth;
   app.get<{ Params: { id: string } }>(
     '/accept-invitation/:id',
     {
+      config: { auth: 'none' },
       schema: {
         tags,
         summary: 'The page an invitation e-mail links to: sign in, then accept',
@@ -73,7 +75,7 @@ export async function invitationRoutes(app: FastifyInstance, opts: { auth: Auth;
       // A cookie rides along on cross-site requests: those must come from our own pages.
       const origin = req.headers.origin
       if (req.headers.cookie && origin && !allowedOrigins.has(origin)) throw new AppError(403, 'FORBIDDEN_ORIGIN', 'Requests with a session cookie must come from this service')
-      const who = await requireCaller(auth, req)
+      const who = callerOf(req)
       const result = await acceptInvitation({ auth, db, who, headers: toHeaders(req), invitationId: req.body.invitationId })
       if (result.setCookies.length) reply.header('set-cookie', result.setCookies)
       const m = result.member as { id: string; organizationId: string; userId: string; role: string }

@@ -71,6 +71,7 @@ const PUBLIC_PATHS = new Set([
   '/email-otp/check-verification-otp',
   '/email-otp/verify-email',
   '/email-otp/reset-password',
+  '/email-otp/request-password-reset',
   '/forget-password/email-otp',
   '/request-password-reset',
   '/reset-password',
@@ -84,8 +85,8 @@ const PUBLIC_PATHS = new Set([
   '/error',
   '/jwks',
 ])
-/** Answered with or without a session (null without one). */
-const OPTIONAL_SESSION_PATHS = new Set(['/get-session'])
+/** Answered with or without a session (null, or an empty list, without one). */
+const OPTIONAL_SESSION_PATHS = new Set(['/get-session', '/multi-session/list-device-sessions'])
 
 function adaptOperation(path: string, op: Operation): Operation {
   op.tags = (op.tags ?? ['default']).map(tagName)
@@ -180,6 +181,23 @@ function addOperation(doc: OpenApiDocument, path: string, method: string, op: Op
  * the two Better Auth 1.3 compatibility routes, and its component schemas (a name we already use
  * is kept for our record; Better Auth's gets an `Auth` prefix).
  */
+/**
+ * Better Auth's operations that need a session, as this service's document describes them:
+ * "METHOD /path" relative to its base path. The mount answers an anonymous request to one of
+ * them with 401 before Better Auth reads (and validates) its body.
+ */
+export function sessionOperations(betterAuth: OpenApiDocument): Set<string> {
+  const out = new Set<string>()
+  for (const [path, item] of Object.entries(betterAuth.paths ?? {})) {
+    for (const [method, op] of Object.entries(item as Record<string, Operation>)) {
+      if (!op || typeof op !== 'object' || !('responses' in op)) continue
+      const security = adaptOperation(path, clone(op)).security
+      if (security?.length && !security.some((req) => Object.keys(req).length === 0)) out.add(`${method.toUpperCase()} ${path}`)
+    }
+  }
+  return out
+}
+
 export function mergeBetterAuth(ours: OpenApiDocument, betterAuth: OpenApiDocument, opts: BetterAuthMergeOptions): OpenApiDocument {
   const ba = clone(betterAuth)
   nullableToTypeList(ba)

@@ -113,6 +113,7 @@ export async function registerOpenApi(app: FastifyInstance, opts: { auth: Auth }
   app.get(
     OPENAPI_PATH,
     {
+      config: { auth: 'none' },
       schema: {
         tags: ['docs'],
         summary: 'This OpenAPI 3.1 document',

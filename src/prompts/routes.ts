@@ -1,7 +1,7 @@
 import { errorResponses as errors, callerSecurity as security, cursorFrom, pageOf } from '../http/route-schemas.js'
+import { principalOf } from '../auth/route-auth.js'
 import type { FastifyInstance } from 'fastify'
 import type { Auth } from '../auth/auth.js'
-import { requirePrincipal } from '../auth/guard.js'
 import type { Database } from '../db/client.js'
 import { requireAccess } from '../devices/access.js'
 import { findDevice } from '../devices/repository.js'
@@ -15,7 +15,6 @@ const tags = ['device module', 'admin API']
 
 export async function promptRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; prompts: PromptService }) {
   const { auth, db, prompts } = opts
-  const principal = (req: Parameters<typeof requirePrincipal>[2]) => requirePrincipal(auth, db, req)
 
   app.post<{ Body: PromptInput }>(
     '/api/prompts',
@@ -30,7 +29,7 @@ export async function promptRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       },
     },
     async (req, reply) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       return reply.code(201).send(toPromptRecord(await prompts.create(who.userId, req.body)))
     },
   )
@@ -56,7 +55,7 @@ export async function promptRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       },
     },
     async (req) => {
-      const who = await principal(req)
+      const who = principalOf(req)
       const dev = await requireAccess(db, await findDevice(db, req.params.deviceId), who.userId, 'read')
       const rows = await listDevicePrompts(db, dev.id, req.query.limit + 1, cursorFrom(req.query.cursor))
       const { page, nextCursor } = pageOf(rows, req.query.limit)
@@ -66,7 +65,7 @@ export async function promptRoutes(app: FastifyInstance, opts: { auth: Auth; db:
 
   app.get(
     '/api/prompts/templates',
-    { schema: { tags, summary: 'Prompt templates, usable by name when creating a prompt', response: { 200: { $ref: 'PromptTemplates#' } } } },
+    { config: { auth: 'none' }, schema: { tags, summary: 'Prompt templates, usable by name when creating a prompt', response: { 200: { $ref: 'PromptTemplates#' } } } },
     async () => ({ templates: TEMPLATES }),
   )
 }

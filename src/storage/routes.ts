@@ -43,6 +43,8 @@ export async function fileRoutes(app: FastifyInstance, opts: { store: ObjectStor
   app.get<FileRequest>(
     '/files/*',
     {
+      // The presigned link's signature is the credential (checked by the handler).
+      config: { auth: 'none' },
       schema: {
         tags,
         summary: 'Download an object through a presigned link',
@@ -72,6 +74,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { store: ObjectStor
   app.put<FileRequest & { Body: Buffer }>(
     '/files/*',
     {
+      config: { auth: 'none' },
       schema: {
         tags,
         summary: 'Upload an object through a presigned link',

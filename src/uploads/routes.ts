@@ -1,10 +1,10 @@
 // Upload routes. @fastify/multipart is registered inside this encapsulated plugin, so its
 // multipart parser exists only here and cannot touch the Better Auth mount's raw parsers.
 import multipart from '@fastify/multipart'
+import { principalOf } from '../auth/route-auth.js'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
-import { requirePrincipal } from '../auth/guard.js'
 import { callerSecurity as security } from '../http/route-schemas.js'
 import { AppError } from '../errors.js'
 import { acceptedContentTypes } from './images.js'
@@ -35,7 +35,7 @@ const FRAMING_SLACK = 64 * 1024
 
 export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; uploads: UploadService; send: UploadSender; maxBytes: number }) {
   const { auth, db, uploads, send, maxBytes } = opts
-  const caller = (req: FastifyRequest) => requirePrincipal(auth, db, req)
+  const caller = async (req: FastifyRequest) => principalOf(req)
 
   await app.register(multipart, {
     throwFileSizeLimit: true,

@@ -286,7 +286,7 @@ t.test('delete user with password, confirmed through the e-mailed link', async (
   t.match(token, /^[0-9a-z]{32}$/)
 
   const noSession = await open(mail.link!)
-  t.equal(noSession.status, 404, 'the link opened without the session does nothing')
+  t.equal(noSession.status, 401, 'the link opened without the session is refused (it needs the session that asked)')
   t.type(((await noSession.json()) as ErrorBody).message, 'string')
   t.equal((await rootSession(a.token)).status, 200, 'the account still exists')
 
@@ -303,7 +303,7 @@ t.test('delete user with password, confirmed through the e-mailed link', async (
   t.equal(root.status, 401, 'the session of the deleted account is gone')
   t.equal((await signIn(a.email, a.password)).res.error?.status, 401, 'the deleted account cannot sign in')
   const reused = await open(`${svc.url}/delete-user/callback${link.search}`, { authorization: `Bearer ${a.token}` })
-  t.equal(reused.status, 404, 'opening the link again finds nothing to delete')
+  t.equal(reused.status, 401, 'opening the link again: the deleted account has no session left')
 
   // The address is free again: a new account can be made with it.
   const { client } = makeClient(svc.url)

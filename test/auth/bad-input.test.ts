@@ -185,9 +185,14 @@ t.test('wrong password is 401 with the same answer as an unknown account', async
 
 t.test('oversized bodies are 413 {message, code}', async (t) => {
   const big = JSON.stringify({ email, password: PASSWORD, name: 'x'.repeat(BODY_LIMIT) })
-  for (const path of ['/sign-up/email', '/sign-in/email', '/api/auth/sign-in/email', '/api/auth/organization/create', '/account-info', '/no-such-path']) {
+  for (const path of ['/sign-up/email', '/sign-in/email', '/api/auth/sign-in/email', '/no-such-path']) {
     const res = await call(`oversized ${path}`, path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big })
     await expectError(t, res, 413, 'PAYLOAD_TOO_LARGE')
+  }
+  // Operations that need a session refuse an anonymous request before reading its body.
+  for (const path of ['/api/auth/organization/create', '/account-info']) {
+    const res = await call(`oversized anonymous ${path}`, path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big })
+    await expectError(t, res, 401, 'UNAUTHORIZED')
   }
   const form = await call('oversized form', '/api/auth/sign-in/email', {
     method: 'POST',

@@ -8,6 +8,7 @@ import { tableC } from '../../src/auth/mount.js'
 import { WILDCARD_PARAM, operationsOf } from '../../src/openapi/document.js'
 import type { OpenApiDocument } from '../../src/openapi/types.js'
 import { startApp, type TestApp } from '../helpers/app.js'
+import { makeClient, signUp as registerUser, uniqueEmail } from '../helpers/client.js'
 
 type Route = { method: string; url: string }
 
@@ -151,8 +152,12 @@ t.test("the interface's root paths carry Better Auth's operations", async (t) =>
   t.same(forget?.requestBody, doc.paths[`${AUTH_BASE_PATH}/request-password-reset`]?.post?.requestBody, '/forget-password is request-password-reset')
   const accountInfo = doc.paths['/account-info']?.post
   t.match(accountInfo?.requestBody, { required: true, content: { 'application/json': { schema: { required: ['accountId'] } } } })
-  // What it documents is what it does: no accountId is the documented 400 with the Error body.
-  const res = await fetch(`${svc.url}/account-info`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+  // What it documents is what it does: no accountId is the documented 400 with the Error body
+  // (for a caller with a session: an anonymous one gets 401 before its body is read).
+  const anonymous = await fetch(`${svc.url}/account-info`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+  t.equal(anonymous.status, 401)
+  const { token } = await registerUser(makeClient(svc.url).client, uniqueEmail('account-info'))
+  const res = await fetch(`${svc.url}/account-info`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: '{}' })
   t.equal(res.status, 400)
   t.match(await res.json(), { message: String, code: 'VALIDATION_ERROR' })
   t.ok(accountInfo?.responses?.['400'], '400 documented')

@@ -1,0 +1,80 @@
+// Who may call a route is declared with the route and checked by one hook, before the body is
+// read, parsed or validated: an anonymous request gets 401 whatever it sends, so nobody learns a
+// route's schema without a credential, and a handler cannot forget the check.
+//
+// The declaration is the route's OpenAPI `security` (what the document tells clients is what is
+// enforced), or `config: { auth }` for what the document cannot say: public routes ('none') and
+// routes that check their own credential ('hook'). A route with neither fails to register.
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify'
+import type { Database } from '../db/client.js'
+import { AppError } from '../errors.js'
+import type { Auth } from './auth.js'
+import { requireCaller, requirePrincipal, type Caller, type Principal } from './guard.js'
+
+/**
+ * none: anyone (the route may still look at a credential, e.g. a page that greets a signed-in user).
+ * user: a session (bearer or cookie), a Better Auth JWT or an API key: requirePrincipal.
+ * session: a session only (bearer or cookie): requireCaller.
+ * hook: the route checks its own credential in its own onRequest hook (the broker's shared secret).
+ */
+export type RouteAuth = 'none' | 'user' | 'session' | 'hook'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    auth?: RouteAuth
+  }
+  interface FastifyRequest {
+    principal?: Principal
+    caller?: Caller
+  }
+}
+
+type Security = ReadonlyArray<Record<string, unknown>> | undefined
+
+/** What a route's OpenAPI security requirement means here. */
+export function authFromSecurity(security: Security): RouteAuth | undefined {
+  if (!security?.length) return undefined
+  // `{}` among the alternatives: a credential is optional.
+  if (security.some((s) => Object.keys(s).length === 0)) return 'none'
+  const schemes = new Set(security.flatMap((s) => Object.keys(s)))
+  if (schemes.has('mqttAuthSecret')) return 'hook'
+  if (schemes.has('jwtAuth') || schemes.has('apiKeyAuth')) return 'user'
+  return 'session'
+}
+
+/** Routes of plugins that cannot carry our config: the docs page (public by nature) and CORS preflights. */
+const isPluginRoute = (route: RouteOptions, docsPath: string) => route.method === 'OPTIONS' || route.url === docsPath || route.url.startsWith(`${docsPath}/`)
+
+export function installRouteAuth(app: FastifyInstance, deps: { auth: Auth; db: Database; docsPath: string }) {
+  // preParsing: after every onRequest hook (the rate limit counts anonymous requests too) and
+  // before the body is read, parsed or validated.
+  const check = {
+    user: async (req: FastifyRequest) => {
+      req.principal = await requirePrincipal(deps.auth, deps.db, req)
+    },
+    session: async (req: FastifyRequest) => {
+      req.caller = await requireCaller(deps.auth, req)
+    },
+  }
+  app.addHook('onRoute', (route) => {
+    const declared = route.config?.auth ?? authFromSecurity((route.schema as { security?: Security } | undefined)?.security)
+    const auth = declared ?? (isPluginRoute(route, deps.docsPath) ? 'none' : undefined)
+    if (!auth) throw new Error(`${String(route.method)} ${route.url} declares no authentication: give it an OpenAPI security requirement or config.auth`)
+    route.config = { ...route.config, auth }
+    if (auth === 'user' || auth === 'session') route.preParsing = [check[auth], ...toArray(route.preParsing)]
+  })
+}
+
+const toArray = <T>(hooks: T | T[] | undefined): T[] => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks])
+
+/** The caller the route's auth check resolved for a route declared 'user'. */
+export function principalOf(req: FastifyRequest): Principal {
+  if (!req.principal) throw new AppError(401, 'UNAUTHORIZED', 'A valid session is required')
+  return req.principal
+}
+
+/** The session the route's auth check resolved for a route declared 'session'. */
+export function callerOf(req: FastifyRequest): Caller {
+  if (!req.caller) throw new AppError(401, 'UNAUTHORIZED', 'A valid session is required')
+  return req.caller
+}
