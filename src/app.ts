@@ -8,6 +8,7 @@ import { attachSessionCache } from './auth/guard.js'
 import { createSessionCache, type SessionCache } from './auth/session-cache.js'
 import { DOCS_PATH, registerOpenApi } from './openapi/register.js'
 import { installRouteAuth } from './auth/route-auth.js'
+import { clientErrorHandler } from './http/client-errors.js'
 import { sessionRecordSchema, userRecordSchema } from './auth/session-shape.js'
 import { sessionRoutes } from './auth/session-routes.js'
 import type { Config } from './config.js'
@@ -75,6 +76,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
     // Fastify also accepts a hop count at runtime; its typings omit it.
     trustProxy: config.trustProxy as boolean | string[],
     bodyLimit: config.bodyLimit,
+    clientErrorHandler,
   })
   try {
     await assemble(app, config)

@@ -7,6 +7,9 @@ import { z } from 'zod'
 
 export const LIMITS = { name: 200, email: 254, url: 2048, slug: 100, reason: 1000 } as const
 
+/** A hundred years. */
+const MAX_BAN_SECONDS = 100 * 365 * 24 * 3600
+
 const name = z.string().trim().min(1).max(LIMITS.name)
 const email = z.string().max(LIMITS.email)
 const url = z.string().max(LIMITS.url)
@@ -48,12 +51,19 @@ const rules: Record<string, z.ZodType> = {
   '/change-email': z.looseObject({ newEmail: email }),
   '/admin/create-user': z.looseObject({ name: name.optional(), email: email.optional(), role: role.optional(), data: adminUserData.optional() }),
   '/admin/update-user': z.looseObject({ data: adminUserData }),
-  '/admin/ban-user': z.looseObject({ banReason: z.string().max(LIMITS.reason).optional() }),
+  // Seconds; a ban past the year 9999 is no date the database (or JavaScript) can store.
+  '/admin/ban-user': z.looseObject({ banReason: z.string().max(LIMITS.reason).optional(), banExpiresIn: z.number().int().positive().max(MAX_BAN_SECONDS).optional() }),
   '/organization/create': z.looseObject(organizationInput),
-  '/organization/update': z.looseObject({ data: z.looseObject(organizationInput).optional() }),
+  // An update of nothing would be an UPDATE with no columns, which the database refuses.
+  '/organization/update': z.looseObject({ data: z.looseObject(organizationInput).refine((d) => Object.keys(d).length > 0, 'data: name at least one field to change').optional() }),
   '/organization/check-slug': z.looseObject({ slug }),
   '/organization/create-team': z.looseObject({ name: name.optional() }),
   '/organization/update-team': z.looseObject({ data: z.looseObject({ name: name.optional() }).optional() }),
+}
+
+// Query strings: what Better Auth hands to the database unchecked (a field name to sort by).
+const queryRules: Record<string, z.ZodType> = {
+  '/api-key/list': z.looseObject({ sortBy: z.enum(['name', 'createdAt', 'updatedAt', 'expiresAt', 'lastRequest']).optional() }),
 }
 
 function describe(issue: z.core.$ZodIssue): string {
@@ -68,9 +78,11 @@ function describe(issue: z.core.$ZodIssue): string {
 
 /** Better Auth `hooks.before`: refuses out-of-bounds input with 400 `{message, code}` before the endpoint runs. */
 export const inputRules = createAuthMiddleware(async (ctx) => {
-  const rule = rules[ctx.path]
-  if (!rule || ctx.body === undefined || ctx.body === null) return
-  const parsed = rule.safeParse(ctx.body)
+  const queryRule = queryRules[ctx.path]
+  const rule = queryRule ?? rules[ctx.path]
+  const input = queryRule ? (ctx.query ?? {}) : ctx.body
+  if (!rule || input === undefined || input === null) return
+  const parsed = rule.safeParse(input)
   if (parsed.success) return
   const issue = parsed.error.issues[0]!
   const code = issue.code === 'unrecognized_keys' ? 'FIELD_NOT_ALLOWED' : 'VALIDATION_ERROR'

@@ -7,7 +7,7 @@ import { AppError, codeForStatus } from '../errors.js'
 import { sessionOperations } from '../openapi/better-auth.js'
 import type { OpenApiDocument } from '../openapi/types.js'
 import { findCaller } from './guard.js'
-import { hasNulCharacter, nulError } from '../http/validation.js'
+import { hasNulCharacter, MAX_JSON_DEPTH, nestingDepth, nulError, tooDeepError } from '../http/validation.js'
 import { AUTH_BASE_PATH, CLIENT_IP_HEADER, type Auth } from './auth.js'
 import { leavesSessionsUnchanged } from './session-cache.js'
 
@@ -58,9 +58,11 @@ export async function mountAuth(app: FastifyInstance, opts: { auth: Auth; baseUr
     const raw = body as Buffer
     // Better Auth would answer malformed JSON with a 500; refuse it here with a clear 400.
     if (raw.length > 0 && isJson(req)) {
+      const text = raw.toString('utf8')
+      if (nestingDepth(text) > MAX_JSON_DEPTH) return done(tooDeepError())
       let value: unknown
       try {
-        value = JSON.parse(raw.toString('utf8'))
+        value = JSON.parse(text)
       } catch {
         return done(Object.assign(new Error('Malformed JSON body'), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' }))
       }

@@ -37,7 +37,9 @@ export async function cleanImage(input: Buffer): Promise<CleanImage> {
   if (input.length === 0) throw new AppError(400, 'EMPTY_FILE', 'The file is empty')
   let meta: Metadata
   try {
-    meta = await sharp(input, { limitInputPixels: MAX_PIXELS }).metadata()
+    // The header only (no pixels decoded), read without the limit so a too-large image is told
+    // apart from one that is not an image: 413 below rather than 415.
+    meta = await sharp(input, { limitInputPixels: false }).metadata()
   } catch {
     throw unsupported()
   }
