@@ -9,6 +9,7 @@ import { createSessionCache, type SessionCache } from './auth/session-cache.js'
 import { DOCS_PATH, registerOpenApi } from './openapi/register.js'
 import { installRouteAuth } from './auth/route-auth.js'
 import { clientErrorHandler } from './http/client-errors.js'
+import { closeUnusedConnectionsOnClose } from './http/connections.js'
 import { sessionRecordSchema, userRecordSchema } from './auth/session-shape.js'
 import { sessionRoutes } from './auth/session-routes.js'
 import type { Config } from './config.js'
@@ -78,6 +79,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
     bodyLimit: config.bodyLimit,
     clientErrorHandler,
   })
+  closeUnusedConnectionsOnClose(app.server)
   try {
     await assemble(app, config)
   } catch (err) {

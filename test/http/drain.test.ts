@@ -4,6 +4,7 @@ import t from 'tap'
 import Fastify from 'fastify'
 import { connect } from 'node:net'
 import { trackHandlers } from '../../src/http/drain.js'
+import { closeUnusedConnectionsOnClose } from '../../src/http/connections.js'
 
 async function scenario(track: boolean) {
   const order: string[] = []
@@ -83,4 +84,25 @@ t.test('a handler that never finishes holds the close only up to the limit', asy
   socket.destroy()
   await app.close()
   t.equal(await handlers.settled(200), 1, 'returns at the limit and reports the one still running')
+})
+
+t.test('a connection that never sent a request does not hold the close', { timeout: 30_000 }, async (t) => {
+  const app = Fastify({ logger: false })
+  // Node's own headers timeout would end the spare connection after a minute; with it off, only
+  // the module can, and without the module this test times out.
+  app.server.headersTimeout = 0
+  app.server.requestTimeout = 0
+  closeUnusedConnectionsOnClose(app.server)
+  app.get('/ok', async () => ({ ok: true }))
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as { port: number }
+  // A spare connection, as HTTP clients and proxies open ahead of need, and one that is in use.
+  const spare = connect(port, '127.0.0.1')
+  await new Promise((resolve) => spare.once('connect', resolve))
+  const ended = new Promise<boolean>((resolve) => spare.once('close', () => resolve(true)))
+  const used = await fetch(`http://127.0.0.1:${port}/ok`)
+  t.equal(used.status, 200)
+  await used.body?.cancel()
+  await app.close()
+  t.ok(await ended, 'the spare connection was ended by the close')
 })

@@ -108,7 +108,7 @@ async function pngClaiming(w: number, h: number): Promise<Buffer> {
 
 t.test('an image over 40 megapixels is 413, not 415', async (t) => {
   const form = new FormData()
-  form.append('file', new Blob([await pngClaiming(8000, 6000)], { type: 'image/png' }), 'huge.png')
+  form.append('file', new Blob([new Uint8Array(await pngClaiming(8000, 6000))], { type: 'image/png' }), 'huge.png')
   const res = await send('/api/upload', { token: user.token, body: form })
   t.equal(res.status, 413)
   t.equal(res.body.code, 'IMAGE_TOO_LARGE')
