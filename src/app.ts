@@ -144,17 +144,19 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   app.decorate('config', config)
 
   // Before any route: each declares who may call it, checked before its body is read.
-  installRouteAuth(app, { auth, db: database.db, docsPath: DOCS_PATH })
+  installRouteAuth(app, { auth, db: database.db, docsPath: DOCS_PATH, allowedOrigins: new Set([new URL(config.baseUrl).origin, ...config.trustedOrigins]) })
   // Before any route: the OpenAPI document is collected from routes as they are registered.
   await registerOpenApi(app, { auth })
 
   await app.register(cors, {
     origin: config.trustedOrigins.length ? config.trustedOrigins : false,
     credentials: true,
+    // Every method the API uses (the plugin's default is GET, HEAD and POST only).
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
   })
   await registerRateLimit(app, { window: config.rateLimit.window, max: config.rateLimit.max, redis })
 
-  await app.register(mountAuth, { auth, baseUrl: config.baseUrl, bodyLimit: config.bodyLimit, onAccountChange: () => sessionCache.clearAll() })
+  await app.register(mountAuth, { auth, baseUrl: config.baseUrl, secret: config.authSecret, bodyLimit: config.bodyLimit, onAccountChange: () => sessionCache.clearAll() })
   await app.register(sessionRoutes, { auth, db: database.db })
 
   const notifications = await createNotifications({ config, db: database.db, log: app.log })
@@ -197,7 +199,7 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   const uploads = createUploadService({ store: storage, maxBytes: config.uploads.maxBytes })
   const sendUpload = createUploadSender({ db: database.db, storage, link, baseUrl: config.baseUrl })
   await app.register(uploadRoutes, { auth, db: database.db, uploads, send: sendUpload, maxBytes: config.uploads.maxBytes })
-  await app.register(invitationRoutes, { auth, db: database.db, baseUrl: config.baseUrl, trustedOrigins: config.trustedOrigins })
+  await app.register(invitationRoutes, { auth, db: database.db })
   const prompts = createPromptService({ db: database.db, link, defaultModel: defaultModelId(config) })
   await app.register(promptRoutes, { auth, db: database.db, prompts })
   const providers = buildProviders(config)

@@ -10,6 +10,7 @@ import { findCaller } from './guard.js'
 import { hasNulCharacter, MAX_JSON_DEPTH, nestingDepth, nulError, tooDeepError } from '../http/validation.js'
 import { AUTH_BASE_PATH, CLIENT_IP_HEADER, type Auth } from './auth.js'
 import { leavesSessionsUnchanged } from './session-cache.js'
+import { bareSessionToken } from './signed-token.js'
 
 type Forward = { path: string; method?: string; body?: Buffer }
 
@@ -50,7 +51,7 @@ function isJson(req: FastifyRequest) {
   return /^application\/([\w.+-]*\+)?json/i.test(req.headers['content-type'] ?? '')
 }
 
-export async function mountAuth(app: FastifyInstance, opts: { auth: Auth; baseUrl: string; bodyLimit: number; onAccountChange?: () => Promise<void> }) {
+export async function mountAuth(app: FastifyInstance, opts: { auth: Auth; baseUrl: string; secret: string; bodyLimit: number; onAccountChange?: () => Promise<void> }) {
   const { auth, baseUrl } = opts
 
   app.removeAllContentTypeParsers()
@@ -99,11 +100,21 @@ export async function mountAuth(app: FastifyInstance, opts: { auth: Auth; baseUr
       body = Buffer.from('{}')
       headers.set('content-type', 'application/json')
     }
+    if (target.path.split('?')[0] === '/revoke-session' && body && isJson(req)) body = withBareToken(body)
     const url = new URL(AUTH_BASE_PATH + target.path, baseUrl)
     const res = await auth.handler(new Request(url, { method, headers, body: body ? new Uint8Array(body) : undefined }))
     // Sessions, users, roles or bans may have changed: cached sessions go before anyone sees the answer.
     if (res.status < 400 && !leavesSessionsUnchanged(target.path)) await opts.onAccountChange?.()
     return sendResponse(reply, res)
+  }
+
+  /** revoke-session looks the token up as stored: the signed form is reduced to it, or refused. */
+  function withBareToken(body: Buffer): Buffer {
+    const parsed = JSON.parse(body.toString('utf8')) as { token?: unknown }
+    if (typeof parsed?.token !== 'string') return body
+    const token = bareSessionToken(parsed.token, opts.secret)
+    if (token === null) throw new AppError(400, 'INVALID_TOKEN', 'The token is neither a session token nor one signed by this service')
+    return Buffer.from(JSON.stringify({ ...parsed, token }))
   }
 
   async function sendResponse(reply: FastifyReply, res: Response) {

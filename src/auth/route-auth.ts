@@ -45,15 +45,30 @@ export function authFromSecurity(security: Security): RouteAuth | undefined {
 /** Routes of plugins that cannot carry our config: the docs page (public by nature) and CORS preflights. */
 const isPluginRoute = (route: RouteOptions, docsPath: string) => route.method === 'OPTIONS' || route.url === docsPath || route.url.startsWith(`${docsPath}/`)
 
-export function installRouteAuth(app: FastifyInstance, deps: { auth: Auth; db: Database; docsPath: string }) {
+const safeMethods = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/**
+ * A browser attaches the session cookie to cross-site requests, and a text/plain or multipart POST
+ * needs no preflight: a write that carries the cookie must come from an origin we trust, as Better
+ * Auth requires on its own routes. Bearer tokens are not sent by browsers on their own.
+ */
+export function checkCookieOrigin(req: FastifyRequest, allowed: ReadonlySet<string>) {
+  if (safeMethods.has(req.method) || !req.headers.cookie) return
+  const origin = req.headers.origin
+  if (origin !== undefined && !allowed.has(origin)) throw new AppError(403, 'FORBIDDEN_ORIGIN', 'Requests with a session cookie must come from this service or a trusted origin')
+}
+
+export function installRouteAuth(app: FastifyInstance, deps: { auth: Auth; db: Database; docsPath: string; allowedOrigins: ReadonlySet<string> }) {
   // preParsing: after every onRequest hook (the rate limit counts anonymous requests too) and
   // before the body is read, parsed or validated.
   const check = {
     user: async (req: FastifyRequest) => {
       req.principal = await requirePrincipal(deps.auth, deps.db, req)
+      checkCookieOrigin(req, deps.allowedOrigins)
     },
     session: async (req: FastifyRequest) => {
       req.caller = await requireCaller(deps.auth, req)
+      checkCookieOrigin(req, deps.allowedOrigins)
     },
   }
   app.addHook('onRoute', (route) => {

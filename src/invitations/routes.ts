@@ -5,7 +5,6 @@ import type { FastifyInstance } from 'fastify'
 import type { Auth } from '../auth/auth.js'
 import { findCaller, toHeaders } from '../auth/guard.js'
 import type { Database } from '../db/client.js'
-import { AppError } from '../errors.js'
 import { closedPage, invitationPage, notFoundPage } from './page.js'
 import { findInvitationDetails } from './repository.js'
 import { acceptInvitation, stateOf } from './service.js'
@@ -14,9 +13,8 @@ const err = { $ref: 'Error#' }
 const tags = ['admin API']
 const idParam = { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$' } as const
 
-export async function invitationRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; baseUrl: string; trustedOrigins: string[] }) {
+export async function invitationRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database }) {
   const { auth, db } = opts
-  const allowedOrigins = new Set([new URL(opts.baseUrl).origin, ...opts.trustedOrigins])
 
   app.get<{ Params: { id: string } }>(
     '/accept-invitation/:id',
@@ -72,9 +70,6 @@ export async function invitationRoutes(app: FastifyInstance, opts: { auth: Auth;
       },
     },
     async (req, reply) => {
-      // A cookie rides along on cross-site requests: those must come from our own pages.
-      const origin = req.headers.origin
-      if (req.headers.cookie && origin && !allowedOrigins.has(origin)) throw new AppError(403, 'FORBIDDEN_ORIGIN', 'Requests with a session cookie must come from this service')
       const who = callerOf(req)
       const result = await acceptInvitation({ auth, db, who, headers: toHeaders(req), invitationId: req.body.invitationId })
       if (result.setCookies.length) reply.header('set-cookie', result.setCookies)
