@@ -208,6 +208,9 @@ export function createAuth({ config, db, mailer, redis, log }: AuthDeps) {
       organization({
         teams: { enabled: true },
         invitationExpiresIn: 7 * 24 * 3600,
+        // One rule on both ways to accept (ours and Better Auth's own): only an address its owner
+        // has proven may take up an invitation sent to it, or see it.
+        requireEmailVerificationOnInvitation: true,
         sendInvitationEmail: async ({ id, email, organization: org, inviter, role }) => {
           const link = `${config.baseUrl}/accept-invitation/${id}`
           await mailer.send({

@@ -141,6 +141,9 @@ t.test('invitations: invite by mail, accept, reject, cancel', async (t) => {
 
   // The recipient's address must be verified before they can list their invitations.
   refused(t, await ivan.client.organization.listUserInvitations(), 403, 'EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION', 'list-user-invitations unverified')
+  // Nor accept or reject it: the same rule as our /api/invitations/accept (EMAIL_NOT_VERIFIED).
+  refused(t, await ivan.client.organization.acceptInvitation({ invitationId }), 403, 'EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION', 'accept-invitation unverified')
+  refused(t, await ivan.client.organization.rejectInvitation({ invitationId }), 403, 'EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION', 'reject-invitation unverified')
   await verify(ivan)
   const mine = ok(t, await ivan.client.organization.listUserInvitations(), 'list-user-invitations')
   t.same(mine.map((i) => i.id), [invitationId])
@@ -174,6 +177,7 @@ t.test('invitations: invite by mail, accept, reject, cancel', async (t) => {
   const rita = await person('rita', 'Rita Rejecter')
   ok(t, await owner.client.organization.inviteMember({ email: rita.email, role: 'admin', organizationId: org.id }), 'invite rita')
   const ritaInvitation = (await invitationFromMail(t, rita.email)).id
+  await verify(rita)
   const rejected = ok(t, await rita.client.organization.rejectInvitation({ invitationId: ritaInvitation }), 'reject-invitation')
   t.equal(rejected.invitation?.status, 'rejected')
   t.equal(rejected.member, null)
@@ -263,6 +267,7 @@ t.test('teams: create a team and add a member', async (t) => {
 t.test('remove-member and leave', async (t) => {
   const mia = await person('mia', 'Mia Member')
   ok(t, await owner.client.organization.inviteMember({ email: mia.email, role: 'member', organizationId: org.id }), 'invite mia')
+  await verify(mia)
   ok(t, await mia.client.organization.acceptInvitation({ invitationId: (await invitationFromMail(t, mia.email)).id }), 'mia accepts')
 
   // A member cannot remove another member.
