@@ -12,7 +12,7 @@ import { deliverImage } from '../images/delivery.js'
 import { storeImage } from '../images/pipeline.js'
 import { findVariants, findImage } from '../images/repository.js'
 import type { DisplayProfile } from '../images/profiles.js'
-import { findPrompt } from '../prompts/repository.js'
+import { findPrompt, insertPrompt } from '../prompts/repository.js'
 import type { PromptInput, PromptService } from '../prompts/service.js'
 import type { ObjectStore } from '../storage/store.js'
 import { findModel } from './models.js'
@@ -81,7 +81,9 @@ export function createGenerationService(deps: GenerationDeps) {
     if (!providers.has(model.provider)) throw new AppError(400, 'PROVIDER_NOT_CONFIGURED', `Model ${model.id} needs the ${model.provider} provider, which has no key configured`)
     const insufficient = () => new AppError(402, 'INSUFFICIENT_BALANCE', `This model costs ${model.price} credits; your balance is too low`)
     if (Number(model.price) > 0 && Number((await balanceOf(db, userId)) ?? 0) < Number(model.price)) throw insufficient()
-    const prompt = stored ?? (await deps.prompts.create(userId, { ...req.prompt!, deviceId: dev?.id, model: model.id }))
+    // A new prompt is stored with its job, in one transaction: a refused generation leaves none.
+    const draft = stored ? undefined : await deps.prompts.prepare(userId, { ...req.prompt!, deviceId: dev?.id, model: model.id })
+    const prompt = stored ?? draft!
     const input: GenerationInput = {
       prompt: prompt.text,
       negativePrompt: prompt.negativeText ?? undefined,
@@ -91,7 +93,8 @@ export function createGenerationService(deps: GenerationDeps) {
       seed: seedFor(`${prompt.text}\n${prompt.negativeText ?? ''}`),
     }
     const now = new Date()
-    const job = await db.transaction(async (tx) => {
+    const { job, created } = await db.transaction(async (tx) => {
+      const created = draft ? await insertPrompt(tx, draft) : undefined
       const row = await insertJob(tx, {
         id: randomUUID(),
         userId,
@@ -106,8 +109,9 @@ export function createGenerationService(deps: GenerationDeps) {
       })
       // Taken atomically with the job: two jobs racing for the last credit cannot both pass.
       if (Number(model.price) > 0 && (await debit(tx, userId, model.price, row.id)) === null) throw insufficient()
-      return row
+      return { job: row, created }
     })
+    if (created) await deps.prompts.announce(created)
     if (Number(model.price) > 0) await deps.balanceChanged?.()
     runner.poke()
     return job

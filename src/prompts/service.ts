@@ -29,17 +29,20 @@ export function generationSize(dev?: Pick<DeviceRow, 'display'> | null, size?: {
   return { width: r16(width), height: r16(height) }
 }
 
+export type PromptDraft = Parameters<typeof insertPrompt>[1]
+
 export function createPromptService(deps: { db: Database; link: DeviceLink; defaultModel: string }) {
   const { db, link } = deps
 
-  async function create(userId: string, input: PromptInput): Promise<PromptRow> {
+  /** Everything that can refuse the prompt, checked; nothing stored yet. */
+  async function prepare(userId: string, input: PromptInput): Promise<PromptDraft> {
     const template = input.template ? findTemplate(input.template) : undefined
     if (input.template && !template) throw new AppError(400, 'UNKNOWN_TEMPLATE', `Unknown template ${input.template}`)
     const dev = input.deviceId ? await requireAccess(db, await findDevice(db, input.deviceId), userId, 'manage') : undefined
     const model = input.model ?? dev?.selectedModel ?? deps.defaultModel
     if (!findModel(model)) throw new AppError(400, 'UNKNOWN_MODEL', `Unknown model ${model}`)
     const { width, height } = generationSize(dev, input.size)
-    const row = await insertPrompt(db, {
+    return {
       id: randomUUID(),
       userId,
       deviceId: dev?.id ?? null,
@@ -50,21 +53,29 @@ export function createPromptService(deps: { db: Database; link: DeviceLink; defa
       model,
       width,
       height,
-    })
-    if (dev) {
-      await link.publish(dev.id, 'prompt', {
-        promptId: row.id,
-        text: row.text,
-        negativeText: row.negativeText,
-        style: row.style,
-        model: row.model,
-        createdAt: row.createdAt.toISOString(),
-      })
     }
+  }
+
+  /** Sends a stored prompt to its device, once whatever stored it has committed. */
+  async function announce(row: PromptRow): Promise<void> {
+    if (!row.deviceId) return
+    await link.publish(row.deviceId, 'prompt', {
+      promptId: row.id,
+      text: row.text,
+      negativeText: row.negativeText,
+      style: row.style,
+      model: row.model,
+      createdAt: row.createdAt.toISOString(),
+    })
+  }
+
+  async function create(userId: string, input: PromptInput): Promise<PromptRow> {
+    const row = await insertPrompt(db, await prepare(userId, input))
+    await announce(row)
     return row
   }
 
-  return { create }
+  return { create, prepare, announce }
 }
 
 export type PromptService = ReturnType<typeof createPromptService>

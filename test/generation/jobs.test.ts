@@ -8,6 +8,8 @@ import { replicateServer, TOKEN } from '../helpers/replicate-server.js'
 import { creditUser, signUpAdmin } from '../helpers/admin.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { eventually } from '../helpers/mqtt.js'
+import { eq } from 'drizzle-orm'
+import { prompt } from '../../src/prompts/tables.js'
 
 /**
  * The first poll of each prediction is throttled (429 + Retry-After 1); then "slow" stays
@@ -103,6 +105,15 @@ t.test('paid jobs: debit, Retry-After, success, failure refund, 402, cancel refu
   t.equal(Number(await balance(svc, racer.token)), 0, 'never below zero')
   const ledger = (await (await fetch(`${svc.url}/api/credits`, { headers: hdr(racer.token) })).json()) as { ledger: Array<{ amount: string; reason: string }> }
   t.same(ledger.ledger.map((l) => [l.reason, Number(l.amount)]).sort(), [['admin_credit', 1], ['generation', -1]].sort(), 'every change is a ledger row')
+
+  // Twenty at once with credits for four: four start, and only their prompts are stored.
+  const crowd = await signUp(makeClient(svc.url).client, uniqueEmail())
+  await creditUser(svc, admin.token, crowd.userId, '4')
+  const starts = await Promise.all(Array.from({ length: 20 }, (_, i) => generate(svc, crowd.token, { prompt: { text: `slow crowd ${i}` }, model: 'flux-schnell' })))
+  t.equal(starts.filter((r) => r.status === 202).length, 4, 'four accepted')
+  t.equal(starts.filter((r) => r.status === 402).length, 16, 'the rest refused for the balance')
+  const stored = await svc.app.database.db.select({ text: prompt.text }).from(prompt).where(eq(prompt.userId, crowd.userId))
+  t.equal(stored.length, 4, 'a prompt is stored only with an accepted job')
 })
 
 t.test('bad input and ownership', async (t) => {
