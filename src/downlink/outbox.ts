@@ -88,6 +88,11 @@ export function createOutbox(deps: { db: Database; transport: Transport; limits:
     },
     { concurrency: 1, maxBatchSize: 500 },
   )
+  // A resend runs once the device has subscribed, so a message published live meanwhile reaches it
+  // without the resend; each side skips what the other already sent (a duplicate is still possible
+  // across cluster nodes, as QoS 1 allows, and the device drops it by its seq).
+  const resending = new Map<string, { live: Set<number>; resent: Set<number> }>()
+
   async function publish(deviceId: string, kind: DownlinkKind, payload: object, opts: { retain?: boolean } = {}) {
     const retain = opts.retain ?? false
     const seq = await recorder.load({ deviceId, kind, payload: payload as Record<string, unknown>, retain, replacesOlder: REPLACING.has(kind) })
@@ -97,6 +102,9 @@ export function createOutbox(deps: { db: Database; transport: Transport; limits:
       return
     }
     stats.recorded += 1
+    const active = resending.get(deviceId)
+    if (active?.resent.has(seq)) return
+    active?.live.add(seq)
     await transport.publish(deviceId, kind, numbered(seq, payload), { retain })
   }
 
@@ -113,16 +121,24 @@ export function createOutbox(deps: { db: Database; transport: Transport; limits:
 
   async function resend(deviceId: string, opts: ResendOptions = {}): Promise<number> {
     // What the device acknowledged so far is written first, or it would be sent again.
-    await acks.flush(deviceId).catch(() => {})
-    const rows = await pending.load(deviceId)
-    let sent = 0
-    for (const m of rows) {
-      if (opts.holding?.has(m.seq) || (opts.after !== undefined && m.seq <= opts.after) || (opts.kinds && !opts.kinds.has(m.kind))) continue
-      await transport.publish(deviceId, m.kind as DownlinkKind, numbered(m.seq, m.payload), { retain: m.retain })
-      sent += 1
+    const active = { live: new Set<number>(), resent: new Set<number>() }
+    resending.set(deviceId, active)
+    try {
+      await acks.flush(deviceId).catch(() => {})
+      const rows = await pending.load(deviceId)
+      let sent = 0
+      for (const m of rows) {
+        if (opts.holding?.has(m.seq) || (opts.after !== undefined && m.seq <= opts.after) || (opts.kinds && !opts.kinds.has(m.kind))) continue
+        if (active.live.has(m.seq)) continue
+        active.resent.add(m.seq)
+        await transport.publish(deviceId, m.kind as DownlinkKind, numbered(m.seq, m.payload), { retain: m.retain })
+        sent += 1
+      }
+      stats.resent += sent
+      return sent
+    } finally {
+      if (resending.get(deviceId) === active) resending.delete(deviceId)
     }
-    stats.resent += sent
-    return sent
   }
 
   async function sweep(): Promise<number> {

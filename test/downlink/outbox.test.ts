@@ -10,6 +10,7 @@ import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
+import { createOutbox } from '../../src/downlink/outbox.js'
 
 type Message = { topic: string; body: Record<string, unknown> }
 type Downlink = { messages: Array<{ seq: number; kind: string; status: string }> }
@@ -191,4 +192,26 @@ t.test('uplink is bounded: acknowledgements of nothing are counted, not stored; 
   const detail = await api<{ info: { firmware?: string } }>('GET', `/api/device/${dev.deviceId}`)
   t.equal(detail.status, 200)
   t.equal(c.client.connected, true, 'the device stays connected')
+})
+
+t.test('a message published while a resend runs is sent once, by one side or the other', async (t) => {
+  const { svc, token } = await setup(t)
+  const dev = await pairDevice(svc, token)
+  // The outbox over the service's database with a transport that records: the race is between
+  // storing a new message and the resend reading what is pending, so it needs no network.
+  const sent: number[] = []
+  const transport = { publish: async (_id: string, _kind: string, payload: object) => void sent.push((payload as { seq: number }).seq), kick: async () => true }
+  const outbox = createOutbox({ db: svc.app.database.db, transport, limits: svc.config.downlink, log: { warn: () => {} } })
+  let trials = 0
+  for (let i = 0; i < 10; i++) {
+    sent.length = 0
+    await Promise.all([outbox.resend(dev.deviceId), outbox.publish(dev.deviceId, 'cmd', { i })])
+    const twice = sent.filter((seq, k) => sent.indexOf(seq) !== k)
+    if (twice.length) t.fail(`trial ${i}: sent ${sent.join(',')}`)
+    // Acknowledge everything, so the next trial starts with nothing pending.
+    await Promise.all([...new Set(sent)].map((seq) => outbox.delivered(dev.deviceId, seq)))
+    trials++
+  }
+  await outbox.settled()
+  t.equal(trials, 10, "10 trials, no message sent twice")
 })
