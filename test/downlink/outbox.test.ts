@@ -213,5 +213,5 @@ t.test('a message published while a resend runs is sent once, by one side or the
     trials++
   }
   await outbox.settled()
-  t.equal(trials, 10, "10 trials, no message sent twice")
+  t.equal(trials, 10, '10 trials, no message sent twice')
 })
