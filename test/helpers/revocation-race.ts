@@ -2,18 +2,19 @@
 // requests with the token are kept running while the session is signed out, revoked, its user
 // banned, its password changed (revoking other sessions) or its user removed. A lookup that began
 // before the revocation may still answer (it started before); every request that starts after the
-// revocation's response must be refused. Twenty trials of each kind, a hundred per database.
-import t from 'tap'
-import { startApp, type TestApp } from '../helpers/app.js'
-import { signUpAdmin } from '../helpers/admin.js'
-import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+// revocation's response must be refused. Twenty trials of each kind, a hundred per database, in
+// two test files so each has its own time budget.
+import type { Test } from 'tap'
+import { startApp, type TestApp } from './app.js'
+import { signUpAdmin } from './admin.js'
+import { makeClient, signUp, uniqueEmail } from './client.js'
 
 const TRIALS = 20
 const IN_FLIGHT = 12
 /** Requests started after the revocation returned, per trial, before it ends. */
 const AFTER = 12
 
-type Kind = 'sign-out' | 'revoke-session' | 'ban' | 'change-password' | 'remove-user'
+export type Kind = 'sign-out' | 'revoke-session' | 'ban' | 'change-password' | 'remove-user'
 const PASSWORD = 'correct-horse-battery'
 
 const post = (svc: TestApp, path: string, token: string, body: object = {}) =>
@@ -79,11 +80,12 @@ async function trial(svc: TestApp, admin: { token: string }, kind: Kind): Promis
   return { late, accepted }
 }
 
-t.test('no request that starts after a revocation returned is served', async (t) => {
+/** Runs TRIALS trials of each kind on one service and asserts no late request was served. */
+export async function raceRevocations(t: Test, kinds: readonly Kind[]) {
   const adminEmail = uniqueEmail('race-admin')
   const svc = await startApp(t, { env: { ADMIN_EMAILS: adminEmail, SESSION_CACHE_TTL_MS: '60000', RATE_LIMIT_MAX: '1000000', RATE_LIMIT_AUTH_MAX: '1000000' } })
   const admin = await signUpAdmin(svc, adminEmail)
-  for (const kind of ['sign-out', 'revoke-session', 'ban', 'change-password', 'remove-user'] as const) {
+  for (const kind of kinds) {
     let accepted = 0
     let late = 0
     for (let i = 0; i < TRIALS; i++) {
@@ -93,4 +95,4 @@ t.test('no request that starts after a revocation returned is served', async (t)
     }
     t.equal(accepted, 0, `${kind}: ${late} requests started after ${TRIALS} revocations returned, none served`)
   }
-})
+}
