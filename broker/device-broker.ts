@@ -12,7 +12,7 @@ import { insertEvents } from '../src/events/repository.js'
 import { liveSessionIds } from '../src/auth/users-repository.js'
 import { Publisher } from './publisher.js'
 import { attachPresence, type DisconnectReason, type PresenceChange } from './presence.js'
-import { connackError, createMqttServer, type BrokerLimits, type MqttServer } from './server.js'
+import { connackError, createMqttServer, DROP_TOPIC, type BrokerLimits, type MqttServer } from './server.js'
 import { downlinkKinds, parseDeviceTopic, topicFor, type DownlinkKind } from './topics.js'
 import { attachUplink, type UplinkStats } from './uplink.js'
 
@@ -83,8 +83,6 @@ type StoredMessages = {
   createRetainedStreamCombi(patterns: string[]): AsyncIterable<{ topic?: string; payload?: Buffer | Uint8Array }>
 }
 
-/** Where refused publishes go: no filter reaches a $-topic through a wildcard (MQTT-4.7.2-1) and nobody may subscribe to it. */
-const DROP_TOPIC = '$drop/refused'
 /** Service-internal: asks whichever instance holds a device's session to close it. */
 const KICK_TOPIC = '$dps/kick'
 /** How long after a SUBSCRIBE the resend waits for the device's next SUBSCRIBE (devices subscribe topic by topic). */

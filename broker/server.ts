@@ -11,11 +11,15 @@ import { createWebSocketStream, WebSocketServer } from 'ws'
 import { connackGate } from './connack-gate.js'
 import { dedupeByIdentity } from './dedupe.js'
 import { withRetainedTree } from './retained.js'
+import { guardPackets, isCapped, isOverRate, type GuardStats, type InboundLimits } from './packet-guard.js'
 
 // CommonJS whose typings declare an ESM default export that does not exist at runtime.
 const memoryPersistence = createRequire(import.meta.url)('aedes-persistence') as () => object
 
-export type BrokerLimits = {
+/** Where refused publishes go: no filter reaches a $-topic through a wildcard (MQTT-4.7.2-1) and nobody may subscribe to it. */
+export const DROP_TOPIC = '$drop/refused'
+
+export type BrokerLimits = InboundLimits & {
   /** Largest MQTT packet accepted, in bytes (aedes has no limit of its own). */
   maxPacketSize: number
   /** New connections allowed per remote address per `connectWindowMs`. */
@@ -36,6 +40,9 @@ export const defaultLimits: BrokerLimits = {
   keepaliveLimit: 3600,
   queueLimit: 100,
   maxInflight: 100,
+  maxSubscriptions: 500,
+  inboundRate: 100,
+  inboundBurst: 200,
 }
 
 export type BrokerHooks = Pick<AedesOptions, 'authenticate' | 'authorizePublish' | 'authorizeSubscribe' | 'authorizeForward' | 'published'>
@@ -49,6 +56,8 @@ export type MqttServer = {
   /** Serves MQTT over WebSocket on an existing HTTP server at `path`. */
   attachWebSocket(server: import('node:http').Server, path: string): void
   remoteAddress(client: Client): string | undefined
+  /** What the inbound checks refused (packet-guard.ts). */
+  guardStats: GuardStats
   close(): Promise<void>
 }
 
@@ -70,6 +79,7 @@ export async function createMqttServer(opts: {
 }): Promise<MqttServer> {
   const { limits } = opts
   const connInfo = new WeakMap<object, ConnInfo>()
+  const guardStats: GuardStats = { nulClosed: 0, subscriptionsCapped: 0, rateDropped: 0, rateClosed: 0 }
 
   const aedes = await Aedes.createBroker({
     id: opts.id,
@@ -87,6 +97,20 @@ export async function createMqttServer(opts: {
     connectTimeout: 10_000,
     drainTimeout: 30_000,
     ...opts.hooks,
+    authorizePublish(client, packet, done) {
+      if (client && isOverRate(packet)) {
+        packet.topic = DROP_TOPIC
+        packet.retain = false
+        return done(null)
+      }
+      if (opts.hooks.authorizePublish) return opts.hooks.authorizePublish(client, packet, done)
+      done(null)
+    },
+    authorizeSubscribe(client, sub, done) {
+      if (isCapped(sub)) return done(null, null)
+      if (opts.hooks.authorizeSubscribe) return opts.hooks.authorizeSubscribe(client, sub, done)
+      done(null, sub)
+    },
     authenticate(client, username, password, done) {
       const refuse = (client as Client & { _refuse?: RefuseReason })._refuse
       if (refuse) {
@@ -153,6 +177,7 @@ export async function createMqttServer(opts: {
     const client = aedes.handle(stream, req)
     connInfo.set(client, { remoteAddress })
     guardPacketSize(client)
+    guardPackets(client, limits, guardStats)
   }
 
   const sockets = new Set<Socket>()
@@ -181,6 +206,7 @@ export async function createMqttServer(opts: {
   return {
     aedes,
     remoteAddress: (client) => connInfo.get(client)?.remoteAddress,
+    guardStats,
     listenTcp(port, host) {
       return listenOn(createServer(onSocket), port, host)
     },

@@ -2,7 +2,8 @@
 // can be pointed at it.  npm run broker -- --port 1884 --allow-anonymous
 import { parseArgs } from 'node:util'
 import { randomUUID } from 'node:crypto'
-import { connackError, createMqttServer, defaultLimits } from './server.js'
+import { connackError, createMqttServer, defaultLimits, DROP_TOPIC } from './server.js'
+import { AclError, loadAcl, type Acl } from './acl.js'
 
 const help = `Usage: npm run broker -- [options]
 
@@ -10,6 +11,9 @@ const help = `Usage: npm run broker -- [options]
   --host ADDR          listen address (default 127.0.0.1)
   --allow-anonymous    accept clients without credentials (alone: accept every client)
   --user NAME:PASS     accept this username and password (repeatable)
+  --acl-file PATH      topic access in Mosquitto's acl_file format (topic, user, pattern
+                       with %c/%u); refused subscriptions get 0x80, refused publishes are
+                       acknowledged and dropped, as Mosquitto does. Without it: no checks.
   --max-packet BYTES   largest packet accepted (default ${defaultLimits.maxPacketSize})
   -h, --help           this text
 
@@ -23,6 +27,7 @@ async function main() {
       'allow-anonymous': { type: 'boolean', default: false },
       user: { type: 'string', multiple: true, default: [] },
       'max-packet': { type: 'string' },
+      'acl-file': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   })
@@ -41,16 +46,42 @@ async function main() {
     console.error('--port and --max-packet must be integers\n\n' + help)
     process.exit(1)
   }
+  let acl: Acl | undefined
+  if (values['acl-file']) {
+    acl = await loadAcl(values['acl-file']).catch((err: unknown) => {
+      console.error(err instanceof AclError ? err.message : String(err))
+      return process.exit(1)
+    })
+  }
+  const usernames = new WeakMap<object, string>()
+  const who = (client: { id: string }) => ({ clientId: client.id, username: usernames.get(client) })
   const server = await createMqttServer({
     id: `standalone-${randomUUID().slice(0, 8)}`,
-    limits: { ...defaultLimits, maxPacketSize, connectRate: 0, keepaliveLimit: 0 },
+    // For protocol work and benchmarks: no rate, connection or subscription caps.
+    limits: { ...defaultLimits, maxPacketSize, connectRate: 0, keepaliveLimit: 0, inboundRate: 0, maxSubscriptions: 0 },
     hooks: {
-      authenticate(_client, username, password, done) {
+      authorizeSubscribe(client, sub, done) {
+        if (!acl || !client || acl.allows(who(client), 'read', sub.topic)) return done(null, sub)
+        done(null, null)
+      },
+      authorizePublish(client, packet, done) {
+        // A will or a client's own publish alike; MQTT 3.1.1 has no negative PUBACK.
+        if (acl && client && !acl.allows(who(client), 'write', packet.topic)) {
+          packet.topic = DROP_TOPIC
+          packet.retain = false
+        }
+        done(null)
+      },
+      authenticate(client, username, password, done) {
         // --allow-anonymous alone lets every client in, whatever it sends (test suites often send
         // credentials); with --user lists, named clients must match, as in Mosquitto.
-        if (values['allow-anonymous'] && (!username || users.size === 0)) return done(null, true)
+        const accept = (name: string | undefined) => {
+          if (name !== undefined) usernames.set(client, name)
+          done(null, true)
+        }
+        if (values['allow-anonymous'] && (!username || users.size === 0)) return accept(users.size === 0 ? username : undefined)
         const expected = username ? users.get(username) : undefined
-        if (expected !== undefined && password?.toString('utf8') === expected) return done(null, true)
+        if (expected !== undefined && password?.toString('utf8') === expected) return accept(username)
         done(connackError(4, 'bad user name or password'), false)
       },
     },
@@ -59,7 +90,7 @@ async function main() {
     console.error(err.code === 'EADDRINUSE' ? `port ${port} is in use: choose another with --port` : String(err))
     process.exit(1)
   })
-  console.log(`MQTT 3.1.1 broker listening on mqtt://${values.host}:${bound}${values['allow-anonymous'] ? ' (anonymous allowed)' : ''}`)
+  console.log(`MQTT 3.1.1 broker listening on mqtt://${values.host}:${bound}${values['allow-anonymous'] ? ' (anonymous allowed)' : ''}${acl ? ` with ${acl.rules} ACL rules` : ''}`)
   const stop = async () => {
     await server.close()
     process.exit(0)

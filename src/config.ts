@@ -124,6 +124,9 @@ const envSchema = z.object({
   MQTT_KEEPALIVE_MAX: z.coerce.number().int().min(0).max(65535).default(3600),
   MQTT_QUEUE_LIMIT: z.coerce.number().int().min(1).default(100),
   MQTT_MAX_INFLIGHT: z.coerce.number().int().min(1).default(100),
+  MQTT_MAX_SUBSCRIPTIONS: z.coerce.number().int().min(0).default(500),
+  MQTT_INBOUND_RATE: z.coerce.number().min(0).default(100),
+  MQTT_INBOUND_BURST: z.coerce.number().int().min(1).default(200),
   MQTT_HEARTBEAT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
   DOWNLINK_MAX_PER_DEVICE: z.coerce.number().int().min(1).max(100_000).default(1000),
   DOWNLINK_MAX_AGE: z.coerce.number().int().min(60).default(7 * 86400),
@@ -217,7 +220,7 @@ export type Config = {
     heartbeatMs: number
     /** PEM files; the TLS listener starts only when both are set. */
     tls?: { port: number; certFile: string; keyFile: string }
-    limits: { maxPacketSize: number; connectRate: number; connectWindowMs: number; keepaliveLimit: number; queueLimit: number; maxInflight: number }
+    limits: { maxPacketSize: number; connectRate: number; connectWindowMs: number; keepaliveLimit: number; queueLimit: number; maxInflight: number; maxSubscriptions: number; inboundRate: number; inboundBurst: number }
   }
   /** The durable downlink's bound per device (src/downlink). */
   downlink: { maxPerDevice: number; maxAgeMs: number; keepDeliveredMs: number }
@@ -376,6 +379,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         keepaliveLimit: e.MQTT_KEEPALIVE_MAX,
         queueLimit: e.MQTT_QUEUE_LIMIT,
         maxInflight: e.MQTT_MAX_INFLIGHT,
+        maxSubscriptions: e.MQTT_MAX_SUBSCRIPTIONS,
+        inboundRate: e.MQTT_INBOUND_RATE,
+        inboundBurst: e.MQTT_INBOUND_BURST,
       },
     },
     downlink: { maxPerDevice: e.DOWNLINK_MAX_PER_DEVICE, maxAgeMs: e.DOWNLINK_MAX_AGE * 1000, keepDeliveredMs: e.DOWNLINK_KEEP_DELIVERED * 1000 },

@@ -3,13 +3,13 @@
 // code, and an app whose session is revoked loses its live connection.
 import t from 'tap'
 import { randomBytes, randomUUID } from 'node:crypto'
-import type { MqttClient, Packet } from 'mqtt'
+import type { MqttClient } from 'mqtt'
 import { batchedAccessCheck } from '../../broker/credentials.js'
 import type { Database } from '../../src/db/client.js'
 import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
-import { connect, eventually, mqttUrl } from '../helpers/mqtt.js'
+import { connect, eventually, mqttUrl, subackCodes } from '../helpers/mqtt.js'
 
 const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
 const owner = await signUp(makeClient(svc.url).client, uniqueEmail('app-owner'))
@@ -19,18 +19,7 @@ const theirs = await pairDevice(svc, stranger.token)
 
 const asApp = (token: string) => connect(mqttUrl(svc), { clientId: `app-${randomBytes(6).toString('hex')}`, username: 'user', password: token, clean: true })
 
-/** The SUBACK's return codes as the broker sent them (mqtt.js turns any 0x80 into an error). */
-function subscribeMany(client: MqttClient, filters: string[]): Promise<number[]> {
-  return new Promise((resolve) => {
-    const onPacket = (packet: Packet) => {
-      if (packet.cmd !== 'suback') return
-      client.off('packetreceive', onPacket)
-      resolve(packet.granted as number[])
-    }
-    client.on('packetreceive', onPacket)
-    client.subscribe(Object.fromEntries(filters.map((topic) => [topic, { qos: 1 as const }])), () => {})
-  })
-}
+const subscribeMany = (client: MqttClient, filters: string[]) => subackCodes(client, filters)
 
 t.test('concurrent access checks share one query per batch', async (t) => {
   let queries = 0

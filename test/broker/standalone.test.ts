@@ -3,7 +3,10 @@
 // alone lets everyone in.
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { close, connect, nextMessage, subscribe } from '../helpers/mqtt.js'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { close, connect, nextMessage, subackCodes, subscribe } from '../helpers/mqtt.js'
 
 const root = new URL('../..', import.meta.url).pathname
 
@@ -61,4 +64,44 @@ t.test('--user: named clients must match; anonymous ones only with --allow-anony
   t.equal((anon as { code?: number }).code, 4, 'no credentials without --allow-anonymous: return code 4')
   broker.child.kill('SIGTERM')
   await broker.exited
+})
+
+t.test('--acl-file: the Paho suite rules refuse test/nosubscribe (0x80); a user section and a pattern decide the rest', async (t) => {
+  const paho = startBroker(['--allow-anonymous', '--acl-file', 'broker/paho.acl'])
+  const pahoUrl = `mqtt://127.0.0.1:${await paho.listening}`
+  t.match(paho.output(), /with 2 ACL rules/)
+  // What client_test.py's test_subscribe_failure sends: QoS 2 on test/nosubscribe, next to an allowed filter.
+  const c = await connect(pahoUrl, { clientId: 'myclientid', username: 'myusername', password: 'mypassword' })
+  t.same(await subackCodes(c, ['test/nosubscribe', 'TopicA/#'], 2), [0x80, 2], 'refused with 0x80, the other granted')
+  await close(c)
+  paho.child.kill('SIGTERM')
+  await paho.exited
+
+  const dir = await mkdtemp(join(tmpdir(), 'acl-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const file = join(dir, 'acl')
+  await writeFile(file, 'topic read news/#\nuser alice\ntopic readwrite alice/#\npattern write clients/%c/up\n')
+  const broker = startBroker(['--allow-anonymous', '--user', 'alice:secret', '--acl-file', file])
+  const url = `mqtt://127.0.0.1:${await broker.listening}`
+  const alice = await connect(url, { clientId: 'alice-phone', username: 'alice', password: 'secret' })
+  const anon = await connect(url, { clientId: 'anon-1' })
+  t.same(await subackCodes(alice, ['alice/#', 'news/#']), [1, 0x80], 'alice reads her own topics; anonymous rules are not hers')
+  t.same(await subackCodes(anon, ['news/#', 'alice/#', 'clients/anon-1/up']), [1, 0x80, 0x80], 'anonymous clients read news, not alice’s topics; a write-only pattern grants no subscription')
+
+  // A refused publish is acknowledged (MQTT 3.1.1 has no negative PUBACK) and reaches nobody.
+  const seen: string[] = []
+  alice.on('message', (topic) => seen.push(topic))
+  await anon.publishAsync('alice/inbox', 'refused', { qos: 1 })
+  await alice.publishAsync('alice/inbox', 'allowed', { qos: 1 })
+  await new Promise((r) => setTimeout(r, 200))
+  t.same(seen, ['alice/inbox'], 'only alice’s own publish arrived')
+  t.equal(anon.connected, true, 'the refused publisher stays connected')
+  await Promise.all([close(alice), close(anon)])
+  broker.child.kill('SIGTERM')
+  await broker.exited
+
+  const bad = startBroker(['--allow-anonymous', '--acl-file', join(dir, 'missing')])
+  t.equal(await bad.exited, 1, 'a missing ACL file: exit code 1')
+  t.match(bad.output(), /cannot read the ACL file .*missing: ENOENT/)
+  bad.listening.catch(() => {})
 })

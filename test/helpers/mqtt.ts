@@ -59,6 +59,19 @@ export function subscribe(client: MqttClient, topic: string, qos: 0 | 1 = 1, tim
   })
 }
 
+/** The SUBACK's return codes as the broker sent them (mqtt.js turns any 0x80 into an error). */
+export function subackCodes(client: MqttClient, filters: string[], qos: 0 | 1 | 2 = 1): Promise<number[]> {
+  return new Promise((resolve) => {
+    const onPacket = (packet: { cmd: string; granted?: unknown }) => {
+      if (packet.cmd !== 'suback') return
+      client.off('packetreceive', onPacket)
+      resolve(packet.granted as number[])
+    }
+    client.on('packetreceive', onPacket)
+    client.subscribe(Object.fromEntries(filters.map((topic) => [topic, { qos }])), () => {})
+  })
+}
+
 /** Polls `check` until it returns a truthy value (for effects written asynchronously). */
 export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs
