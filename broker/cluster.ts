@@ -81,7 +81,32 @@ export function prefixedChannels(inner: MqEmitter, prefix: string): MqEmitter {
  * aedes-persistence-redis only the last of those waits is ever answered (its broadcast layer keys
  * them by client and first topic), so a multi-topic SUBSCRIBE on a persistent session never got
  * its SUBACK. One write per list, shared by every caller, avoids it.
+ *
+ * The wait itself is for the write's own broadcast to come back through Redis (to update the
+ * in-memory index of offline subscriptions); the subscriptions are stored before it. Under load
+ * that echo was seen not to arrive, and the SUBACK with it (about one test file per CI run), so the wait
+ * ends after BROADCAST_WAIT_MS: the index catches up when the echo arrives.
  */
+const BROADCAST_WAIT_MS = 3000
+
+/** Settles as `work` does, or resolves after `ms` if it has not by then (a later failure is ignored). */
+function withDeadline<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => resolve(undefined), ms)
+    timer.unref()
+    work.then(
+      (v) => {
+        clearTimeout(timer)
+        resolve(v)
+      },
+      (err) => {
+        clearTimeout(timer)
+        reject(err)
+      },
+    )
+  })
+}
+
 function sharedSubscriptionWrites<T extends Persistence>(persistence: T): T {
   const inFlight = new WeakMap<object, Promise<unknown>>()
   const add = persistence.addSubscriptions.bind(persistence)
@@ -91,7 +116,7 @@ function sharedSubscriptionWrites<T extends Persistence>(persistence: T): T {
         return (client: unknown, subs: unknown[]) => {
           const pending = inFlight.get(subs)
           if (pending) return pending
-          const p = add(client, subs).finally(() => inFlight.delete(subs))
+          const p = withDeadline(add(client, subs), BROADCAST_WAIT_MS).finally(() => inFlight.delete(subs))
           inFlight.set(subs, p)
           return p
         }

@@ -68,7 +68,8 @@ export function subackCodes(client: MqttClient, filters: string[], qos: 0 | 1 | 
       resolve(packet.granted as number[])
     }
     client.on('packetreceive', onPacket)
-    client.subscribe(Object.fromEntries(filters.map((topic) => [topic, { qos }])), () => {})
+    // An array, not an object: a SUBSCRIBE may name a filter twice.
+    client.subscribe(filters, { qos }, () => {})
   })
 }
 
