@@ -27,8 +27,12 @@ export type RunnerHooks = {
   log: { warn: (o: object | string, m?: string) => void; error: (o: object | string, m?: string) => void }
 }
 
-/** How long a job that succeeded at the provider is held while its output is stored and delivered. */
-const SUCCEED_LEASE_MS = 10 * 60_000
+/**
+ * While a job's output is downloaded, stored and delivered, its lease is this far ahead and renewed
+ * every third of it: a runner that dies meanwhile (a crash, a kill -9) lets another, or itself
+ * restarted, take the job up within this long, instead of after the job's whole deadline.
+ */
+export const SUCCEED_HOLD_MS = 30_000
 
 export function backoffMs(attempt: number, opts: Pick<RunnerOptions, 'baseBackoffMs' | 'maxBackoffMs'>): number {
   return Math.min(opts.maxBackoffMs, opts.baseBackoffMs * 2 ** Math.min(attempt, 20))
@@ -84,9 +88,17 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
         return
       }
       if (result.status === 'succeeded') {
-        // Downloading and converting can outlast the claim's lease: hold the job meanwhile.
-        await updateJob(db, job.id, live, { leaseUntil: new Date(Date.now() + Math.max(opts.leaseMs, SUCCEED_LEASE_MS)) })
-        await hooks.succeed(job, result.outputs)
+        // Downloading and converting can outlast the claim's lease: hold the job meanwhile, briefly
+        // and renewed, so the hold ends soon after this runner does. (Once the job has succeeded
+        // the renewal matches no row: it only updates a job still queued or running.)
+        const hold = () => updateJob(db, job.id, live, { leaseUntil: new Date(Date.now() + SUCCEED_HOLD_MS) })
+        await hold()
+        const renew = setInterval(() => void hold().catch((err) => hooks.log.warn({ err, jobId: job.id }, 'could not renew a generation job lease')), SUCCEED_HOLD_MS / 3)
+        try {
+          await hooks.succeed(job, result.outputs)
+        } finally {
+          clearInterval(renew)
+        }
         return
       }
       return hooks.fail(job, 'canceled', { code: 'PROVIDER_CANCELED', message: 'the provider canceled the job' })

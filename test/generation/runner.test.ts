@@ -11,7 +11,7 @@ import { replicateServer, TOKEN } from '../helpers/replicate-server.js'
 import { creditUser, signUpAdmin } from '../helpers/admin.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { eventually } from '../helpers/mqtt.js'
-import { backoffMs } from '../../src/generation/runner.js'
+import { backoffMs, SUCCEED_HOLD_MS } from '../../src/generation/runner.js'
 import { generationJob } from '../../src/generation/tables.js'
 import { insertJob } from '../../src/generation/repository.js'
 import { debit } from '../../src/credits/repository.js'
@@ -22,8 +22,12 @@ import { debit } from '../../src/credits/repository.js'
  * its create only once released.
  */
 async function replicatePeer(t: { teardown(fn: () => unknown): void }) {
-  const state = { released: false, createReleased: false }
+  const state = { released: false, createReleased: false, outputRequested: false, outputReleased: true }
   const peer = await replicateServer(t, {
+    async beforeOutput() {
+      state.outputRequested = true
+      await eventually(async () => state.outputReleased, 30_000)
+    },
     async beforeCreate(p) {
       if (p.prompt.includes('wait-create')) await eventually(async () => state.createReleased, 30_000)
     },
@@ -146,4 +150,18 @@ t.test('jobs of a provider this instance lacks end at their deadline, refunded',
     [['generation', -1], ['refund', 1]],
     'taken, then given back',
   )
+})
+
+t.test('a job whose output is being stored is held briefly and renewed, not for its whole deadline', async (t) => {
+  const { svc, replicate, generate, job } = await setup(t, { GENERATION_TIMEOUT: '600' })
+  replicate.state.outputReleased = false
+  const id = await generate('a slow download')
+  await eventually(async () => replicate.state.outputRequested, 20_000)
+  const held = await row(svc, id)
+  t.equal(held.status, 'running', 'the provider succeeded; the output is being fetched')
+  const ahead = held.leaseUntil!.getTime() - Date.now()
+  t.ok(ahead > 0 && ahead <= SUCCEED_HOLD_MS, `the lease ends within ${SUCCEED_HOLD_MS / 1000} s (${Math.round(ahead / 1000)} s ahead), so a runner killed now frees the job that soon, not at its deadline`)
+  replicate.state.outputReleased = true
+  await eventually(async () => (await job(id)).status === 'succeeded', 20_000)
+  t.equal((await row(svc, id)).leaseUntil, null, 'the lease is released when the job ends')
 })

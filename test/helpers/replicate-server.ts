@@ -18,6 +18,8 @@ export type Answer = { status: number; body: object; headers?: Record<string, st
 export type ReplicateBehaviour = {
   /** Runs before the create is answered: a test can hold it back. */
   beforeCreate?(p: Prediction): Promise<void> | void
+  /** Runs before the output file is served (to hold a download). */
+  beforeOutput?(): Promise<void> | void
   /** How a poll of `p` (already counted in `p.polls`) is answered; `succeeded()` is the success answer. */
   poll(p: Prediction, succeeded: () => Answer): Answer
 }
@@ -32,7 +34,10 @@ export async function replicateServer(t: { teardown(fn: () => unknown): void }, 
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://x')
     // Output files are public, like replicate.delivery URLs.
-    if (req.method === 'GET' && url.pathname === '/out.png') return png(res)
+    if (req.method === 'GET' && url.pathname === '/out.png') {
+      await behaviour.beforeOutput?.()
+      return png(res)
+    }
     if (req.headers.authorization !== `Bearer ${TOKEN}`) return json(res, 401, { detail: 'Unauthenticated' })
     if (req.method === 'POST' && /^\/v1\/models\/[^/]+\/[^/]+\/predictions$/.test(url.pathname)) {
       const chunks: Buffer[] = []
