@@ -219,7 +219,7 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   await app.register(imageRoutes, { db: database.db, storage })
   await app.register(demoRoutes, { db: database.db, storage, baseUrl: config.baseUrl })
   // Unfinished jobs (from before a restart too) are picked up once the app is ready.
-  app.addHook('onReady', async () => generation.runner.start())
+  app.addHook('onReady', async () => generation.start())
   producers.push(() => generation.close())
   // A revocation on any instance clears every instance's cache: each then closes the MQTT
   // connections of apps whose session it ended.

@@ -76,3 +76,13 @@ export async function countUnfinished(db: Executor): Promise<number> {
 export async function detachJobsFromDevice(db: Executor, deviceId: string): Promise<void> {
   await db.update(generationJob).set({ deviceId: null }).where(eq(generationJob.deviceId, deviceId))
 }
+
+/** Ends every unfinished job's lease: for a runner that knows it is the only one (no cluster). */
+export async function releaseLeases(db: Executor): Promise<number> {
+  const rows = await db
+    .update(generationJob)
+    .set({ leaseUntil: null })
+    .where(and(inArray(generationJob.status, ['queued', 'running']), isNotNull(generationJob.leaseUntil)))
+    .returning({ id: generationJob.id })
+  return rows.length
+}

@@ -1,6 +1,6 @@
 // Generation jobs: created (and paid for) atomically, run by the runner, finished once —
 // succeeded with stored, converted and delivered images, or failed/canceled with a refund.
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
 import { balanceOf, credit, debit } from '../credits/repository.js'
@@ -9,7 +9,7 @@ import { findDevice } from '../devices/repository.js'
 import type { DeviceLink } from '../devices/sessions.js'
 import { AppError } from '../errors.js'
 import { deliverImage } from '../images/delivery.js'
-import { storeImage } from '../images/pipeline.js'
+import { storeImage, type StoredImage } from '../images/pipeline.js'
 import { findVariants, findImage } from '../images/repository.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import { findPrompt, insertPrompt } from '../prompts/repository.js'
@@ -18,7 +18,7 @@ import type { ObjectStore } from '../storage/store.js'
 import { findModel } from './models.js'
 import { ProviderError, type GenerationInput, type ImageProvider, type ProviderOutput } from './provider.js'
 import { seedFor } from './providers/local.js'
-import { findJob, insertJob, updateJob, type JobRow } from './repository.js'
+import { findJob, insertJob, releaseLeases, updateJob, type JobRow } from './repository.js'
 import { createRunner } from './runner.js'
 import { defaultModelId } from './setup.js'
 
@@ -58,6 +58,12 @@ async function fetchOutput(output: ProviderOutput): Promise<Buffer> {
   const body = Buffer.from(await res.arrayBuffer())
   if (body.length > MAX_OUTPUT_BYTES) throw new ProviderError('output too large', 'OUTPUT_TOO_LARGE', false)
   return body
+}
+
+/** The id a job's image is stored under: derived from the job, so storing it again finds it. */
+export function imageIdForJob(jobId: string): string {
+  const h = createHash('sha256').update(`generation-image:${jobId}`).digest('hex')
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`
 }
 
 export function createGenerationService(deps: GenerationDeps) {
@@ -123,9 +129,15 @@ export function createGenerationService(deps: GenerationDeps) {
     const original = await fetchOutput(first)
     const dev = job.deviceId ? await findDevice(db, job.deviceId) : undefined
     const profile = dev ? (dev.display as DisplayProfile) : null
-    let stored
+    // One image per job, whatever happens to the runner: a runner that died after storing it left
+    // it under the same id, and one that died while storing is overwritten, not duplicated.
+    const imageId = imageIdForJob(job.id)
+    const kept = await findImage(db, imageId)
+    let stored: StoredImage
     try {
-      stored = await storeImage({ db, storage }, { userId: job.userId, deviceId: dev?.id, jobId: job.id, source: 'generation', original, profile })
+      stored = kept
+        ? { image: kept, variants: await findVariants(db, imageId) }
+        : await storeImage({ db, storage }, { userId: job.userId, deviceId: dev?.id, jobId: job.id, source: 'generation', original, profile, imageId })
     } catch (err) {
       throw new ProviderError(`the output is not a usable image: ${(err as Error).message}`, 'BAD_OUTPUT', false)
     }
@@ -186,7 +198,20 @@ export function createGenerationService(deps: GenerationDeps) {
     await Promise.allSettled([...providers.values()].map((p) => p.close?.()))
   }
 
-  return { create, get, cancel, runner, close }
+  /**
+   * Starts the runner. Without a cluster (no Redis) this process is the only runner, so a lease
+   * still held is one its previous run left (a crash, a kill -9): those jobs are taken up at once
+   * instead of when the lease runs out.
+   */
+  async function start() {
+    if (!config.redisUrl) {
+      const released = await releaseLeases(db)
+      if (released) log.warn({ jobs: released }, 'took up generation jobs the previous run left unfinished')
+    }
+    runner.start()
+  }
+
+  return { create, get, cancel, runner, start, close }
 }
 
 export type GenerationService = ReturnType<typeof createGenerationService>

@@ -10,6 +10,8 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { eventually } from '../helpers/mqtt.js'
 import { eq } from 'drizzle-orm'
 import { prompt } from '../../src/prompts/tables.js'
+import { generationJob } from '../../src/generation/tables.js'
+import { openDatabase } from '../../src/db/client.js'
 
 /**
  * The first poll of each prediction is throttled (429 + Retry-After 1); then "slow" stays
@@ -158,6 +160,25 @@ t.test('a job survives a restart in the middle of polling; a deadline fails and 
   const done = await waitJob(second, user.token, started.body.id, ['succeeded', 'failed'])
   t.equal(done.status, 'succeeded', 'the restarted service resumed and finished the job')
   t.ok(done.result, 'with its images')
+
+  // A crash leaves the job's lease held (a clean close releases it): as if the runner had died
+  // with ten minutes of lease left.
+  const held = await generate(second, user.token, { prompt: { text: 'held by a crashed runner' } })
+  await waitJob(second, user.token, held.body.id, ['running'], 10_000)
+  await second.close()
+  const leaseEnd = new Date(Date.now() + 10 * 60_000)
+  const database = openDatabase({ databaseUrl: first.config.databaseUrl, dataDir: first.dataDir })
+  await database.db.update(generationJob).set({ leaseUntil: leaseEnd }).where(eq(generationJob.id, held.body.id))
+  await database.close()
+  const third = await startApp(t, { env, reuse: { dataDir: first.dataDir, databaseUrl: first.config.databaseUrl, redisPrefix: first.config.redisPrefix } })
+  if (third.config.redisUrl) {
+    // A cluster node cannot tell its own old leases from another node's: the lease stands.
+    await new Promise((r) => setTimeout(r, 1500))
+    t.equal((await waitJob(third, user.token, held.body.id, ['running'], 5000)).status, 'running', 'in a cluster the lease is waited out')
+  } else {
+    const resumed = await waitJob(third, user.token, held.body.id, ['succeeded', 'failed'], 20_000)
+    t.equal(resumed.status, 'succeeded', 'the only runner takes up at once the job its crashed run held, not after the lease')
+  }
 
   const slow = await startApp(t, { env: { ...fast, LOCAL_PROVIDER_DURATION_MS: '600000', GENERATION_TIMEOUT: '5' } })
   const u2 = await signUp(makeClient(slow.url).client, uniqueEmail())

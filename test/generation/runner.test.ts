@@ -13,6 +13,8 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { eventually } from '../helpers/mqtt.js'
 import { backoffMs, SUCCEED_HOLD_MS } from '../../src/generation/runner.js'
 import { generationJob } from '../../src/generation/tables.js'
+import { image } from '../../src/images/tables.js'
+import { imageIdForJob } from '../../src/generation/service.js'
 import { insertJob } from '../../src/generation/repository.js'
 import { debit } from '../../src/credits/repository.js'
 
@@ -164,4 +166,17 @@ t.test('a job whose output is being stored is held briefly and renewed, not for 
   replicate.state.outputReleased = true
   await eventually(async () => (await job(id)).status === 'succeeded', 20_000)
   t.equal((await row(svc, id)).leaseUntil, null, 'the lease is released when the job ends')
+})
+
+t.test('a job taken up again after its runner stored the image keeps that one image', async (t) => {
+  const { svc, generate, job } = await setup(t, {})
+  const id = await generate('stored once')
+  await eventually(async () => (await job(id)).status === 'succeeded', 20_000)
+  t.equal((await row(svc, id)).imageId, imageIdForJob(id), 'the image id is derived from the job')
+  // As if the runner had died after storing the image and before marking the job: running, no lease.
+  await svc.app.database.db.update(generationJob).set({ status: 'running', imageId: null, finishedAt: null, leaseUntil: null, nextPollAt: new Date() }).where(eq(generationJob.id, id))
+  await eventually(async () => (await job(id)).status === 'succeeded', 20_000)
+  t.equal((await row(svc, id)).imageId, imageIdForJob(id), 'taken up again, it ends with the same image')
+  const images = await svc.app.database.db.select({ id: image.id }).from(image).where(eq(image.jobId, id))
+  t.equal(images.length, 1, 'and no second one was stored')
 })
