@@ -1,0 +1,5 @@
+// Prompts for sleeping devices survive a crash of the service: see test/helpers/restart.ts.
+import t from 'tap'
+import { restartScenario, stopName } from '../helpers/restart.js'
+
+t.test(`every acknowledged prompt reaches its sleeping device after a ${stopName('SIGKILL')}`, (t) => restartScenario(t, 'SIGKILL'))
