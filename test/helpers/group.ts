@@ -1,0 +1,24 @@
+// Runs several test files in one process. Each file costs about 4 s of CPU before its first test
+// (tap, tsx, importing the app); 83 files paid that 83 times a pass. A group imports its files in
+// order: their tests queue on the one root test and run one after another, each file still
+// starting its own app, so a file behaves as when run alone (`npx tap test/auth/account.test.ts`
+// still works). The groups and which of them run again against PostgreSQL and Redis are in
+// test/groups.ts.
+import t from 'tap'
+import { groups, type GroupName } from '../groups.js'
+
+/** The per-file limit of .taprc (180 s), times the files in the group. */
+const PER_FILE_MS = 180_000
+
+export async function runGroup(name: GroupName) {
+  const { files } = groups[name]
+  const timeout = PER_FILE_MS * files.length
+  t.setTimeout(timeout)
+  // The runner reads its child's limit from this comment (@tapjs/core spawn.js).
+  t.comment(`timeout=${timeout}`)
+  for (const file of files) {
+    // Queued in order with the tests: names the file whose results follow (.ci/run's summary uses it).
+    t.comment(`file: test/${file}`)
+    await import(new URL(`../${file}`, import.meta.url).href)
+  }
+}
