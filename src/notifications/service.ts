@@ -26,7 +26,7 @@ export type SendReport = { userId: string; sent: number; failed: number; removed
 
 export type SubscriptionInput = { endpoint: string; expirationTime?: number | null; keys: { p256dh: string; auth: string } }
 
-/** What broker/presence.ts reports: a device that really went online or offline (not a takeover). */
+/** What src/mqtt/presence.ts reports: a device that really went online or offline (not a takeover). */
 export type PresenceChange = { deviceId: string; deviceName: string; userId: string; online: boolean; reason?: string; at: Date }
 
 export type NotifierDeps = {

@@ -2,12 +2,12 @@
 // remote address and connection id; isActive and last_seen_at follow; the retained
 // devices/{id}/state carries {online, since}. Writes for one device run in order.
 import type { Aedes, Client, PublishPacket } from 'aedes'
-import type { Database } from '../src/db/client.js'
-import { toEventRecord } from '../src/events/records.js'
+import type { Database } from '../db/client.js'
+import { toEventRecord } from '../events/records.js'
 import type { ClientMeta } from './device-broker.js'
 import { createPresenceStore } from './presence-store.js'
-import type { Publisher } from './publisher.js'
-import { topicFor } from './topics.js'
+import type { Publisher } from '../../broker/publisher.js'
+import { topicFor } from './contract.js'
 
 export type DisconnectReason = 'client_disconnect' | 'keepalive_timeout' | 'takeover' | 'kicked' | 'socket_error' | 'server_shutdown' | 'node_lost'
 

@@ -1,19 +1,19 @@
 // The service's broker: devices authenticate with their secret, apps with a session token;
-// topic rules from topics.ts; presence and uplink handled in presence.ts and uplink.ts.
+// topic rules from contract.ts; presence and uplink handled in presence.ts and uplink.ts.
 import { randomUUID } from 'node:crypto'
 import type { Aedes, Client, PublishPacket } from 'aedes'
-import type { Auth } from '../src/auth/auth.js'
-import type { Database } from '../src/db/client.js'
+import type { Auth } from '../auth/auth.js'
+import type { Database } from '../db/client.js'
 import { batchedAccessCheck, batchedLookup, checkCredentials, mayPublish, maySubscribe, type DeviceOwner, type Identity } from './credentials.js'
-import type { DeviceLink } from '../src/devices/sessions.js'
-import type { DownlinkHooks } from '../src/mqtt.js'
-import { nodesHoldingDevices, releaseNodeConnections } from '../src/devices/repository.js'
-import { insertEvents } from '../src/events/repository.js'
-import { liveSessionIds } from '../src/auth/users-repository.js'
-import { Publisher } from './publisher.js'
+import type { DeviceLink } from '../devices/sessions.js'
+import type { DownlinkHooks } from './start.js'
+import { nodesHoldingDevices, releaseNodeConnections } from '../devices/repository.js'
+import { insertEvents } from '../events/repository.js'
+import { liveSessionIds } from '../auth/users-repository.js'
+import { Publisher } from '../../broker/publisher.js'
 import { attachPresence, type DisconnectReason, type PresenceChange } from './presence.js'
-import { connackError, createMqttServer, DROP_TOPIC, type BrokerLimits, type MqttServer } from './server.js'
-import { downlinkKinds, parseDeviceTopic, topicFor, type DownlinkKind } from './topics.js'
+import { connackError, createMqttServer, DROP_TOPIC, type BrokerLimits, type MqttServer } from '../../broker/server.js'
+import { downlinkKinds, parseDeviceTopic, topicFor, type DownlinkKind } from './contract.js'
 import { attachUplink, type UplinkStats } from './uplink.js'
 
 export type ClientMeta = {
