@@ -1,17 +1,42 @@
-// Topic layout and the access rules on it (MQTT 3.1.1 section 4.7 for topic names and filters).
+// The device wire contract: the topic layout the service, the simulator, the benchmarks and the
+// companion apps share, and the presence vocabulary carried on it. Plain data only, no imports,
+// so any of them (device-sim/ included) can take it without pulling in the service.
 //   downlink (service → device): devices/{id}/prompt | image | config (retained) | cmd
 //   uplink   (device → service): devices/{id}/up/status | up/ack
 //   presence (broker, retained):  devices/{id}/state        events (service): devices/{id}/events
 //   fleet-wide (service → every device): fleet/cmd — devices may subscribe, only the service publishes
+// The access rules on this layout are in topic-rules.ts.
 
 export const downlinkKinds = ['prompt', 'image', 'config', 'cmd'] as const
 export type DownlinkKind = (typeof downlinkKinds)[number]
 export const uplinkKinds = ['status', 'ack'] as const
+export type UplinkKind = (typeof uplinkKinds)[number]
 
 /** One message to every device at once: a device subscribes to it; nobody but the service publishes. */
 export const FLEET_TOPIC = 'fleet/cmd'
 
+/** Every device's uplink, for a service that consumes it as a client of an external broker. */
+export const UPLINK_FILTER = 'devices/+/up/+'
+
 export const topicFor = (deviceId: string, kind: DownlinkKind | 'state' | 'events') => `devices/${deviceId}/${kind}`
+
+export const uplinkTopic = (deviceId: string, kind: UplinkKind) => `devices/${deviceId}/up/${kind}`
+
+/** A filter that reaches all of a device's own topics at once (and nothing of another device's). */
+export const deviceFilter = (deviceId: string, wildcard: '+' | '#') => `devices/${deviceId}/${wildcard}`
+
+/** The topics a paired device is given with its credentials. */
+export function deviceTopics(deviceId: string) {
+  return {
+    prompt: topicFor(deviceId, 'prompt'),
+    image: topicFor(deviceId, 'image'),
+    config: topicFor(deviceId, 'config'),
+    cmd: topicFor(deviceId, 'cmd'),
+    state: topicFor(deviceId, 'state'),
+    status: uplinkTopic(deviceId, 'status'),
+    ack: uplinkTopic(deviceId, 'ack'),
+  }
+}
 
 /** Parses devices/{id}/... into its parts; null for anything else. */
 export function parseDeviceTopic(topic: string): { deviceId: string; rest: string[] } | null {
@@ -20,32 +45,8 @@ export function parseDeviceTopic(topic: string): { deviceId: string; rest: strin
   return { deviceId: parts[1], rest: parts.slice(2) }
 }
 
-const hasWildcard = (s: string) => s.includes('+') || s.includes('#')
+/** Why a device went offline: in its retained state, its disconnect events and the owner's notification. */
+export type DisconnectReason = 'client_disconnect' | 'keepalive_timeout' | 'takeover' | 'kicked' | 'socket_error' | 'server_shutdown' | 'node_lost'
 
-/**
- * A device may subscribe to its own downlink topics, or a filter that only reaches them
- * (devices/{own}/+ or devices/{own}/#, which also cover its own state). Anything reaching
- * another device, the $SYS tree or the root is refused. The fleet topic is allowed by exact name only.
- */
-export function deviceMaySubscribe(deviceId: string, filter: string): boolean {
-  if (filter === FLEET_TOPIC) return true
-  const t = parseDeviceTopic(filter)
-  if (!t || t.deviceId !== deviceId) return false
-  const [first, ...more] = t.rest
-  if (first === '#' || (first === '+' && more.length === 0)) return true
-  if (hasWildcard(t.rest.join('/'))) return false
-  return t.rest.length === 1 && ((downlinkKinds as readonly string[]).includes(first as string) || first === 'state')
-}
-
-/** A device publishes only to devices/{own}/up/status and devices/{own}/up/ack. */
-export function deviceMayPublish(deviceId: string, topic: string): boolean {
-  const t = parseDeviceTopic(topic)
-  return !!t && t.deviceId === deviceId && t.rest.length === 2 && t.rest[0] === 'up' && (uplinkKinds as readonly string[]).includes(t.rest[1] as string)
-}
-
-/** The device whose state or events an app filter names, or null when the filter is not one an app may use. */
-export function appSubscriptionTarget(filter: string): string | null {
-  const t = parseDeviceTopic(filter)
-  if (!t || hasWildcard(t.deviceId) || t.rest.length !== 1) return null
-  return t.rest[0] === 'state' || t.rest[0] === 'events' ? t.deviceId : null
-}
+/** A device that really went online or offline: not a takeover, not a shutdown or the reconnect after one. */
+export type PresenceChange = { deviceId: string; deviceName: string; userId: string; online: boolean; reason?: DisconnectReason; at: Date }

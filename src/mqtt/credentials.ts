@@ -5,7 +5,7 @@ import type { Database } from '../db/client.js'
 import { matchesHash } from '../devices/codes.js'
 import { findDeviceCredentials, visiblePairs, type DeviceCredentialRow } from '../devices/repository.js'
 import { batched } from '../../broker/batching.js'
-import { appSubscriptionTarget, deviceMayPublish, deviceMaySubscribe } from './contract.js'
+import { appSubscriptionTarget, deviceMayPublish, deviceMaySubscribe } from './topic-rules.js'
 
 export type Identity = { kind: 'device'; deviceId: string } | { kind: 'app'; userId: string }
 /** The owner and name a device's events are attributed to, read when it authenticates. */

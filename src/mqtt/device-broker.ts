@@ -4,32 +4,18 @@ import { randomUUID } from 'node:crypto'
 import type { Aedes, Client, PublishPacket } from 'aedes'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
-import { batchedAccessCheck, batchedLookup, checkCredentials, mayPublish, maySubscribe, type DeviceOwner, type Identity } from './credentials.js'
+import { batchedAccessCheck, batchedLookup, checkCredentials, mayPublish, maySubscribe, type Identity } from './credentials.js'
 import type { DeviceLink } from '../devices/sessions.js'
-import type { DownlinkHooks } from './start.js'
+import type { ClientMeta } from './client-meta.js'
+import type { DownlinkHooks } from './downlink-hooks.js'
 import { nodesHoldingDevices, releaseNodeConnections } from '../devices/repository.js'
 import { insertEvents } from '../events/repository.js'
 import { liveSessionIds } from '../auth/users-repository.js'
 import { Publisher } from '../../broker/publisher.js'
-import { attachPresence, type DisconnectReason, type PresenceChange } from './presence.js'
+import { attachPresence } from './presence.js'
 import { connackError, createMqttServer, DROP_TOPIC, type BrokerLimits, type MqttServer } from '../../broker/server.js'
-import { downlinkKinds, parseDeviceTopic, topicFor, type DownlinkKind } from './contract.js'
+import { deviceFilter, downlinkKinds, parseDeviceTopic, topicFor, type DisconnectReason, type DownlinkKind, type PresenceChange } from './contract.js'
 import { attachUplink, type UplinkStats } from './uplink.js'
-
-export type ClientMeta = {
-  kind: 'device' | 'app'
-  /** The device id (devices) or user id (apps). */
-  subject: string
-  /** Unique per connection: a takeover's late disconnect must not be confused with the new session. */
-  connectionId: string
-  reason?: DisconnectReason
-  /** Devices: the owner their events are attributed to, as read at authentication. */
-  owner?: DeviceOwner
-  /** Apps: the session they connected with; a revoked one ends the connection (revalidateApps). */
-  sessionId?: string
-  /** Devices: whether the broker had a session for it at CONNACK, and the downlink kinds already sent again on this connection. */
-  session?: { resumed: boolean; resent: Set<DownlinkKind>; timer?: NodeJS.Timeout; maxAcked: number }
-}
 
 export type BrokerStats = { droppedPublishes: number; refusedSubscriptions: number; refusedConnections: number; droppedOffline: number }
 
@@ -264,7 +250,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
   /** The downlink kinds this connection's subscriptions reach. */
   function subscribedKinds(client: Client, deviceId: string): Set<DownlinkKind> {
     const filters = Object.keys((client as unknown as { subscriptions: Record<string, { qos: number }> }).subscriptions ?? {})
-    const wide = filters.includes(`devices/${deviceId}/+`) || filters.includes(`devices/${deviceId}/#`)
+    const wide = filters.includes(deviceFilter(deviceId, '+')) || filters.includes(deviceFilter(deviceId, '#'))
     return new Set(downlinkKinds.filter((k) => wide || filters.includes(topicFor(deviceId, k))))
   }
 

@@ -4,15 +4,10 @@
 import type { Aedes, Client, PublishPacket } from 'aedes'
 import type { Database } from '../db/client.js'
 import { toEventRecord } from '../events/records.js'
-import type { ClientMeta } from './device-broker.js'
+import type { ClientMeta } from './client-meta.js'
 import { createPresenceStore } from './presence-store.js'
 import type { Publisher } from '../../broker/publisher.js'
-import { topicFor } from './contract.js'
-
-export type DisconnectReason = 'client_disconnect' | 'keepalive_timeout' | 'takeover' | 'kicked' | 'socket_error' | 'server_shutdown' | 'node_lost'
-
-/** A device that really went online or offline: not a takeover, not a shutdown or the reconnect after one. */
-export type PresenceChange = { deviceId: string; deviceName: string; userId: string; online: boolean; reason?: DisconnectReason; at: Date }
+import { topicFor, type DisconnectReason, type PresenceChange } from './contract.js'
 
 type Deps = {
   aedes: Aedes

@@ -3,30 +3,21 @@
 import { readFileSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
 import { createDeviceBroker, type DeviceBroker } from './device-broker.js'
-import type { PresenceChange } from './presence.js'
+import type { PresenceChange } from './contract.js'
+import type { DownlinkHooks } from './downlink-hooks.js'
 import { redisClusterParts } from '../../broker/cluster.js'
 import type { Auth } from '../auth/auth.js'
 import { ConfigError, type Config } from '../config.js'
 import type { Database } from '../db/client.js'
 import type { DeviceLink } from '../devices/sessions.js'
 import type { RedisHandle } from '../redis/client.js'
-import { seqOf, type ResendOptions } from '../downlink/outbox.js'
+import { seqOf } from '../downlink/outbox.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     broker?: DeviceBroker
     mqttTlsPort?: number
   }
-}
-
-/** What the transport tells the durable downlink (src/downlink/outbox.ts). */
-export type DownlinkHooks = {
-  /** The device acknowledged a numbered message; resolves with its kind, or undefined when there is no such message. */
-  delivered(deviceId: string, seq: number): Promise<string | undefined>
-  /** The device reported the config version it applies and the image it shows. */
-  reported(deviceId: string, report: { configVersion?: number; shownImageId?: string | null }): Promise<void>
-  /** The device can receive these kinds now: send what it lacks, except what the broker holds for it. */
-  resend(deviceId: string, opts: ResendOptions): Promise<number>
 }
 
 export async function startBroker(

@@ -7,7 +7,7 @@ import type { Database } from '../db/client.js'
 import { ackCommand, applyDeviceReport } from '../devices/repository.js'
 import type { DeviceReport } from '../devices/tables.js'
 import { insertEvent } from '../events/repository.js'
-import type { ClientMeta } from './device-broker.js'
+import type { ClientMeta } from './client-meta.js'
 import { parseDeviceTopic } from './contract.js'
 
 /** Largest payload accepted per uplink topic; a status or an ack is a few hundred bytes. */
