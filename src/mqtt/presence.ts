@@ -6,6 +6,7 @@ import type { Database } from '../db/client.js'
 import { toEventRecord } from '../events/records.js'
 import type { ClientMeta } from './client-meta.js'
 import { createPresenceStore } from './presence-store.js'
+import { sentDisconnect } from '../../broker/aedes-internals.js'
 import type { Publisher } from '../../broker/publisher.js'
 import { topicFor, type DisconnectReason, type PresenceChange } from './contract.js'
 
@@ -90,7 +91,7 @@ export function attachPresence({ aedes, db, meta, current, publisher, remoteAddr
     const m = meta.get(client)
     if (m?.kind !== 'device') return
     const at = new Date()
-    const reason: DisconnectReason = m.reason ?? ((client as unknown as { _disconnected?: boolean })._disconnected ? 'client_disconnect' : 'socket_error')
+    const reason: DisconnectReason = m.reason ?? (sentDisconnect(client) ? 'client_disconnect' : 'socket_error')
     const stillCurrent = current.get(m.subject) === client
     if (stillCurrent) current.delete(m.subject)
     // A takeover here, or on another instance (device-broker.ts marks it): online through the newer connection.
