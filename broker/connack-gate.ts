@@ -3,9 +3,7 @@
 // the network, waits on it in between), so a message published in that window was written to
 // the socket first. Deliveries to a client are held until its CONNACK is out.
 import type { Aedes, Client } from 'aedes'
-
-type Deliver = (packet: unknown, cb: () => void) => void
-type Deliverable = Client & { deliverQoS: Deliver; deliver0: Deliver; connackSent?: boolean; conn: { once(event: 'close', fn: () => void): unknown } }
+import { connackSent, wrapDelivery } from './aedes-internals.js'
 
 /** Installs the gate on a broker; `hold` must be called for each client before its subscriptions are restored (preConnect). */
 export function connackGate(aedes: Aedes): { hold(client: Client): void } {
@@ -19,18 +17,14 @@ export function connackGate(aedes: Aedes): { hold(client: Client): void } {
 
   return {
     hold(client) {
-      const c = client as Deliverable
       const waiting: Array<{ run: () => void; drop: () => void }> = []
       held.set(client, waiting)
-      for (const name of ['deliverQoS', 'deliver0'] as const) {
-        const deliver = c[name]
-        c[name] = (packet, cb) => {
-          if (c.connackSent || !held.has(client)) return deliver(packet, cb)
-          waiting.push({ run: () => deliver(packet, cb), drop: cb })
-        }
-      }
+      wrapDelivery(client, (deliver) => (packet, cb) => {
+        if (connackSent(client) || !held.has(client)) return deliver(packet, cb)
+        waiting.push({ run: () => deliver(packet, cb), drop: cb })
+      })
       // Refused, or gone before its CONNACK: the publishers waiting on these deliveries go on.
-      c.conn.once('close', () => {
+      client.conn.once('close', () => {
         if (held.get(client) !== waiting) return
         held.delete(client)
         for (const w of waiting) w.drop()

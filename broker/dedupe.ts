@@ -7,13 +7,12 @@
 // never reached the device (test/broker/ordering.test.ts). Here a message is a duplicate only if
 // this very message (broker id and counter) was among the client's last few deliveries.
 import type { Client } from 'aedes'
+import { setDuplicates, wrapDelivery } from './aedes-internals.js'
 
 /** Overlapping subscriptions deliver their copies back to back, in one emit: a short memory is enough. */
 const REMEMBERED = 4
 
-type Deliver = (packet: { brokerId?: string; brokerCounter?: number }, cb: () => void) => void
 type State = { counter: number; ids: Array<string | undefined>; counters: number[]; next: number }
-type DedupeClient = Client & { duplicates: object; deliverQoS: Deliver; deliver0: Deliver }
 
 // aedes reads `duplicates[brokerId]` and, when it is below the counter, delivers and stores the
 // counter. Answering "the counter itself" for a remembered message and "one below" otherwise turns
@@ -36,18 +35,11 @@ const handler: ProxyHandler<State> = {
 
 /** Installs the identity-based duplicate check on a client before it subscribes. */
 export function dedupeByIdentity(client: Client): void {
-  const c = client as DedupeClient
   const state: State = { counter: 0, ids: new Array(REMEMBERED), counters: new Array(REMEMBERED).fill(-1), next: 0 }
-  c.duplicates = new Proxy(state, handler)
-  const deliverQoS = c.deliverQoS
-  const deliver0 = c.deliver0
+  setDuplicates(client, new Proxy(state, handler))
   // aedes checks `duplicates` synchronously at the start of both: tell it which message it is.
-  c.deliverQoS = (packet, cb) => {
+  wrapDelivery(client, (deliver) => (packet, cb) => {
     state.counter = packet.brokerCounter ?? 0
-    deliverQoS(packet, cb)
-  }
-  c.deliver0 = (packet, cb) => {
-    state.counter = packet.brokerCounter ?? 0
-    deliver0(packet, cb)
-  }
+    deliver(packet, cb)
+  })
 }

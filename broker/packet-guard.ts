@@ -9,6 +9,7 @@
 //    negative PUBACK) and delivered to nobody; a client that keeps exceeding it is disconnected.
 import mqttPacket from 'mqtt-packet'
 import type { Client } from 'aedes'
+import { parserOf, subscriptionsOf } from './aedes-internals.js'
 
 export type InboundLimits = {
   /** Filters one client may hold; 0 = no cap. */
@@ -92,8 +93,8 @@ function widenSubacks() {
 /** Installs the checks on one client's parser (see the top of this file). */
 export function guardPackets(client: Client, limits: InboundLimits, stats: GuardStats) {
   widenSubacks()
-  const parser = (client as unknown as { _parser: { emit: (event: string | symbol, ...args: unknown[]) => boolean } })._parser
-  const conn = (client as unknown as { conn: object }).conn
+  const parser = parserOf(client)
+  const conn = client.conn
   const asked = new Set<string>()
   const bucket = { tokens: limits.inboundBurst, at: Date.now() }
   const strikes = { windowStart: Date.now(), dropped: 0, count: 0 }
@@ -130,7 +131,7 @@ export function guardPackets(client: Client, limits: InboundLimits, stats: Guard
       pending.set(packet.messageId, topics)
     }
     if (limits.maxSubscriptions <= 0) return
-    const held = (client as unknown as { subscriptions: Record<string, unknown> }).subscriptions
+    const held = subscriptionsOf(client)
     // Held now: asked for on this connection, or restored with a persistent session.
     let total = asked.size
     for (const f in held) if (!asked.has(f)) total += 1

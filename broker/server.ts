@@ -8,6 +8,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { Aedes, type AedesOptions, type Client } from 'aedes'
 import { createWebSocketStream, WebSocketServer } from 'ws'
+import { parserOf } from './aedes-internals.js'
 import { connackGate } from './connack-gate.js'
 import { dedupeByIdentity } from './dedupe.js'
 import { withRetainedTree } from './retained.js'
@@ -79,6 +80,7 @@ export async function createMqttServer(opts: {
 }): Promise<MqttServer> {
   const { limits } = opts
   const connInfo = new WeakMap<object, ConnInfo>()
+  const refusals = new WeakMap<Client, RefuseReason>()
   const guardStats: GuardStats = { nulClosed: 0, subscriptionsCapped: 0, rateDropped: 0, rateClosed: 0 }
 
   const aedes = await Aedes.createBroker({
@@ -112,7 +114,7 @@ export async function createMqttServer(opts: {
       done(null, sub)
     },
     authenticate(client, username, password, done) {
-      const refuse = (client as Client & { _refuse?: RefuseReason })._refuse
+      const refuse = refusals.get(client)
       if (refuse) {
         opts.onReject?.(refuse.message, connInfo.get(client)?.remoteAddress)
         return done(connackError(refuse.code, refuse.message), false)
@@ -125,14 +127,14 @@ export async function createMqttServer(opts: {
       gate.hold(client)
       // MQTT-3.1.3-8: an empty client id needs CleanSession=1; aedes would invent an id instead.
       if (!packet.clientId && packet.clean === false) {
-        ;(client as Client & { _refuse?: RefuseReason })._refuse = { code: 2, message: 'a persistent session needs a client id' }
+        refusals.set(client, { code: 2, message: 'a persistent session needs a client id' })
       }
       // MQTT 3.1.1 cannot tell a client to use another keepalive (section 3.1.2.10), so one outside
       // the bound is refused as Mosquitto's max_keepalive does: "identifier rejected". 0 (never
       // time out) is outside any bound, since the connection would then be held forever.
       const k = packet.keepalive ?? 0
       if (limits.keepaliveLimit > 0 && (k === 0 || k > limits.keepaliveLimit)) {
-        ;(client as Client & { _refuse?: RefuseReason })._refuse = { code: 2, message: `keepalive must be between 1 and ${limits.keepaliveLimit} seconds` }
+        refusals.set(client, { code: 2, message: `keepalive must be between 1 and ${limits.keepaliveLimit} seconds` })
       }
       done(null, true)
     },
@@ -155,7 +157,7 @@ export async function createMqttServer(opts: {
 
   /** Refuses a packet as soon as its fixed header announces a length over the limit. */
   function guardPacketSize(client: Client) {
-    const parser = (client as unknown as { _parser: { _parseLength: () => boolean; packet: { length: number }; _emitError: (e: Error) => void } })._parser
+    const parser = parserOf(client)
     const parseLength = parser._parseLength
     parser._parseLength = function guarded(this: typeof parser) {
       const done = parseLength.call(this)

@@ -8,6 +8,7 @@ import { EventEmitter } from 'node:events'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import mqtt, { type MqttClient } from 'mqtt'
+import { downlinkKinds, topicFor, uplinkTopic, type UplinkKind } from '../src/mqtt/contract.js'
 import { ApiError, ServiceApi, UnreachableError, type DeviceInfo } from './api.js'
 import type { DisplayProfile } from './profiles.js'
 import { freshState, loadState, remember, saveState, type Credentials, type PendingPairing, type SimState } from './state.js'
@@ -494,7 +495,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
       // never answers a SUBSCRIBE of several topics on a persistent session (it stores the whole
       // list once per topic, concurrently, and all but one of those writes wait forever).
       this.subscribeAgain = true
-      const topics = (['prompt', 'image', 'config', 'cmd'] as const).map((k) => creds.topics[k] ?? `devices/${id}/${k}`)
+      const topics = downlinkKinds.map((k) => creds.topics[k] ?? topicFor(id, k))
       for (const topic of topics) {
         const granted = await this.subscribeOne(client, topic)
         if (granted === undefined) {
@@ -565,9 +566,9 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     })
   }
 
-  private topic(kind: 'status' | 'ack'): string {
+  private topic(kind: UplinkKind): string {
     const creds = this.state!.credentials!
-    return creds.topics[kind] ?? `devices/${creds.username}/up/${kind}`
+    return creds.topics[kind] ?? uplinkTopic(creds.username, kind)
   }
 
   /** Acks are kept until the broker confirms them and sent again after a reconnect. */

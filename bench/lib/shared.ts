@@ -3,6 +3,7 @@
 import { mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
 import mqtt, { type MqttClient } from 'mqtt'
+import { FLEET_TOPIC, topicFor } from '../../src/mqtt/contract.js'
 import type { Context } from './context.js'
 import { startFleet, type ConnectResult, type Fleet } from './fleet.js'
 import { SERVICE_PASSWORD, SERVICE_USER, startMosquitto, writeMosquittoAuth, type Mosquitto } from './mosquitto.js'
@@ -69,7 +70,8 @@ export function sharedRig(ctx: Context): Promise<Rig> {
       const fleetOurs = await startFleet()
       const fleetPeer = await startFleet()
       const since = Date.now() - 1000
-      const topics = ['devices/{id}/cmd', 'fleet/cmd']
+      // {id} is filled in per device by the fleet worker.
+      const topics = [topicFor('{id}', 'cmd'), FLEET_TOPIC]
       const co = await fleetOurs.connect({ port: ours.mqttPort, creds, clean: false, subscribe: topics, concurrency: 100 })
       const stored = await waitForEvents(ours, 'device.connected', since, devices, 120_000)
       const oursEventsMs = Date.now() - co.start

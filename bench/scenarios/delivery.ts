@@ -15,6 +15,7 @@ import { join } from 'node:path'
 import mqtt, { type MqttClient } from 'mqtt'
 import sharp from 'sharp'
 import { renderLocalImage, seedFor } from '../../src/generation/providers/local.js'
+import { topicFor } from '../../src/mqtt/contract.js'
 import { generationSize } from '../../src/prompts/service.js'
 import { alternate, type Scenario } from '../lib/context.js'
 import { mosquittoVersion, SERVICE_PASSWORD, SERVICE_USER, startMosquitto, writeMosquittoAuth } from '../lib/mosquitto.js'
@@ -64,7 +65,7 @@ export const delivery: Scenario = {
     await ours.call('seed', { file: writeCreds(dir, 'creds', [cred!]) })
     const mosquitto = await startMosquitto(dir, writeMosquittoAuth(dir, [cred!]), 'delivery')
     const opts = { clientId: cred!.id, username: cred!.id, password: cred!.secret, clean: false, reconnectPeriod: 0, protocolVersion: 4 as const }
-    const topic = `devices/${cred!.id}/image`
+    const topic = topicFor(cred!.id, 'image')
     const devOurs = await mqtt.connectAsync(`mqtt://127.0.0.1:${ours.mqttPort}`, opts)
     const devPeer = await mqtt.connectAsync(`mqtt://127.0.0.1:${mosquitto.port}`, opts)
     const service = await mqtt.connectAsync(`mqtt://127.0.0.1:${mosquitto.port}`, { clientId: SERVICE_USER, username: SERVICE_USER, password: SERVICE_PASSWORD, reconnectPeriod: 0, protocolVersion: 4 })

@@ -8,6 +8,7 @@
 // through an mqtt.js client. Devices are raw MQTT sockets in a separate load-generator process.
 // Both sides bound the publishes in flight to the same number.
 import type { MqttClient } from 'mqtt'
+import { FLEET_TOPIC, topicFor } from '../../src/mqtt/contract.js'
 import { alternate, timedBody, type Context, type Scenario } from '../lib/context.js'
 import { mosquittoVersion } from '../lib/mosquitto.js'
 import { sharedRig } from '../lib/shared.js'
@@ -52,8 +53,8 @@ async function run(mode: Mode, ctx: Context): Promise<ScenarioResult> {
   const raw: Array<Record<string, unknown>> = []
   const jobs: Array<[string, number]> = []
   for (let seq = 0; seq < messages; seq++) {
-    if (mode === 'broadcast') jobs.push(['fleet/cmd', seq])
-    else for (const id of ids) jobs.push([`devices/${id}/cmd`, seq])
+    if (mode === 'broadcast') jobs.push([FLEET_TOPIC, seq])
+    else for (const id of ids) jobs.push([topicFor(id, 'cmd'), seq])
   }
 
   // outbox: both sides are our service; the peer publishes straight to its broker, past the outbox.

@@ -10,6 +10,7 @@
 import { mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
 import postgres from 'postgres'
+import { deviceFilter } from '../../src/mqtt/contract.js'
 import { alternate, type Context, type Scenario } from '../lib/context.js'
 import { startFleet } from '../lib/fleet.js'
 import { mosquittoVersion, startMosquitto, writeMosquittoAuth } from '../lib/mosquitto.js'
@@ -179,7 +180,7 @@ async function measure(ctx: Context) {
       await dbCpu?.begin()
       const cpu0 = cpuSeconds(pid)
       const since = Date.now() - 1000
-      const r = await fleet.connect({ port, creds, clean: false, subscribe: ['devices/{id}/#'], concurrency: 200, localAddresses })
+      const r = await fleet.connect({ port, creds, clean: false, subscribe: [deviceFilter('{id}', '#')], concurrency: 200, localAddresses })
       let storedSeconds: number | null = null
       if (ours) {
         const stored = await waitForEvents(ours, 'device.connected', since, devices, 300_000)
@@ -194,7 +195,7 @@ async function measure(ctx: Context) {
       // Second wave: the growth from `devices` to `devices + wave` sessions. A fresh V8 process
       // keeps freed heap pages resident for a while and fills them first, so the growth from the
       // baseline understates ours; the growth between two populated sizes does not.
-      const r2 = await fleet.connect({ port, creds: more, clean: false, subscribe: ['devices/{id}/#'], concurrency: 200, localAddresses })
+      const r2 = await fleet.connect({ port, creds: more, clean: false, subscribe: [deviceFilter('{id}', '#')], concurrency: 200, localAddresses })
       if (ours) await waitForEvents(ours, 'device.connected', since, devices + wave, 300_000)
       const rssMore = await steadyRss(pid, ours)
       const heapMore = ours ? await liveBytes(ours) : 0

@@ -13,7 +13,7 @@ import { loadConfig } from '../../src/config.js'
 import { sha256 } from '../../src/devices/codes.js'
 import { insertDevice } from '../../src/devices/repository.js'
 import { countEvents } from '../../src/events/repository.js'
-import { FLEET_TOPIC } from '../../broker/topics.js'
+import { FLEET_TOPIC } from '../../src/mqtt/contract.js'
 import { timedBody } from '../lib/context.js'
 
 type Request = { id: number; cmd: string; [k: string]: unknown }

@@ -34,6 +34,7 @@ import {
 } from './repository.js'
 import { randomUUID } from 'node:crypto'
 import type { DeviceLink } from './sessions.js'
+import { deviceTopics } from '../mqtt/contract.js'
 import type { DeviceCommandName, DeviceInfo, DisplayProfile } from './tables.js'
 
 /** Failed code submissions allowed per user (and per record) in the window below. */
@@ -47,11 +48,6 @@ export type CodeInput = { pinCode?: string; userCode?: string }
 export type ClaimInput = CodeInput & { name: string; icon?: string; color?: string; description?: string; selectedModel?: string; organizationId?: string }
 
 const wrongCode = () => new AppError(404, 'INVALID_CODE', 'No pending device matches this code')
-
-export function deviceTopics(deviceId: string) {
-  const base = `devices/${deviceId}`
-  return { prompt: `${base}/prompt`, image: `${base}/image`, config: `${base}/config`, cmd: `${base}/cmd`, state: `${base}/state`, status: `${base}/up/status`, ack: `${base}/up/ack` }
-}
 
 export function createDeviceService({ db, config, counters, link }: DeviceServiceDeps) {
   const verificationUri = `${config.baseUrl}/device`

@@ -1,7 +1,7 @@
 // How the device module reaches devices over MQTT: publish to a device's topics and end its
-// live session. The embedded broker implements it (broker/device-broker.ts); in external-broker
+// live session. The embedded broker implements it (src/mqtt/device-broker.ts); in external-broker
 // mode an MQTT client does.
-export type DownlinkKind = 'prompt' | 'image' | 'config' | 'cmd'
+import type { DownlinkKind } from '../mqtt/contract.js'
 
 export type DeviceLink = {
   /** Publishes `payload` as JSON with QoS 1 to devices/{id}/{kind}. */

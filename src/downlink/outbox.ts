@@ -4,7 +4,8 @@
 // lacks it. The same path in every mode, so no mode depends on a broker's memory.
 import { batched } from '../../broker/batching.js'
 import type { Database } from '../db/client.js'
-import type { DeviceLink, DownlinkKind } from '../devices/sessions.js'
+import type { DeviceLink } from '../devices/sessions.js'
+import type { DownlinkKind } from '../mqtt/contract.js'
 import { insertEvents } from '../events/repository.js'
 import { ackWriter } from './acks.js'
 import { markDelivered, markReported, pendingMessages, pruneMessages, recordMessages, type NewMessage, type StoredMessage } from './repository.js'

@@ -11,7 +11,8 @@ import { createNotifier, type Notifier } from './service.js'
 import { loadVapidKeys } from './vapid.js'
 
 export { notificationRoutes } from './routes.js'
-export type { Notifier, NotificationKind, NotificationMessage, PresenceChange } from './service.js'
+export type { Notifier } from './service.js'
+export type { NotificationKind, NotificationMessage } from './message.js'
 
 export async function createNotifications(opts: { config: Config; db: Database; log: FastifyBaseLogger }): Promise<{ notifier: Notifier; close(): Promise<void> }> {
   const { config } = opts

@@ -2,7 +2,8 @@
 // within the window are gathered (the latest per device) and sent as one message when it ends.
 // A fleet reconnecting after a restart would otherwise mean one push (and two database reads)
 // per device; the owner wants to know "40 devices are online", not 40 times.
-import type { NotificationMessage, PresenceChange } from './service.js'
+import type { PresenceChange } from '../mqtt/contract.js'
+import type { NotificationMessage } from './message.js'
 
 /** topicScope: a newer notice with the same scope replaces an undelivered older one at the push service. */
 export type PresenceNotice = { userId: string; message: NotificationMessage; topicScope?: string }

@@ -16,18 +16,15 @@ import {
   type Preferences,
   type PushSubscriptionRow,
 } from './repository.js'
+import type { PresenceChange } from '../mqtt/contract.js'
+import type { NotificationKind, NotificationMessage } from './message.js'
 import { createPresenceDigest } from './presence-digest.js'
 import { MAX_PUSH_PLAINTEXT, type Delivery, type PushSender, type Urgency } from './push-sender.js'
 
-export type NotificationKind = 'generation' | 'device-presence' | 'message'
-export type NotificationMessage = { title: string; body: string; url?: string }
 export type SendOptions = { ttl?: number; urgency?: Urgency; topic?: string }
 export type SendReport = { userId: string; sent: number; failed: number; removed: number; results: Array<Delivery & { endpointOrigin: string }> }
 
 export type SubscriptionInput = { endpoint: string; expirationTime?: number | null; keys: { p256dh: string; auth: string } }
-
-/** What broker/presence.ts reports: a device that really went online or offline (not a takeover). */
-export type PresenceChange = { deviceId: string; deviceName: string; userId: string; online: boolean; reason?: string; at: Date }
 
 export type NotifierDeps = {
   db: Database

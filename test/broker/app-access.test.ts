@@ -4,7 +4,7 @@
 import t from 'tap'
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { MqttClient } from 'mqtt'
-import { batchedAccessCheck } from '../../broker/credentials.js'
+import { batchedAccessCheck } from '../../src/mqtt/credentials.js'
 import type { Database } from '../../src/db/client.js'
 import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'

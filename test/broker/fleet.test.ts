@@ -3,7 +3,7 @@
 import t from 'tap'
 import type { PublishPacket } from 'aedes'
 import type { MqttClient } from 'mqtt'
-import { FLEET_TOPIC } from '../../broker/topics.js'
+import { FLEET_TOPIC } from '../../src/mqtt/contract.js'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'

@@ -3,6 +3,7 @@
 import { connect as tcpConnect, type Socket } from 'node:net'
 import t from 'tap'
 import type { MqttClient } from 'mqtt'
+import { topicFor } from '../../src/mqtt/contract.js'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
@@ -41,8 +42,8 @@ const presenceCount = (id: string, n: number) => eventually(async () => ((await 
 /** The retained state a fresh subscriber sees. */
 async function retainedState(dev: PairedDevice) {
   const app = await asApp()
-  const got = nextMessage<{ online: boolean; since: string | null; reason?: string }>(app, `devices/${dev.deviceId}/state`)
-  await subscribe(app, `devices/${dev.deviceId}/state`)
+  const got = nextMessage<{ online: boolean; since: string | null; reason?: string }>(app, topicFor(dev.deviceId, 'state'))
+  await subscribe(app, topicFor(dev.deviceId, 'state'))
   const m = await got
   await close(app)
   return m
@@ -104,8 +105,8 @@ t.test('connect and clean disconnect', async (t) => {
   // An app watching the device sees the state change live.
   const app = await asApp()
   t.teardown(() => app.end(true))
-  t.equal(await subscribe(app, `devices/${dev.deviceId}/state`), 1)
-  const online = nextMessage<{ online: boolean; since: string }>(app, `devices/${dev.deviceId}/state`)
+  t.equal(await subscribe(app, topicFor(dev.deviceId, 'state')), 1)
+  const online = nextMessage<{ online: boolean; since: string }>(app, topicFor(dev.deviceId, 'state'))
 
   const c = await asDevice(dev)
   const [connected] = await presenceCount(dev.deviceId, 1)
@@ -125,7 +126,7 @@ t.test('connect and clean disconnect', async (t) => {
   t.equal(st1.retain, true)
   t.equal(st1.payload.online, true)
 
-  const offline = nextMessage<{ online: boolean; since: string; reason: string }>(app, `devices/${dev.deviceId}/state`)
+  const offline = nextMessage<{ online: boolean; since: string; reason: string }>(app, topicFor(dev.deviceId, 'state'))
   await close(c)
   const [, disconnected] = await presenceCount(dev.deviceId, 2)
   t.equal(disconnected!.type, 'device.disconnected')
@@ -293,9 +294,9 @@ async function watchState(dev: PairedDevice) {
   const app = await asApp()
   const seen: Array<{ online: boolean; reason?: string; retained: boolean }> = []
   app.on('message', (topic, payload, packet) => {
-    if (topic === `devices/${dev.deviceId}/state`) seen.push({ ...(JSON.parse(payload.toString('utf8')) as { online: boolean; reason?: string }), retained: packet.retain })
+    if (topic === topicFor(dev.deviceId, 'state')) seen.push({ ...(JSON.parse(payload.toString('utf8')) as { online: boolean; reason?: string }), retained: packet.retain })
   })
-  await subscribe(app, `devices/${dev.deviceId}/state`)
+  await subscribe(app, topicFor(dev.deviceId, 'state'))
   return { app, seen }
 }
 

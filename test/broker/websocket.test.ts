@@ -2,6 +2,7 @@
 import t from 'tap'
 import type { MqttClient } from 'mqtt'
 import WebSocket from 'ws'
+import { topicFor } from '../../src/mqtt/contract.js'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
@@ -45,22 +46,22 @@ t.test('a companion app over WebSocket follows its device', async (t) => {
   const app = await connect(wsUrl, { clientId: `ws-app-${process.pid}`, username: 'user', password: token })
   t.teardown(() => app.end(true))
   t.equal(app.connected, true)
-  t.equal(await granted(app, `devices/${dev.deviceId}/state`), 1)
-  t.equal(await granted(app, `devices/${dev.deviceId}/events`), 1)
-  t.equal(await granted(app, `devices/${theirs.deviceId}/state`), 128, "someone else's device is refused")
+  t.equal(await granted(app, topicFor(dev.deviceId, 'state')), 1)
+  t.equal(await granted(app, topicFor(dev.deviceId, 'events')), 1)
+  t.equal(await granted(app, topicFor(theirs.deviceId, 'state')), 128, "someone else's device is refused")
   t.equal(await granted(app, '#'), 128)
 
   // The device connects over TCP; the app sees it over WebSocket.
-  const event = nextMessage<{ type: string; data: { clientId: string; remoteAddress: string } }>(app, `devices/${dev.deviceId}/events`)
-  const state = nextMessage<{ online: boolean; since: string }>(app, `devices/${dev.deviceId}/state`)
+  const event = nextMessage<{ type: string; data: { clientId: string; remoteAddress: string } }>(app, topicFor(dev.deviceId, 'events'))
+  const state = nextMessage<{ online: boolean; since: string }>(app, topicFor(dev.deviceId, 'state'))
   const d = await connect(mqttUrl(svc), { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })
   const ev = await event
   t.equal(ev.payload.type, 'device.connected')
   t.equal(ev.payload.data.clientId, dev.deviceId)
   t.equal((await state).payload.online, true)
 
-  const gone = nextMessage<{ type: string; data: { reason: string } }>(app, `devices/${dev.deviceId}/events`)
-  const offline = nextMessage<{ online: boolean }>(app, `devices/${dev.deviceId}/state`)
+  const gone = nextMessage<{ type: string; data: { reason: string } }>(app, topicFor(dev.deviceId, 'events'))
+  const offline = nextMessage<{ online: boolean }>(app, topicFor(dev.deviceId, 'state'))
   await close(d)
   t.equal((await gone).payload.data.reason, 'client_disconnect')
   t.equal((await offline).payload.online, false)

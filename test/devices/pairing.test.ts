@@ -176,6 +176,7 @@ t.test('the full flow: init, validate, credentials once, list/get/patch, disconn
   t.equal(Buffer.from(creds.password, 'base64url').length, 32)
   t.equal(creds.clientId, codes.deviceId)
   t.match(creds.mqttUrl, /^mqtts?:\/\//)
+  // Spelled out, not built with src/mqtt/contract.ts: this pins the wire format devices are given.
   t.same(creds.topics, {
     prompt: `devices/${codes.deviceId}/prompt`,
     image: `devices/${codes.deviceId}/image`,

@@ -2,7 +2,7 @@
 // one message with the latest state of each device; nothing gathered is lost at close.
 import t from 'tap'
 import { createPresenceDigest, digestMessage, type PresenceNotice } from '../../src/notifications/presence-digest.js'
-import type { PresenceChange } from '../../src/notifications/service.js'
+import type { PresenceChange } from '../../src/mqtt/contract.js'
 
 const at = new Date('2026-11-22T10:00:00Z')
 const change = (deviceId: string, online: boolean, userId = 'u1'): PresenceChange => ({ deviceId, deviceName: `Frame ${deviceId}`, userId, online, at, reason: online ? undefined : 'keepalive_timeout' })

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { eq } from 'drizzle-orm'
+import { topicFor } from '../../src/mqtt/contract.js'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
@@ -318,8 +319,8 @@ t.test('device online/offline notifies the owner, per their preference, and not 
   // The owner's app watches the device's events; each is published after the notification decision.
   const watcher = await connect(mqttUrl(svc), { clientId: `push-watch-${process.pid}`, username: 'user', password: owner.token })
   t.teardown(() => watcher.end(true))
-  await subscribe(watcher, `devices/${dev.deviceId}/events`)
-  const nextEvent = () => nextMessage<{ type: string; data: { reason?: string } }>(watcher, `devices/${dev.deviceId}/events`)
+  await subscribe(watcher, topicFor(dev.deviceId, 'events'))
+  const nextEvent = () => nextMessage<{ type: string; data: { reason?: string } }>(watcher, topicFor(dev.deviceId, 'events'))
   const asDevice = () => connect(mqttUrl(svc), { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })
 
   let ev = nextEvent()

@@ -6,7 +6,7 @@
 // session it authenticated with (remembered per client id, still live).
 import { timingSafeEqual, createHash } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
-import { APP_USERNAME, checkCredentials, directAccessCheck, directLookup, mayPublish, maySubscribe, type Identity } from '../../broker/credentials.js'
+import { APP_USERNAME, checkCredentials, directAccessCheck, directLookup, mayPublish, maySubscribe, type Identity } from './credentials.js'
 import { findLiveSession } from '../auth/users-repository.js'
 import type { RedisHandle } from '../redis/client.js'
 import type { Auth } from '../auth/auth.js'

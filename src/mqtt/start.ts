@@ -2,31 +2,22 @@
 // at /mqtt on the HTTP server, closed before the database on shutdown.
 import { readFileSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
-import { createDeviceBroker, type DeviceBroker } from '../broker/device-broker.js'
-import type { PresenceChange } from '../broker/presence.js'
-import { redisClusterParts } from '../broker/cluster.js'
-import type { Auth } from './auth/auth.js'
-import { ConfigError, type Config } from './config.js'
-import type { Database } from './db/client.js'
-import type { DeviceLink } from './devices/sessions.js'
-import type { RedisHandle } from './redis/client.js'
-import { seqOf, type ResendOptions } from './downlink/outbox.js'
+import { createDeviceBroker, type DeviceBroker } from './device-broker.js'
+import type { PresenceChange } from './contract.js'
+import type { DownlinkHooks } from './downlink-hooks.js'
+import { redisClusterParts } from '../../broker/cluster.js'
+import type { Auth } from '../auth/auth.js'
+import { ConfigError, type Config } from '../config.js'
+import type { Database } from '../db/client.js'
+import type { DeviceLink } from '../devices/sessions.js'
+import type { RedisHandle } from '../redis/client.js'
+import { seqOf } from '../downlink/outbox.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     broker?: DeviceBroker
     mqttTlsPort?: number
   }
-}
-
-/** What the transport tells the durable downlink (src/downlink/outbox.ts). */
-export type DownlinkHooks = {
-  /** The device acknowledged a numbered message; resolves with its kind, or undefined when there is no such message. */
-  delivered(deviceId: string, seq: number): Promise<string | undefined>
-  /** The device reported the config version it applies and the image it shows. */
-  reported(deviceId: string, report: { configVersion?: number; shownImageId?: string | null }): Promise<void>
-  /** The device can receive these kinds now: send what it lacks, except what the broker holds for it. */
-  resend(deviceId: string, opts: ResendOptions): Promise<number>
 }
 
 export async function startBroker(
@@ -37,7 +28,7 @@ export async function startBroker(
   if (config.mqtt.external) {
     const ext = config.mqtt.external
     // The MQTT client library is needed only in this mode.
-    const { connectExternalBroker } = await import('../broker/external.js')
+    const { connectExternalBroker } = await import('./external.js')
     const link = await connectExternalBroker({ url: ext.url, username: ext.username, password: ext.password, clientId: `dps-service-${config.mqtt.brokerId}`, db: deps.db, log: app.log, downlink: deps.downlink })
     app.addHook('preClose', async () => link.close())
     return link

@@ -1,11 +1,11 @@
 // Checks an MQTT client's credentials and topic access; shared by the embedded broker's hooks
 // and the HTTP auth hook an external broker calls.
-import type { Auth } from '../src/auth/auth.js'
-import type { Database } from '../src/db/client.js'
-import { matchesHash } from '../src/devices/codes.js'
-import { findDeviceCredentials, visiblePairs, type DeviceCredentialRow } from '../src/devices/repository.js'
-import { batched } from './batching.js'
-import { appSubscriptionTarget, deviceMayPublish, deviceMaySubscribe } from './topics.js'
+import type { Auth } from '../auth/auth.js'
+import type { Database } from '../db/client.js'
+import { matchesHash } from '../devices/codes.js'
+import { findDeviceCredentials, visiblePairs, type DeviceCredentialRow } from '../devices/repository.js'
+import { batched } from '../../broker/batching.js'
+import { appSubscriptionTarget, deviceMayPublish, deviceMaySubscribe } from './topic-rules.js'
 
 export type Identity = { kind: 'device'; deviceId: string } | { kind: 'app'; userId: string }
 /** The owner and name a device's events are attributed to, read when it authenticates. */

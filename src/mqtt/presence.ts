@@ -2,17 +2,13 @@
 // remote address and connection id; isActive and last_seen_at follow; the retained
 // devices/{id}/state carries {online, since}. Writes for one device run in order.
 import type { Aedes, Client, PublishPacket } from 'aedes'
-import type { Database } from '../src/db/client.js'
-import { toEventRecord } from '../src/events/records.js'
-import type { ClientMeta } from './device-broker.js'
+import type { Database } from '../db/client.js'
+import { toEventRecord } from '../events/records.js'
+import type { ClientMeta } from './client-meta.js'
 import { createPresenceStore } from './presence-store.js'
-import type { Publisher } from './publisher.js'
-import { topicFor } from './topics.js'
-
-export type DisconnectReason = 'client_disconnect' | 'keepalive_timeout' | 'takeover' | 'kicked' | 'socket_error' | 'server_shutdown' | 'node_lost'
-
-/** A device that really went online or offline: not a takeover, not a shutdown or the reconnect after one. */
-export type PresenceChange = { deviceId: string; deviceName: string; userId: string; online: boolean; reason?: DisconnectReason; at: Date }
+import { sentDisconnect } from '../../broker/aedes-internals.js'
+import type { Publisher } from '../../broker/publisher.js'
+import { topicFor, type DisconnectReason, type PresenceChange } from './contract.js'
 
 type Deps = {
   aedes: Aedes
@@ -95,7 +91,7 @@ export function attachPresence({ aedes, db, meta, current, publisher, remoteAddr
     const m = meta.get(client)
     if (m?.kind !== 'device') return
     const at = new Date()
-    const reason: DisconnectReason = m.reason ?? ((client as unknown as { _disconnected?: boolean })._disconnected ? 'client_disconnect' : 'socket_error')
+    const reason: DisconnectReason = m.reason ?? (sentDisconnect(client) ? 'client_disconnect' : 'socket_error')
     const stillCurrent = current.get(m.subject) === client
     if (stillCurrent) current.delete(m.subject)
     // A takeover here, or on another instance (device-broker.ts marks it): online through the newer connection.

@@ -1,35 +1,22 @@
 // The service's broker: devices authenticate with their secret, apps with a session token;
-// topic rules from topics.ts; presence and uplink handled in presence.ts and uplink.ts.
+// topic rules from contract.ts; presence and uplink handled in presence.ts and uplink.ts.
 import { randomUUID } from 'node:crypto'
 import type { Aedes, Client, PublishPacket } from 'aedes'
-import type { Auth } from '../src/auth/auth.js'
-import type { Database } from '../src/db/client.js'
-import { batchedAccessCheck, batchedLookup, checkCredentials, mayPublish, maySubscribe, type DeviceOwner, type Identity } from './credentials.js'
-import type { DeviceLink } from '../src/devices/sessions.js'
-import type { DownlinkHooks } from '../src/mqtt.js'
-import { nodesHoldingDevices, releaseNodeConnections } from '../src/devices/repository.js'
-import { insertEvents } from '../src/events/repository.js'
-import { liveSessionIds } from '../src/auth/users-repository.js'
-import { Publisher } from './publisher.js'
-import { attachPresence, type DisconnectReason, type PresenceChange } from './presence.js'
-import { connackError, createMqttServer, DROP_TOPIC, type BrokerLimits, type MqttServer } from './server.js'
-import { downlinkKinds, parseDeviceTopic, topicFor, type DownlinkKind } from './topics.js'
+import type { Auth } from '../auth/auth.js'
+import type { Database } from '../db/client.js'
+import { batchedAccessCheck, batchedLookup, checkCredentials, mayPublish, maySubscribe, type Identity } from './credentials.js'
+import type { DeviceLink } from '../devices/sessions.js'
+import type { ClientMeta } from './client-meta.js'
+import type { DownlinkHooks } from './downlink-hooks.js'
+import { nodesHoldingDevices, releaseNodeConnections } from '../devices/repository.js'
+import { insertEvents } from '../events/repository.js'
+import { liveSessionIds } from '../auth/users-repository.js'
+import { activeWill, connectedClients, dropWillOnClose, emitterOf, onClientRegistered, pendingWill, sessionStore, setPendingWill, subscriptionsOf, type Emitter, type StoredPacket } from '../../broker/aedes-internals.js'
+import { Publisher } from '../../broker/publisher.js'
+import { attachPresence } from './presence.js'
+import { connackError, createMqttServer, DROP_TOPIC, type BrokerLimits, type MqttServer } from '../../broker/server.js'
+import { deviceFilter, downlinkKinds, parseDeviceTopic, topicFor, type DisconnectReason, type DownlinkKind, type PresenceChange } from './contract.js'
 import { attachUplink, type UplinkStats } from './uplink.js'
-
-export type ClientMeta = {
-  kind: 'device' | 'app'
-  /** The device id (devices) or user id (apps). */
-  subject: string
-  /** Unique per connection: a takeover's late disconnect must not be confused with the new session. */
-  connectionId: string
-  reason?: DisconnectReason
-  /** Devices: the owner their events are attributed to, as read at authentication. */
-  owner?: DeviceOwner
-  /** Apps: the session they connected with; a revoked one ends the connection (revalidateApps). */
-  sessionId?: string
-  /** Devices: whether the broker had a session for it at CONNACK, and the downlink kinds already sent again on this connection. */
-  session?: { resumed: boolean; resent: Set<DownlinkKind>; timer?: NodeJS.Timeout; maxAcked: number }
-}
 
 export type BrokerStats = { droppedPublishes: number; refusedSubscriptions: number; refusedConnections: number; droppedOffline: number }
 
@@ -77,12 +64,6 @@ export type DeviceBrokerDeps = {
   queuedFor?: (clientId: string) => Promise<number>
 }
 
-/** What aedes' persistence holds for sessions: their queued messages and the retained ones. */
-type StoredMessages = {
-  outgoingStream(c: { id: string }): AsyncIterable<{ topic?: string; payload?: Buffer | Uint8Array }>
-  createRetainedStreamCombi(patterns: string[]): AsyncIterable<{ topic?: string; payload?: Buffer | Uint8Array }>
-}
-
 /** Service-internal: asks whichever instance holds a device's session to close it. */
 const KICK_TOPIC = '$dps/kick'
 /** How long after a SUBSCRIBE the resend waits for the device's next SUBSCRIBE (devices subscribe topic by topic). */
@@ -107,7 +88,7 @@ function isDeviceWill(packet: PublishPacket): boolean {
  * where presence.ts publishes the right state itself and "connection lost" would be wrong.
  */
 function withoutWill(client: Client): void {
-  ;(client as unknown as { _disconnected: boolean })._disconnected = true
+  dropWillOnClose(client)
 }
 
 export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<DeviceBroker> {
@@ -130,16 +111,13 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
   if (deps.mq) {
     // Registered before aedes' own handler of the same message, which closes a client that
     // connected again on another instance: ours runs first and names the close a takeover.
-    const emitter = deps.mq as { on(topic: string, fn: (p: { topic: string; payload: Buffer }, cb: () => void) => void): void }
-    emitter.on('$SYS/+/new/clients', (packet, cb) => {
-      const from = packet.topic.split('/')[1]
-      const client = current.get(packet.payload.toString('utf8'))
+    onClientRegistered(deps.mq as Emitter, (from, clientId) => {
+      const client = current.get(clientId)
       if (from !== deps.id && client && !client.closed) {
         const m = meta.get(client)
         if (m) m.reason ??= 'takeover'
         withoutWill(client)
       }
-      cb()
     })
   }
 
@@ -165,10 +143,9 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
               if (!client.clean) return refuse(2, 'companion apps connect with a clean session', done)
               // A will is published without its client (by another node, when this one dies), past
               // the topic rules a live app is held to: apps, which only watch, may not set one.
-              if ((client as unknown as { _will?: unknown })._will) return refuse(5, 'companion apps may not set a last will', done)
+              if (pendingWill(client)) return refuse(5, 'companion apps may not set a last will', done)
               const userId = check.identity.userId
-              const clients = (aedes as unknown as { clients: Record<string, Client> }).clients
-              const holder = clients[client.id]
+              const holder = connectedClients(aedes)[client.id]
               if (holder && holder !== client && !holder.closed && meta.get(holder)?.subject !== userId) {
                 return refuse(2, 'this client id is in use by another account', done)
               }
@@ -185,13 +162,13 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
             current.set(deviceId, client)
             meta.set(client, { kind: 'device', subject: deviceId, connectionId: newConnectionId(), owner: check.device })
             // The broker sets the will: a device that drops off is shown offline to everyone.
-            ;(client as unknown as { _will: unknown })._will = {
+            setPendingWill(client, {
               cmd: 'publish',
               topic: topicFor(deviceId, 'state'),
               payload: WILL_PAYLOAD,
               qos: 1,
               retain: true,
-            }
+            } as PublishPacket)
             done(null, true)
           })
           .catch(() => refuse(3, 'server unavailable', done))
@@ -202,7 +179,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
         // A stored will published without its client (its node died, or this one restarted): only
         // the will this broker sets for devices may go out, whatever else persistence holds.
         const own = client
-          ? m?.kind === 'device' && ((client as unknown as { will?: unknown }).will === packet || mayPublish({ kind: 'device', deviceId: m.subject }, packet.topic))
+          ? m?.kind === 'device' && (activeWill(client) === packet || mayPublish({ kind: 'device', deviceId: m.subject }, packet.topic))
           : isDeviceWill(packet)
         if (!own) {
           // MQTT 3.1.1 has no negative PUBACK: accept it on the wire, deliver it to nobody, count it.
@@ -263,8 +240,8 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
 
   /** The downlink kinds this connection's subscriptions reach. */
   function subscribedKinds(client: Client, deviceId: string): Set<DownlinkKind> {
-    const filters = Object.keys((client as unknown as { subscriptions: Record<string, { qos: number }> }).subscriptions ?? {})
-    const wide = filters.includes(`devices/${deviceId}/+`) || filters.includes(`devices/${deviceId}/#`)
+    const filters = Object.keys(subscriptionsOf(client))
+    const wide = filters.includes(deviceFilter(deviceId, '+')) || filters.includes(deviceFilter(deviceId, '#'))
     return new Set(downlinkKinds.filter((k) => wide || filters.includes(topicFor(deviceId, k))))
   }
 
@@ -303,9 +280,9 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     const holding = new Set<number>()
     let queuedUpTo = 0
     if (!downlink) return { holding, queuedUpTo }
-    const persistence = (aedes as unknown as { persistence: StoredMessages }).persistence
+    const persistence = sessionStore(aedes)
     const config = topicFor(deviceId, 'config')
-    const add = (p: { topic?: string; payload?: Buffer | Uint8Array }) => {
+    const add = (p: StoredPacket) => {
       const seq = p.payload ? downlink.seqOf(Buffer.from(p.payload)) : undefined
       if (seq === undefined) return
       holding.add(seq)
@@ -360,8 +337,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
 
   // In a cluster the device may be connected to another instance: every instance listens on
   // the shared emitter and closes the session if it holds it.
-  const mq = (aedes as unknown as { mq: { on(topic: string, fn: (p: { payload: Buffer }, cb: () => void) => void): void } }).mq
-  mq.on(KICK_TOPIC, (packet, cb) => {
+  emitterOf(aedes).on(KICK_TOPIC, (packet, cb) => {
     void kickLocal(packet.payload.toString('utf8'), 'kicked')
     cb()
   })
@@ -388,7 +364,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     return again
   }
   async function checkApps(): Promise<number> {
-    const apps = Object.values((aedes as unknown as { clients: Record<string, Client> }).clients).filter((c) => meta.get(c)?.kind === 'app' && !c.closed)
+    const apps = Object.values(connectedClients(aedes)).filter((c) => meta.get(c)?.kind === 'app' && !c.closed)
     if (!apps.length) return 0
     const live = await liveSessionIds(db, [...new Set(apps.map((c) => meta.get(c)?.sessionId ?? ''))].filter(Boolean))
     const revoked = apps.filter((c) => !live.has(meta.get(c)?.sessionId ?? ''))
@@ -399,7 +375,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
 
   await releaseNode(deps.id, 'server_shutdown')
   // This node's own stored wills from its last run: the state published above replaces them.
-  const persistence = (aedes as unknown as { persistence: unknown }).persistence as { streamWill(brokers: object): AsyncIterable<{ clientId: string; brokerId: string }>; delWill(c: { id: string; brokerId: string }): Promise<unknown> }
+  const persistence = sessionStore(aedes)
   for await (const will of persistence.streamWill({})) {
     if (will.brokerId === deps.id) await persistence.delWill({ id: will.clientId, brokerId: will.brokerId })
   }
@@ -444,7 +420,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     let running = false
     const round = async () => {
       const now = Date.now()
-      const brokers = (aedes as unknown as { brokers: Record<string, number> }).brokers
+      const brokers = aedes.brokers
       const alive = new Set([deps.id, ...Object.entries(brokers).filter(([, at]) => at + 3 * every >= now).map(([id]) => id)])
       const dead = new Set([...heard].filter((id) => !alive.has(id)))
       for (const id of alive) heard.add(id)
@@ -474,7 +450,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     listen: (port: number, host?: string) => server.listenTcp(port, host),
     listenTls: (port: number, host?: string) => server.listenTls(port, host),
     async close() {
-      for (const client of [...current.values(), ...Object.values((aedes as unknown as { clients: Record<string, Client> }).clients)]) {
+      for (const client of [...current.values(), ...Object.values(connectedClients(aedes))]) {
         const m = meta.get(client)
         if (m) m.reason ??= 'server_shutdown'
         withoutWill(client)

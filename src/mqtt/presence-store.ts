@@ -1,10 +1,10 @@
 // Presence writes, batched: every connect and disconnect still gets its own Event row (with the
 // time the broker saw it), but the rows of devices connecting at the same time go out as one
 // UPDATE of the device rows and one multi-row INSERT of events instead of two statements each.
-import type { Database } from '../src/db/client.js'
-import { setPresenceMany, type PresenceUpdated } from '../src/devices/repository.js'
-import { insertEvents, lastDeviceEvents, type EventRow } from '../src/events/repository.js'
-import { batched } from './batching.js'
+import type { Database } from '../db/client.js'
+import { setPresenceMany, type PresenceUpdated } from '../devices/repository.js'
+import { insertEvents, lastDeviceEvents, type EventRow } from '../events/repository.js'
+import { batched } from '../../broker/batching.js'
 import type { DeviceOwner } from './credentials.js'
 
 export type PresenceWrite = {

@@ -1,24 +1,6 @@
-// Topic layout and the access rules on it (MQTT 3.1.1 section 4.7 for topic names and filters).
-//   downlink (service → device): devices/{id}/prompt | image | config (retained) | cmd
-//   uplink   (device → service): devices/{id}/up/status | up/ack
-//   presence (broker, retained):  devices/{id}/state        events (service): devices/{id}/events
-//   fleet-wide (service → every device): fleet/cmd — devices may subscribe, only the service publishes
-
-export const downlinkKinds = ['prompt', 'image', 'config', 'cmd'] as const
-export type DownlinkKind = (typeof downlinkKinds)[number]
-export const uplinkKinds = ['status', 'ack'] as const
-
-/** One message to every device at once: a device subscribes to it; nobody but the service publishes. */
-export const FLEET_TOPIC = 'fleet/cmd'
-
-export const topicFor = (deviceId: string, kind: DownlinkKind | 'state' | 'events') => `devices/${deviceId}/${kind}`
-
-/** Parses devices/{id}/... into its parts; null for anything else. */
-export function parseDeviceTopic(topic: string): { deviceId: string; rest: string[] } | null {
-  const parts = topic.split('/')
-  if (parts.length < 3 || parts[0] !== 'devices' || !parts[1]) return null
-  return { deviceId: parts[1], rest: parts.slice(2) }
-}
+// Who may touch which topic of the layout in contract.ts (MQTT 3.1.1 section 4.7 for topic names
+// and filters): the embedded broker's hooks and the external broker's ACL hook both ask here.
+import { downlinkKinds, FLEET_TOPIC, parseDeviceTopic, uplinkKinds } from './contract.js'
 
 const hasWildcard = (s: string) => s.includes('+') || s.includes('#')
 

@@ -3,11 +3,11 @@
 // consumes devices' uplink; the broker asks POST /api/device/mqtt-auth who may connect and what
 // they may touch.
 import mqtt, { type MqttClient } from 'mqtt'
-import type { Database } from '../src/db/client.js'
-import type { DeviceLink } from '../src/devices/sessions.js'
-import { parseDeviceTopic, topicFor } from './topics.js'
+import type { Database } from '../db/client.js'
+import type { DeviceLink } from '../devices/sessions.js'
+import { parseDeviceTopic, topicFor, UPLINK_FILTER } from './contract.js'
 import { applyUplink } from './uplink.js'
-import type { DownlinkHooks } from '../src/mqtt.js'
+import type { DownlinkHooks } from './downlink-hooks.js'
 
 export type ExternalLink = DeviceLink & { client: MqttClient; close(): Promise<void> }
 
@@ -30,7 +30,7 @@ export async function connectExternalBroker(opts: {
     protocolVersion: 4,
     reconnectPeriod: 1000,
   })
-  await client.subscribeAsync('devices/+/up/+', { qos: 1 })
+  await client.subscribeAsync(UPLINK_FILTER, { qos: 1 })
   const pending = new Set<Promise<void>>()
   const hooks = {
     delivered: opts.downlink.delivered,

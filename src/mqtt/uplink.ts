@@ -3,12 +3,12 @@
 // message. What a device sends is bounded: a size per topic, known fields of bounded length, and
 // an acknowledgement is stored only when it names something real.
 import type { Aedes, Client } from 'aedes'
-import type { Database } from '../src/db/client.js'
-import { ackCommand, applyDeviceReport } from '../src/devices/repository.js'
-import type { DeviceReport } from '../src/devices/tables.js'
-import { insertEvent } from '../src/events/repository.js'
-import type { ClientMeta } from './device-broker.js'
-import { parseDeviceTopic } from './topics.js'
+import type { Database } from '../db/client.js'
+import { ackCommand, applyDeviceReport } from '../devices/repository.js'
+import type { DeviceReport } from '../devices/tables.js'
+import { insertEvent } from '../events/repository.js'
+import type { ClientMeta } from './client-meta.js'
+import { parseDeviceTopic } from './contract.js'
 
 /** Largest payload accepted per uplink topic; a status or an ack is a few hundred bytes. */
 export const UPLINK_MAX_BYTES: Readonly<Record<string, number>> = { status: 4096, ack: 4096 }

@@ -1,0 +1,52 @@
+// The device wire contract: the topic layout the service, the simulator, the benchmarks and the
+// companion apps share, and the presence vocabulary carried on it. Plain data only, no imports,
+// so any of them (device-sim/ included) can take it without pulling in the service.
+//   downlink (service → device): devices/{id}/prompt | image | config (retained) | cmd
+//   uplink   (device → service): devices/{id}/up/status | up/ack
+//   presence (broker, retained):  devices/{id}/state        events (service): devices/{id}/events
+//   fleet-wide (service → every device): fleet/cmd — devices may subscribe, only the service publishes
+// The access rules on this layout are in topic-rules.ts.
+
+export const downlinkKinds = ['prompt', 'image', 'config', 'cmd'] as const
+export type DownlinkKind = (typeof downlinkKinds)[number]
+export const uplinkKinds = ['status', 'ack'] as const
+export type UplinkKind = (typeof uplinkKinds)[number]
+
+/** One message to every device at once: a device subscribes to it; nobody but the service publishes. */
+export const FLEET_TOPIC = 'fleet/cmd'
+
+/** Every device's uplink, for a service that consumes it as a client of an external broker. */
+export const UPLINK_FILTER = 'devices/+/up/+'
+
+export const topicFor = (deviceId: string, kind: DownlinkKind | 'state' | 'events') => `devices/${deviceId}/${kind}`
+
+export const uplinkTopic = (deviceId: string, kind: UplinkKind) => `devices/${deviceId}/up/${kind}`
+
+/** A filter that reaches all of a device's own topics at once (and nothing of another device's). */
+export const deviceFilter = (deviceId: string, wildcard: '+' | '#') => `devices/${deviceId}/${wildcard}`
+
+/** The topics a paired device is given with its credentials. */
+export function deviceTopics(deviceId: string) {
+  return {
+    prompt: topicFor(deviceId, 'prompt'),
+    image: topicFor(deviceId, 'image'),
+    config: topicFor(deviceId, 'config'),
+    cmd: topicFor(deviceId, 'cmd'),
+    state: topicFor(deviceId, 'state'),
+    status: uplinkTopic(deviceId, 'status'),
+    ack: uplinkTopic(deviceId, 'ack'),
+  }
+}
+
+/** Parses devices/{id}/... into its parts; null for anything else. */
+export function parseDeviceTopic(topic: string): { deviceId: string; rest: string[] } | null {
+  const parts = topic.split('/')
+  if (parts.length < 3 || parts[0] !== 'devices' || !parts[1]) return null
+  return { deviceId: parts[1], rest: parts.slice(2) }
+}
+
+/** Why a device went offline: in its retained state, its disconnect events and the owner's notification. */
+export type DisconnectReason = 'client_disconnect' | 'keepalive_timeout' | 'takeover' | 'kicked' | 'socket_error' | 'server_shutdown' | 'node_lost'
+
+/** A device that really went online or offline: not a takeover, not a shutdown or the reconnect after one. */
+export type PresenceChange = { deviceId: string; deviceName: string; userId: string; online: boolean; reason?: DisconnectReason; at: Date }
