@@ -28,6 +28,7 @@ export const groups = {
       'notifications/presence-digest.test.ts',
       'notifications/push-service.test.ts',
       'broker/acl.test.ts',
+      'broker/aedes-internals.test.ts',
       'broker/batching.test.ts',
       'broker/packet-guard.test.ts',
       'broker/retained.test.ts',
