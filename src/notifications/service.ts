@@ -16,6 +16,7 @@ import {
   type Preferences,
   type PushSubscriptionRow,
 } from './repository.js'
+import type { SubscriptionInput } from './inputs.js'
 import { createPresenceDigest } from './presence-digest.js'
 import { MAX_PUSH_PLAINTEXT, type Delivery, type PushSender, type Urgency } from './push-sender.js'
 
@@ -24,7 +25,8 @@ export type NotificationMessage = { title: string; body: string; url?: string }
 export type SendOptions = { ttl?: number; urgency?: Urgency; topic?: string }
 export type SendReport = { userId: string; sent: number; failed: number; removed: number; results: Array<Delivery & { endpointOrigin: string }> }
 
-export type SubscriptionInput = { endpoint: string; expirationTime?: number | null; keys: { p256dh: string; auth: string } }
+// The input type comes from its schema, so it is what the subscribe route validates.
+export type { SubscriptionInput } from './inputs.js'
 
 /** What broker/presence.ts reports: a device that really went online or offline (not a takeover). */
 export type PresenceChange = { deviceId: string; deviceName: string; userId: string; online: boolean; reason?: string; at: Date }
