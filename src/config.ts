@@ -136,101 +136,26 @@ const envSchema = z.object({
 
 export type SocialProvider = { clientId: string; clientSecret: string; appBundleIdentifier?: string }
 
-export type Config = {
-  port: number
-  host: string
-  baseUrl: string
-  dataDir: string
-  databaseUrl?: string
-  redisUrl?: string
-  redisPrefix: string
-  mqttPort: number
-  mqttExternalUrl?: string
-  authSecret: string
-  adminEmails: string[]
-  trustedOrigins: string[]
-  /** Fastify `trustProxy`: false (socket address), true, a hop count, or a list of addresses/CIDRs. */
-  trustProxy: boolean | number | string[]
-  smtpUrl?: string
-  mailFrom: string
-  s3?: { endpoint?: string; bucket: string; region: string; accessKeyId?: string; secretAccessKey?: string }
-  imageProvider: string
-  generation: {
-    /** Seconds a job may take before it fails with TIMEOUT (and is refunded). */
-    timeoutSeconds: number
-    /** Jobs per provider worked on at once by one instance. */
-    concurrency: number
-    pollBaseMs: number
-    pollMaxMs: number
-    tickMs: number
-    /** How long the local provider takes (queued for the first third, then running). */
-    localDurationMs: number
-  }
-  /** Remote image-generation providers; each present only when its key is set. */
-  providers: {
-    replicate?: { token: string; baseUrl: string }
-    fal?: { key: string; baseUrl: string }
-    bfl?: { key: string; baseUrl: string }
-    openai?: { key: string; baseUrl: string }
-  }
-  vapid?: { publicKey: string; privateKey: string; subject: string }
-  push: {
-    /** VAPID subject (mailto: or https:) also used with generated keys. */
-    subject: string
-    /** Allowed push-service hosts: exact names, '.suffix' for subdomains, '*' for any https host. */
-    endpointHosts: string[]
-    /** PEM file of extra CAs trusted for push services (a private push service, or tests). */
-    caFile?: string
-    /** Seconds a push service keeps an undelivered message. */
-    ttl: number
-    maxAttempts: number
-    /** Longest wait between attempts, in seconds; a longer Retry-After ends the retries. */
-    maxRetryWait: number
-    /** Seconds during which an owner's further device online/offline changes are gathered into one notification. */
-    presenceWindow: number
-  }
-  uploads: { maxBytes: number }
-  logLevel: (typeof logLevels)[number]
-  bodyLimit: number
-  /** How long a resolved session is reused (0 = no cache); account changes clear it at once. */
-  sessionCacheTtlMs: number
-  rateLimit: { window: number; max: number; authWindow: number; authMax: number }
-  social: { google?: SocialProvider; github?: SocialProvider; apple?: SocialProvider }
-  passkey: { rpId: string; rpName: string }
-  devices: {
-    /** Seconds a pending pairing stays valid. */
-    codeTtl: number
-    /** Seconds a device waits between polls of get-init-device. */
-    pollInterval: number
-    /** Seconds between sweeps that mark stale pending records expired. */
-    sweepInterval: number
-    /** Development only: every init is claimed at once for this account (refused in production). */
-    autoApproveUserEmail?: string
-    /** The MQTT URL handed to devices with their credentials. */
-    mqttPublicUrl: string
-  }
-  mqtt: {
-    external?: { url: string; username?: string; password?: string }
-    /** Shared secret an external broker sends to POST /api/device/mqtt-auth. */
-    authSecret?: string
-    /** Fixed per node (kept in DATA_DIR) so stored wills and sessions survive restarts. */
-    brokerId: string
-    offlineQueueLimit: number
-    /** Cluster mode: heartbeat interval; a node silent for three is dead (its devices go offline, its wills are published). */
-    heartbeatMs: number
-    /** PEM files; the TLS listener starts only when both are set. */
-    tls?: { port: number; certFile: string; keyFile: string }
-    limits: { maxPacketSize: number; connectRate: number; connectWindowMs: number; keepaliveLimit: number; queueLimit: number; maxInflight: number; maxSubscriptions: number; inboundRate: number; inboundBurst: number }
-  }
-  /** The durable downlink's bound per device (src/downlink). */
-  downlink: { maxPerDevice: number; maxAgeMs: number; keepDeliveredMs: number }
+/**
+ * The validated configuration: whatever loadConfig builds from the environment schema, so the
+ * type cannot drift from the schema or from the code that reads it.
+ */
+export type Config = ReturnType<typeof loadConfig>
+
+/** Remote image-generation providers; each present only when its key is set. */
+export type ImageProviders = {
+  replicate?: { token: string; baseUrl: string }
+  fal?: { key: string; baseUrl: string }
+  bfl?: { key: string; baseUrl: string }
+  openai?: { key: string; baseUrl: string }
 }
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
+/** Fastify `trustProxy`: false (socket address), true, a hop count, or a list of addresses/CIDRs. */
+function parseTrustProxy(raw: string | undefined): boolean | number | string[] {
   if (!raw || raw === 'false') return false
   if (raw === 'true') return true
   if (/^\d+$/.test(raw)) return Number(raw)
@@ -255,8 +180,8 @@ function persistentValue(dataDir: string, name: string, make: () => string): str
 }
 
 /** Each remote provider is configured by its key; a blank key counts as unset. */
-function providersFrom(e: z.infer<typeof envSchema>): Config['providers'] {
-  const providers: Config['providers'] = {}
+function providersFrom(e: z.infer<typeof envSchema>): ImageProviders {
+  const providers: ImageProviders = {}
   const key = (v: string | undefined) => v?.trim() || undefined
   const replicate = key(e.REPLICATE_API_TOKEN)
   const fal = key(e.FAL_KEY)
@@ -269,7 +194,7 @@ function providersFrom(e: z.infer<typeof envSchema>): Config['providers'] {
   return providers
 }
 
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+export function loadConfig(env: Record<string, string | undefined> = process.env) {
   const parsed = envSchema.safeParse(env)
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`)
@@ -303,10 +228,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisUrl: e.REDIS_URL,
     redisPrefix: e.REDIS_PREFIX,
     mqttPort: e.MQTT_PORT,
-    mqttExternalUrl: e.MQTT_EXTERNAL_URL,
     authSecret: e.AUTH_SECRET ?? persistentValue(dataDir, 'auth-secret', () => randomBytes(32).toString('base64url')),
     adminEmails: e.ADMIN_EMAILS.map((s) => s.toLowerCase()),
     trustedOrigins: e.TRUSTED_ORIGINS,
+    /** Fastify `trustProxy`: false (socket address), true, a hop count, or a list of addresses/CIDRs. */
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     smtpUrl: e.SMTP_URL,
     mailFrom: e.MAIL_FROM,
@@ -322,11 +247,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     imageProvider: e.IMAGE_PROVIDER,
     providers,
     generation: {
+      /** Seconds a job may take before it fails with TIMEOUT (and is refunded). */
       timeoutSeconds: e.GENERATION_TIMEOUT,
+      /** Jobs per provider worked on at once by one instance. */
       concurrency: e.GENERATION_CONCURRENCY,
       pollBaseMs: e.GENERATION_POLL_BASE_MS,
       pollMaxMs: e.GENERATION_POLL_MAX_MS,
       tickMs: e.GENERATION_TICK_MS,
+      /** How long the local provider takes (queued for the first third, then running). */
       localDurationMs: e.LOCAL_PROVIDER_DURATION_MS,
     },
     vapid:
@@ -334,17 +262,24 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         ? { publicKey: e.VAPID_PUBLIC_KEY, privateKey: e.VAPID_PRIVATE_KEY, subject: e.VAPID_SUBJECT ?? `mailto:admin@${publicHost}` }
         : undefined,
     push: {
+      /** VAPID subject (mailto: or https:) also used with generated keys. */
       subject: e.VAPID_SUBJECT ?? `mailto:admin@${publicHost}`,
+      /** Allowed push-service hosts: exact names, '.suffix' for subdomains, '*' for any https host. */
       endpointHosts: e.PUSH_ENDPOINT_HOSTS.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+      /** PEM file of extra CAs trusted for push services (a private push service, or tests). */
       caFile: e.PUSH_CA_FILE,
+      /** Seconds a push service keeps an undelivered message. */
       ttl: e.PUSH_TTL,
       maxAttempts: e.PUSH_MAX_ATTEMPTS,
+      /** Longest wait between attempts, in seconds; a longer Retry-After ends the retries. */
       maxRetryWait: e.PUSH_MAX_RETRY_WAIT,
+      /** Seconds during which an owner's further device online/offline changes are gathered into one notification. */
       presenceWindow: e.PUSH_PRESENCE_WINDOW,
     },
     uploads: { maxBytes: e.UPLOAD_MAX_BYTES },
     logLevel: e.LOG_LEVEL,
     bodyLimit: e.BODY_LIMIT,
+    /** How long a resolved session is reused (0 = no cache); account changes clear it at once. */
     sessionCacheTtlMs: e.SESSION_CACHE_TTL_MS,
     rateLimit: {
       window: e.RATE_LIMIT_WINDOW,
@@ -359,18 +294,27 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     passkey: { rpId: e.PASSKEY_RP_ID ?? new URL(baseUrl).hostname, rpName: e.PASSKEY_RP_NAME },
     devices: {
+      /** Seconds a pending pairing stays valid. */
       codeTtl: e.DEVICE_CODE_TTL,
+      /** Seconds a device waits between polls of get-init-device. */
       pollInterval: e.DEVICE_POLL_INTERVAL,
+      /** Seconds between sweeps that mark stale pending records expired. */
       sweepInterval: e.DEVICE_SWEEP_INTERVAL,
+      /** Development only: every init is claimed at once for this account (refused in production). */
       autoApproveUserEmail: e.DEVICE_AUTO_APPROVE_USER_EMAIL?.toLowerCase(),
+      /** The MQTT URL handed to devices with their credentials. */
       mqttPublicUrl: e.MQTT_PUBLIC_URL ?? `mqtt://${new URL(baseUrl).hostname}:${e.MQTT_PORT}`,
     },
     mqtt: {
       external: e.MQTT_EXTERNAL_URL ? { url: e.MQTT_EXTERNAL_URL, username: e.MQTT_EXTERNAL_USERNAME, password: e.MQTT_EXTERNAL_PASSWORD } : undefined,
+      /** Shared secret an external broker sends to POST /api/device/mqtt-auth. */
       authSecret: e.MQTT_AUTH_SECRET,
       offlineQueueLimit: e.MQTT_OFFLINE_QUEUE_LIMIT,
+      /** Cluster mode: heartbeat interval; a node silent for three is dead (its devices go offline, its wills are published). */
       heartbeatMs: e.MQTT_HEARTBEAT_MS,
+      /** PEM files; the TLS listener starts only when both are set. */
       tls: e.MQTT_TLS_CERT && e.MQTT_TLS_KEY ? { port: e.MQTT_TLS_PORT, certFile: e.MQTT_TLS_CERT, keyFile: e.MQTT_TLS_KEY } : undefined,
+      /** Fixed per node (kept in DATA_DIR) so stored wills and sessions survive restarts. */
       brokerId: e.MQTT_BROKER_ID ?? persistentValue(dataDir, 'broker-id', () => `node-${randomBytes(6).toString('hex')}`),
       limits: {
         maxPacketSize: e.MQTT_MAX_PACKET_SIZE,
@@ -384,6 +328,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         inboundBurst: e.MQTT_INBOUND_BURST,
       },
     },
+    /** The durable downlink's bound per device (src/downlink). */
     downlink: { maxPerDevice: e.DOWNLINK_MAX_PER_DEVICE, maxAgeMs: e.DOWNLINK_MAX_AGE * 1000, keepDeliveredMs: e.DOWNLINK_KEEP_DELIVERED * 1000 },
   }
 }

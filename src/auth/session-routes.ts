@@ -1,6 +1,7 @@
 // GET /get-session and GET /error at the root, in the interface's own shapes.
 import { callerOf } from './route-auth.js'
 import type { FastifyInstance } from 'fastify'
+import { Type, type Static } from 'typebox'
 import type { Database } from '../db/client.js'
 import { AppError } from '../errors.js'
 import type { Auth } from './auth.js'
@@ -8,6 +9,8 @@ import { toSessionRecord, toUserRecord } from './session-shape.js'
 import { findUserById } from './users-repository.js'
 
 const errorResponses = { 401: { $ref: 'Error#' }, 403: { $ref: 'Error#' }, 429: { $ref: 'Error#' } }
+
+const errorQuery = Type.Object({ error: Type.Optional(Type.String({ maxLength: 200 })) })
 
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string)
@@ -40,7 +43,8 @@ export async function sessionRoutes(app: FastifyInstance, opts: { auth: Auth; db
     },
   )
 
-  app.get(
+  // Static types rather than the TypeBox type provider: the page answers HTML.
+  app.get<{ Querystring: Static<typeof errorQuery> }>(
     '/error',
     {
       schema: {
@@ -48,12 +52,12 @@ export async function sessionRoutes(app: FastifyInstance, opts: { auth: Auth; db
         summary: 'Error page',
         // The interface sends a bearer token with it; the page is shown with or without one.
         security: [{}, { bearerAuth: [] }, { cookieAuth: [] }],
-        querystring: { type: 'object', properties: { error: { type: 'string', maxLength: 200 } } },
+        querystring: errorQuery,
         response: { 200: { type: 'string', description: 'text/html' }, 400: { $ref: 'Error#' } },
       },
     },
     async (req, reply) => {
-      const raw = (req.query as { error?: string }).error ?? 'unknown_error'
+      const raw = req.query.error ?? 'unknown_error'
       const code = escapeHtml(raw)
       const text = escapeHtml(raw.replace(/[_-]+/g, ' '))
       reply.type('text/html; charset=utf-8')

@@ -1,5 +1,7 @@
 // The interface's Device and Device initialisation records, and the JSON schemas that
 // describe (and, on responses, enforce) them.
+import { Type } from 'typebox'
+import { Shared, StringEnum } from '../http/typebox.js'
 import type { DeviceInitRow, DeviceRow } from './repository.js'
 
 const str = { type: 'string' } as const
@@ -28,31 +30,33 @@ export const deviceRecordSchema = {
   },
 } as const
 
-export const displayProfileSchema = {
-  $id: 'DisplayProfile',
-  type: 'object',
-  required: ['width', 'height', 'palette'],
-  additionalProperties: false,
-  properties: {
-    width: { type: 'integer', minimum: 16, maximum: 4096 },
-    height: { type: 'integer', minimum: 16, maximum: 4096 },
-    palette: { type: 'string', enum: ['bw', 'gray4', 'spectra6', 'acep7', 'color'] },
-    fit: { type: 'string', enum: ['cover', 'contain'], default: 'cover' },
-    inline: { type: 'boolean', description: 'also send small images (≤ 64 KiB) inline, base64, in the MQTT message' },
-  },
-} as const
+// The two a device sends (in POST /api/device/init) are TypeBox, so the request's type comes from them.
+export const displayProfileSchema = Shared(
+  'DisplayProfile',
+  Type.Object(
+    {
+      width: Type.Integer({ minimum: 16, maximum: 4096 }),
+      height: Type.Integer({ minimum: 16, maximum: 4096 }),
+      palette: Type.String({ enum: ['bw', 'gray4', 'spectra6', 'acep7', 'color'] }),
+      fit: Type.Optional(StringEnum(['cover', 'contain'], { default: 'cover' })),
+      inline: Type.Optional(Type.Boolean({ description: 'also send small images (≤ 64 KiB) inline, base64, in the MQTT message' })),
+    },
+    { additionalProperties: false },
+  ),
+)
 
-export const deviceInformationSchema = {
-  $id: 'DeviceInformation',
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    model: { type: 'string', maxLength: 100 },
-    firmware: { type: 'string', maxLength: 50 },
-    manufacturer: { type: 'string', maxLength: 100 },
-    serial: { type: 'string', maxLength: 100 },
-  },
-} as const
+export const deviceInformationSchema = Shared(
+  'DeviceInformation',
+  Type.Object(
+    {
+      model: Type.Optional(Type.String({ maxLength: 100 })),
+      firmware: Type.Optional(Type.String({ maxLength: 50 })),
+      manufacturer: Type.Optional(Type.String({ maxLength: 100 })),
+      serial: Type.Optional(Type.String({ maxLength: 100 })),
+    },
+    { additionalProperties: false },
+  ),
+)
 
 export const deviceDetailSchema = {
   $id: 'DeviceDetail',

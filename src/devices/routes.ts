@@ -1,41 +1,33 @@
 // The device module's HTTP routes. Schemas here validate input and shape every response.
 import { errorResponses as errors, callerSecurity, cursorFrom, pageOf } from '../http/route-schemas.js'
 import { principalOf } from '../auth/route-auth.js'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
+import { Type } from 'typebox'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
 import { AppError } from '../errors.js'
 import { listDeviceEvents } from '../events/repository.js'
 import { toEventRecord } from '../events/records.js'
 import { requireAccess } from './access.js'
-import { deviceInformationSchema, displayProfileSchema, toDeviceDetail, toDeviceRecord } from './records.js'
+import { claimBody, codeBody, color, description, deviceId, icon, initBody, name, selectedModel } from './inputs.js'
+import { toDeviceDetail, toDeviceRecord } from './records.js'
 import { findDevice, findMemberRole, listDevices } from './repository.js'
-import type { ClaimInput, CodeInput, DeviceService, InitInput } from './service.js'
-import { deviceCommandNames, type DeviceCommandName } from './tables.js'
+import type { DeviceService } from './service.js'
+import { deviceCommandNames } from './tables.js'
+import { Defaulted, StringEnum } from '../http/typebox.js'
 
 // The interface lists devices in its device module and in its admin API.
 const tags = ['device module', 'admin API']
 
-const deviceId = { type: 'string', minLength: 1, maxLength: 64 } as const
-const name = { type: 'string', minLength: 1, maxLength: 64 } as const
-const icon = { type: 'string', minLength: 1, maxLength: 32, pattern: '^[a-z0-9][a-z0-9_-]*$' } as const
-const color = { type: 'string', pattern: '^#[0-9a-fA-F]{6}$', description: 'hex colour #RRGGBB' } as const
-const description = { type: 'string', maxLength: 500 } as const
-const selectedModel = { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._:/-]*$' } as const
-const codeProps = {
-  pinCode: { type: 'string', minLength: 1, maxLength: 16, description: 'XXXX-XXXX, case and dash ignored' },
-  userCode: { type: 'string', format: 'uuid' },
-} as const
+const idBody = Type.Object({ deviceId }, { additionalProperties: false })
 
-const idBody = { type: 'object', required: ['deviceId'], additionalProperties: false, properties: { deviceId } } as const
-
-/** The display profile as a device sends it: fields a newer firmware adds are ignored, not refused. */
-const tolerantDisplay = { ...displayProfileSchema, $id: undefined, additionalProperties: true } as const
-
-export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; devices: DeviceService }) {
+export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth; db: Database; devices: DeviceService }) {
+  // Request types are inferred from the TypeBox schemas below.
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const { auth, db, devices } = opts
 
-  app.post<{ Body: InitInput }>(
+  app.post(
     '/api/device/init',
     {
       config: { auth: 'none' },
@@ -43,12 +35,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         tags,
         summary: 'Init remote device',
         description: 'Called by the device (no account). Starts pairing and returns the codes to show. Fields this service does not know are ignored (here and in `display`), so a newer firmware pairs with an older service.',
-        body: {
-          type: 'object',
-          required: ['display'],
-          additionalProperties: true,
-          properties: { display: tolerantDisplay, ...deviceInformationSchema.properties },
-        },
+        body: initBody,
         response: {
           200: {
             type: 'object',
@@ -72,7 +59,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     async (req) => devices.init(req.body),
   )
 
-  app.post<{ Body: ClaimInput }>(
+  app.post(
     '/api/device/validate',
     {
       schema: {
@@ -80,12 +67,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         summary: 'Validate device credentials',
         description: 'The signed-in user claims the device showing this pinCode (or userCode from its QR code).',
         security: callerSecurity,
-        body: {
-          type: 'object',
-          required: ['name'],
-          additionalProperties: false,
-          properties: { ...codeProps, name, icon, color, description, selectedModel, organizationId: { type: 'string', minLength: 1, maxLength: 64 } },
-        },
+        body: claimBody,
         response: {
           200: {
             type: 'object',
@@ -109,14 +91,14 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     },
   )
 
-  app.post<{ Body: CodeInput }>(
+  app.post(
     '/api/device/deny',
     {
       schema: {
         tags,
         summary: 'Deny a pairing request',
         security: callerSecurity,
-        body: { type: 'object', additionalProperties: false, properties: codeProps },
+        body: codeBody,
         response: {
           200: { type: 'object', properties: { success: { type: 'boolean' }, status: { type: 'string' }, deviceId: { type: 'string' } } },
           ...errors(400, 401, 404, 409, 410, 429),
@@ -129,7 +111,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     },
   )
 
-  app.post<{ Body: { deviceId: string; deviceCode: string } }>(
+  app.post(
     '/api/device/get-init-device',
     {
       config: { auth: 'none' },
@@ -137,19 +119,14 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         tags,
         summary: 'Get the initialisation record of a device',
         description: 'Polled by the device. Once approved, the answer carries the MQTT credentials exactly once. Fields this service does not know are ignored.',
-        body: {
-          type: 'object',
-          required: ['deviceId', 'deviceCode'],
-          additionalProperties: true,
-          properties: { deviceId, deviceCode: { type: 'string', minLength: 1, maxLength: 64 } },
-        },
+        body: Type.Object({ deviceId, deviceCode: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: true }),
         response: { 200: { $ref: 'DeviceInitRecord#' }, ...errors(400, 404, 429) },
       },
     },
     async (req) => devices.poll(req.body.deviceId, req.body.deviceCode),
   )
 
-  app.post<{ Body: { deviceId: string } }>(
+  app.post(
     '/api/device/disconnect',
     {
       schema: {
@@ -174,7 +151,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     },
   )
 
-  app.delete<{ Body: { deviceId: string } }>(
+  app.delete(
     '/api/device/delete',
     {
       schema: {
@@ -200,7 +177,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     },
   )
 
-  app.get<{ Querystring: { organizationId?: string; limit: number; cursor?: string } }>(
+  app.get(
     '/api/device',
     {
       schema: {
@@ -209,15 +186,14 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         description:
           'Newest first. Organization devices come from `organizationId` (the caller must be a member) or else the session\'s active organization; a JWT has no active organization, so it names one.',
         security: callerSecurity,
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            organizationId: { type: 'string', minLength: 1, maxLength: 64 },
-            limit: { type: 'integer', minimum: 1, maximum: 500, default: 100 },
-            cursor: { type: 'string', maxLength: 200 },
+        querystring: Type.Object(
+          {
+            organizationId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+            limit: Defaulted(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+            cursor: Type.Optional(Type.String({ maxLength: 200 })),
           },
-        },
+          { additionalProperties: false },
+        ),
         response: {
           200: {
             type: 'object',
@@ -243,9 +219,9 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     },
   )
 
-  const idParams = { type: 'object', required: ['id'], properties: { id: deviceId } } as const
+  const idParams = Type.Object({ id: deviceId })
 
-  app.get<{ Params: { id: string } }>(
+  app.get(
     '/api/device/:id',
     {
       schema: { tags, summary: 'Get a device', security: callerSecurity, params: idParams, response: { 200: { $ref: 'DeviceDetail#' }, ...errors(401, 404) } },
@@ -256,7 +232,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     },
   )
 
-  app.patch<{ Params: { id: string }; Body: { name?: string; icon?: string; color?: string; description?: string; selectedModel?: string } }>(
+  app.patch(
     '/api/device/:id',
     {
       schema: {
@@ -264,7 +240,16 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         summary: 'Change a device',
         security: callerSecurity,
         params: idParams,
-        body: { type: 'object', minProperties: 1, additionalProperties: false, properties: { name, icon, color, description, selectedModel } },
+        body: Type.Object(
+          {
+            name: Type.Optional(name),
+            icon: Type.Optional(icon),
+            color: Type.Optional(color),
+            description: Type.Optional(description),
+            selectedModel: Type.Optional(selectedModel),
+          },
+          { minProperties: 1, additionalProperties: false },
+        ),
         response: { 200: { $ref: 'DeviceDetail#' }, ...errors(400, 401, 403, 404) },
       },
     },
@@ -274,7 +259,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     },
   )
 
-  app.post<{ Params: { id: string }; Body: { command: DeviceCommandName; seconds?: number } }>(
+  app.post(
     '/api/device/:id/command',
     {
       schema: {
@@ -283,15 +268,13 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         description: 'Published with QoS 1 to devices/{id}/cmd; a sleeping device gets it when it reconnects. Its ack is recorded against the command id.',
         security: callerSecurity,
         params: idParams,
-        body: {
-          type: 'object',
-          required: ['command'],
-          additionalProperties: false,
-          properties: {
-            command: { type: 'string', enum: [...deviceCommandNames] },
-            seconds: { type: 'integer', minimum: 1, maximum: 86400, description: 'for sleep: how long to stay away' },
+        body: Type.Object(
+          {
+            command: StringEnum(deviceCommandNames),
+            seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86400, description: 'for sleep: how long to stay away' })),
           },
-        },
+          { additionalProperties: false },
+        ),
         response: {
           202: { type: 'object', required: ['commandId', 'status'], properties: { commandId: { type: 'string' }, status: { type: 'string' }, command: { type: 'string' } } },
           ...errors(400, 401, 403, 404),
@@ -307,7 +290,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     },
   )
 
-  app.get<{ Params: { id: string }; Querystring: { limit: number; cursor?: string } }>(
+  app.get(
     '/api/device/:id/events',
     {
       schema: {
@@ -315,11 +298,10 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         summary: "A device's events, newest first",
         security: callerSecurity,
         params: idParams,
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 }, cursor: { type: 'string', maxLength: 200 } },
-        },
+        querystring: Type.Object(
+          { limit: Defaulted(Type.Integer({ minimum: 1, maximum: 100, default: 20 })), cursor: Type.Optional(Type.String({ maxLength: 200 })) },
+          { additionalProperties: false },
+        ),
         response: {
           200: {
             type: 'object',

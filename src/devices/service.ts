@@ -33,9 +33,10 @@ import {
   type DeviceRow,
 } from './repository.js'
 import { randomUUID } from 'node:crypto'
+import type { ClaimInput, CodeInput, InitInput } from './inputs.js'
 import type { DeviceLink } from './sessions.js'
 import { deviceTopics } from '../mqtt/contract.js'
-import type { DeviceCommandName, DeviceInfo, DisplayProfile } from './tables.js'
+import type { DeviceCommandName, DeviceInfo } from './tables.js'
 
 /** Failed code submissions allowed per user (and per record) in the window below. */
 export const MAX_FAILED_ATTEMPTS = 5
@@ -43,9 +44,8 @@ export const ATTEMPT_WINDOW_SECONDS = 15 * 60
 
 export type DeviceServiceDeps = { db: Database; config: Config; counters: Counters; link: DeviceLink }
 
-export type InitInput = { display: DisplayProfile; model?: string; firmware?: string; manufacturer?: string; serial?: string }
-export type CodeInput = { pinCode?: string; userCode?: string }
-export type ClaimInput = CodeInput & { name: string; icon?: string; color?: string; description?: string; selectedModel?: string; organizationId?: string }
+// The input types come from the request schemas, so they are what the routes validate.
+export type { ClaimInput, CodeInput, InitInput } from './inputs.js'
 
 const wrongCode = () => new AppError(404, 'INVALID_CODE', 'No pending device matches this code')
 

@@ -2,11 +2,13 @@
 // owner can see what waits for a sleeping frame.
 import { principalOf } from '../auth/route-auth.js'
 import type { FastifyInstance } from 'fastify'
+import { Type, type Static } from 'typebox'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
 import { requireAccess } from '../devices/access.js'
 import { findDevice } from '../devices/repository.js'
 import { callerSecurity, errorResponses as errors } from '../http/route-schemas.js'
+import { Defaulted } from '../http/typebox.js'
 import { listMessages } from './repository.js'
 import { downlinkStatuses } from './tables.js'
 
@@ -22,24 +24,28 @@ const messageSchema = {
   },
 } as const
 
+const params = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) })
+const querystring = Type.Object(
+  {
+    limit: Defaulted(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+    before: Type.Optional(Type.Integer({ minimum: 1, description: 'only messages with a lower seq (the previous page’s nextBefore)' })),
+  },
+  { additionalProperties: false },
+)
+
 export async function downlinkRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database }) {
   const { auth, db } = opts
-  app.get<{ Params: { id: string }; Querystring: { limit: number; before?: number } }>(
+  // Static types rather than the TypeBox type provider, which would also type the answer from the
+  // response schema: the stored rows' kind and status are plain strings, not its enums.
+  app.get<{ Params: Static<typeof params>; Querystring: Static<typeof querystring> }>(
     '/api/device/:id/downlink',
     {
       schema: {
         tags: ['device module'],
         summary: "Messages sent to a device, newest first, and whether each arrived",
         security: callerSecurity,
-        params: { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 64 } } },
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
-            before: { type: 'integer', minimum: 1, description: 'only messages with a lower seq (the previous page’s nextBefore)' },
-          },
-        },
+        params,
+        querystring,
         response: {
           200: {
             type: 'object',

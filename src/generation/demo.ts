@@ -3,6 +3,7 @@
 // The image id is derived from the prompt and profile, so repeating a demo reuses its files.
 import { createHash } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
+import { Type, type Static } from 'typebox'
 import type { Database } from '../db/client.js'
 import { storeImage } from '../images/pipeline.js'
 import { findImage, findVariants } from '../images/repository.js'
@@ -30,8 +31,13 @@ function demoId(prompt: string, palette: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`
 }
 
+const demoQuery = Type.Object(
+  { prompt: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), palette: Type.Optional(Type.String({ enum: Object.keys(profiles), default: 'bw' })) },
+  { additionalProperties: false },
+)
+
 export async function demoRoutes(app: FastifyInstance, opts: { db: Database; storage: ObjectStore; baseUrl: string }) {
-  app.get<{ Querystring: { prompt?: string; palette?: string } }>(
+  app.get<{ Querystring: Static<typeof demoQuery> }>(
     '/api/demo',
     {
       config: { auth: 'none', rateLimit: DEMO_RATE_LIMIT },
@@ -39,11 +45,7 @@ export async function demoRoutes(app: FastifyInstance, opts: { db: Database; sto
         tags: ['admin API'],
         summary: 'Demo API endpoint',
         description: 'A sample generation end to end with the local provider: no account, no key.',
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: { prompt: { type: 'string', minLength: 1, maxLength: 200 }, palette: { type: 'string', enum: Object.keys(profiles), default: 'bw' } },
-        },
+        querystring: demoQuery,
         response: {
           200: {
             type: 'object',

@@ -1,20 +1,28 @@
+import { Type, type Static } from 'typebox'
 import { MODEL_IDS } from './models.js'
+import { Shared, SharedRef } from '../http/typebox.js'
+import { promptInputSchema } from '../prompts/records.js'
 import type { ImageRow, VariantRow } from '../images/repository.js'
 import { imageUrl } from '../images/pipeline.js'
 import type { JobRow } from './repository.js'
 
-export const generationRequestSchema = {
-  $id: 'ImageGenerationRequest',
-  description: 'The image-generation request: a stored prompt (promptId) or an inline one, for a device, with a model.',
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    promptId: { type: 'string', minLength: 1, maxLength: 64 },
-    prompt: { $ref: 'PromptInput#' },
-    deviceId: { type: 'string', minLength: 1, maxLength: 64 },
-    model: { type: 'string', enum: MODEL_IDS },
-  },
-} as const
+/** TypeBox, so GenerateRequest (the service's input) is derived from what is validated. */
+export const generationRequestSchema = Shared(
+  'ImageGenerationRequest',
+  Type.Object(
+    {
+      promptId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+      prompt: Type.Optional(SharedRef(promptInputSchema)),
+      deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+      model: Type.Optional(Type.String({ enum: MODEL_IDS })),
+    },
+    {
+      description: 'The image-generation request: a stored prompt (promptId) or an inline one, for a device, with a model.',
+      additionalProperties: false,
+    },
+  ),
+)
+export type GenerateRequest = Static<typeof generationRequestSchema>
 
 const imageFile = {
   type: 'object',

@@ -1,25 +1,30 @@
 // Image generation (start, then poll), models and credits.
 import { errorResponses as errors, callerSecurity as security } from '../http/route-schemas.js'
 import { principalOf } from '../auth/route-auth.js'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
+import { Type } from 'typebox'
 import type { Auth } from '../auth/auth.js'
 import { findUserById } from '../auth/users-repository.js'
 import { balanceOf, credit, listLedger } from '../credits/repository.js'
 import type { Database } from '../db/client.js'
 import { AppError } from '../errors.js'
 import { MODELS } from './models.js'
-import { toGenerationResponse } from './records.js'
-import type { GenerateRequest, GenerationService } from './service.js'
+import { generationRequestSchema, toGenerationResponse } from './records.js'
+import type { GenerationService } from './service.js'
+import { SharedRef } from '../http/typebox.js'
 
-const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 64 } } } as const
+const idParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) })
 
 export async function generationRoutes(
-  app: FastifyInstance,
+  fastify: FastifyInstance,
   opts: { auth: Auth; db: Database; generation: GenerationService; baseUrl: string; providers: Set<string>; balanceChanged?: () => Promise<void> },
 ) {
+  // Request types are inferred from the TypeBox schemas below.
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const { auth, db, generation, baseUrl } = opts
 
-  app.post<{ Body: GenerateRequest }>(
+  app.post(
     '/api/generate',
     {
       schema: {
@@ -27,7 +32,7 @@ export async function generationRoutes(
         summary: 'Generate image with the image-generation provider',
         description: 'Starts a job and answers 202 at once; poll GET /api/generate/{id}. The model price is taken from the balance now and refunded if the job fails or is canceled.',
         security,
-        body: { $ref: 'ImageGenerationRequest#' },
+        body: SharedRef(generationRequestSchema),
         response: { 202: { $ref: 'ImageGenerationResponse#' }, ...errors(400, 401, 402, 403, 404) },
       },
     },
@@ -38,7 +43,7 @@ export async function generationRoutes(
     },
   )
 
-  app.get<{ Params: { id: string } }>(
+  app.get(
     '/api/generate/:id',
     {
       schema: {
@@ -56,7 +61,7 @@ export async function generationRoutes(
     },
   )
 
-  app.post<{ Params: { id: string } }>(
+  app.post(
     '/api/generate/:id/cancel',
     {
       schema: {
@@ -131,23 +136,21 @@ export async function generationRoutes(
     },
   )
 
-  app.post<{ Body: { userId: string; amount: string; note?: string } }>(
+  app.post(
     '/api/admin/credits',
     {
       schema: {
         tags: ['admin API'],
         summary: "Credit a user's balance (admins only)",
         security,
-        body: {
-          type: 'object',
-          required: ['userId', 'amount'],
-          additionalProperties: false,
-          properties: {
-            userId: { type: 'string', minLength: 1, maxLength: 64 },
-            amount: { type: 'string', pattern: '^(?:0|[1-9]\\d{0,9})(?:\\.\\d{1,2})?$', description: 'positive credits, at most two decimals' },
-            note: { type: 'string', maxLength: 200 },
+        body: Type.Object(
+          {
+            userId: Type.String({ minLength: 1, maxLength: 64 }),
+            amount: Type.String({ pattern: '^(?:0|[1-9]\\d{0,9})(?:\\.\\d{1,2})?$', description: 'positive credits, at most two decimals' }),
+            note: Type.Optional(Type.String({ maxLength: 200 })),
           },
-        },
+          { additionalProperties: false },
+        ),
         response: { 200: { type: 'object', properties: { userId: { type: 'string' }, balance: { type: 'string' } } }, ...errors(400, 401, 403, 404) },
       },
     },

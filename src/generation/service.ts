@@ -13,7 +13,8 @@ import { storeImage, type StoredImage } from '../images/pipeline.js'
 import { findVariants, findImage } from '../images/repository.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import { findPrompt, insertPrompt } from '../prompts/repository.js'
-import type { PromptInput, PromptService } from '../prompts/service.js'
+import type { PromptService } from '../prompts/service.js'
+import type { GenerateRequest } from './records.js'
 import type { ObjectStore } from '../storage/store.js'
 import { findModel } from './models.js'
 import { ProviderError, type GenerationInput, type ImageProvider, type ProviderOutput } from './provider.js'
@@ -37,7 +38,8 @@ export type GenerationDeps = {
   balanceChanged?: () => Promise<void>
 }
 
-export type GenerateRequest = { promptId?: string; prompt?: PromptInput; deviceId?: string; model?: string }
+// The request type comes from its schema, so it is what POST /api/generate validates.
+export type { GenerateRequest } from './records.js'
 
 const MAX_OUTPUT_BYTES = 30 * 1024 * 1024
 

@@ -2,14 +2,19 @@
 // UUIDs handed only to the owner and their devices (capability URLs: a display fetches them
 // without an account). Content never changes under a URL, so it is cached for a year.
 import type { FastifyInstance } from 'fastify'
+import { Type, type Static } from 'typebox'
 import type { Database } from '../db/client.js'
 import { AppError } from '../errors.js'
 import type { ObjectStore } from '../storage/store.js'
 import { findImage, findVariant } from './repository.js'
 
+const params = Type.Object({ id: Type.String({ format: 'uuid' }), format: Type.String({ pattern: '^[a-z0-9-]{1,20}$' }) })
+
 export async function imageRoutes(app: FastifyInstance, opts: { db: Database; storage: ObjectStore }) {
   const { db, storage } = opts
-  app.get<{ Params: { id: string; format: string } }>(
+  // Static types rather than the TypeBox type provider: the answer is raw bytes, which the provider
+  // would check against the `format: binary` string response schema.
+  app.get<{ Params: Static<typeof params> }>(
     '/api/images/:id/:format',
     {
       // Image ids are unguessable: devices fetch them with no credential.
@@ -17,11 +22,7 @@ export async function imageRoutes(app: FastifyInstance, opts: { db: Database; st
       schema: {
         tags: ['device module'],
         summary: 'An image file: the original or a display format (bmp1, png1, png-gray4, png-spectra6, png-acep7, jpeg, png)',
-        params: {
-          type: 'object',
-          required: ['id', 'format'],
-          properties: { id: { type: 'string', format: 'uuid' }, format: { type: 'string', pattern: '^[a-z0-9-]{1,20}$' } },
-        },
+        params,
         response: { 200: { type: 'string', format: 'binary', description: 'image bytes' }, 304: { type: 'null', description: 'not modified' }, 400: { $ref: 'Error#' }, 404: { $ref: 'Error#' } },
       },
     },

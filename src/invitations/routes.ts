@@ -2,6 +2,7 @@
 // POST /api/invitations/accept (what its Accept button calls).
 import { callerOf } from '../auth/route-auth.js'
 import type { FastifyInstance } from 'fastify'
+import { Type, type Static } from 'typebox'
 import type { Auth } from '../auth/auth.js'
 import { findCaller, toHeaders } from '../auth/guard.js'
 import type { Database } from '../db/client.js'
@@ -11,19 +12,23 @@ import { acceptInvitation, stateOf } from './service.js'
 
 const err = { $ref: 'Error#' }
 const tags = ['admin API']
-const idParam = { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$' } as const
+const idParam = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$' })
+const params = Type.Object({ id: idParam })
+const acceptBody = Type.Object({ invitationId: idParam }, { additionalProperties: false })
 
 export async function invitationRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database }) {
   const { auth, db } = opts
 
-  app.get<{ Params: { id: string } }>(
+  // Static types rather than the TypeBox type provider: the page answers HTML, which the provider
+  // would check against its string response schemas.
+  app.get<{ Params: Static<typeof params> }>(
     '/accept-invitation/:id',
     {
       config: { auth: 'none' },
       schema: {
         tags,
         summary: 'The page an invitation e-mail links to: sign in, then accept',
-        params: { type: 'object', required: ['id'], properties: { id: idParam } },
+        params,
         response: { 200: { type: 'string', description: 'text/html' }, 404: { type: 'string' }, 409: { type: 'string' }, 410: { type: 'string' } },
       },
     },
@@ -37,7 +42,7 @@ export async function invitationRoutes(app: FastifyInstance, opts: { auth: Auth;
     },
   )
 
-  app.post<{ Body: { invitationId: string } }>(
+  app.post<{ Body: Static<typeof acceptBody> }>(
     '/api/invitations/accept',
     {
       schema: {
@@ -45,7 +50,7 @@ export async function invitationRoutes(app: FastifyInstance, opts: { auth: Auth;
         summary: 'Accept organization invitation',
         description: "Accepts an invitation for the signed-in user; their e-mail must be the invitation's and verified.",
         security: [{ bearerAuth: [] }, { cookieAuth: [] }],
-        body: { type: 'object', required: ['invitationId'], additionalProperties: false, properties: { invitationId: idParam } },
+        body: acceptBody,
         response: {
           200: {
             type: 'object',

@@ -2,20 +2,22 @@
 // sending, and preferences.
 import { errorResponses as errors, callerSecurity as security } from '../http/route-schemas.js'
 import { principalOf } from '../auth/route-auth.js'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
 import { requireAccess, rolesOf } from '../devices/access.js'
 import { findDevice } from '../devices/repository.js'
 import { findUserById } from '../auth/users-repository.js'
 import { AppError } from '../errors.js'
-import type { Urgency } from './push-sender.js'
+import { StringEnum } from '../http/typebox.js'
+import { subscriptionBody } from './inputs.js'
 import type { PushSubscriptionRow } from './repository.js'
-import type { Notifier, SubscriptionInput } from './service.js'
+import type { Notifier } from './service.js'
 
 const tags = ['admin API']
 
-const base64url = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+={0,2}$' } as const
 const subscriptionRecord = {
   type: 'object',
   required: ['id', 'endpoint', 'expirationTime', 'userAgent', 'createdAt', 'lastSuccessAt'],
@@ -28,14 +30,10 @@ const subscriptionRecord = {
     lastSuccessAt: { type: ['string', 'null'], format: 'date-time' },
   },
 } as const
-const preferencesRecord = {
-  type: 'object',
-  required: ['generationResults', 'devicePresence'],
-  properties: {
-    generationResults: { type: 'boolean', description: 'notify when an image generation finishes or fails' },
-    devicePresence: { type: 'boolean', description: 'notify when a device goes online or offline' },
-  },
-} as const
+const preferencesRecord = Type.Object({
+  generationResults: Type.Boolean({ description: 'notify when an image generation finishes or fails' }),
+  devicePresence: Type.Boolean({ description: 'notify when a device goes online or offline' }),
+})
 
 const toSubscription = (s: PushSubscriptionRow) => ({
   id: s.id,
@@ -46,9 +44,9 @@ const toSubscription = (s: PushSubscriptionRow) => ({
   lastSuccessAt: s.lastSuccessAt?.toISOString() ?? null,
 })
 
-type SendBody = { title: string; body: string; url?: string; deviceId?: string; userId?: string; urgency?: Urgency; ttl?: number }
-
-export async function notificationRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; notifier: Notifier }) {
+export async function notificationRoutes(fastify: FastifyInstance, opts: { auth: Auth; db: Database; notifier: Notifier }) {
+  // Request types are inferred from the TypeBox schemas below.
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const { auth, db, notifier } = opts
   const caller = async (req: FastifyRequest) => principalOf(req)
 
@@ -81,7 +79,7 @@ export async function notificationRoutes(app: FastifyInstance, opts: { auth: Aut
     },
   )
 
-  app.post<{ Body: SubscriptionInput }>(
+  app.post(
     '/api/notifications/subscriptions',
     {
       schema: {
@@ -89,16 +87,7 @@ export async function notificationRoutes(app: FastifyInstance, opts: { auth: Aut
         summary: 'Subscribe this browser to notifications',
         description: "The body is the browser's PushSubscription as JSON (subscription.toJSON()). Subscribing an endpoint again updates it (201 the first time, 200 after).",
         security,
-        body: {
-          type: 'object',
-          required: ['endpoint', 'keys'],
-          additionalProperties: false,
-          properties: {
-            endpoint: { type: 'string', minLength: 1, maxLength: 2048 },
-            expirationTime: { type: ['number', 'null'] },
-            keys: { type: 'object', required: ['p256dh', 'auth'], additionalProperties: false, properties: { p256dh: base64url, auth: base64url } },
-          },
-        },
+        body: subscriptionBody,
         response: { 200: subscriptionRecord, 201: subscriptionRecord, ...errors(400, 401) },
       },
     },
@@ -109,20 +98,17 @@ export async function notificationRoutes(app: FastifyInstance, opts: { auth: Aut
     },
   )
 
-  app.delete<{ Body: { id?: string; endpoint?: string } }>(
+  app.delete(
     '/api/notifications/subscriptions',
     {
       schema: {
         tags,
         summary: 'Unsubscribe one of your push subscriptions, by id or endpoint',
         security,
-        body: {
-          type: 'object',
-          minProperties: 1,
-          maxProperties: 1,
-          additionalProperties: false,
-          properties: { id: { type: 'string', minLength: 1, maxLength: 64 }, endpoint: { type: 'string', minLength: 1, maxLength: 2048 } },
-        },
+        body: Type.Object(
+          { id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })), endpoint: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })) },
+          { minProperties: 1, maxProperties: 1, additionalProperties: false },
+        ),
         response: { 200: { type: 'object', required: ['success', 'id'], properties: { success: { type: 'boolean' }, id: { type: 'string' } } }, ...errors(400, 401, 404) },
       },
     },
@@ -133,7 +119,7 @@ export async function notificationRoutes(app: FastifyInstance, opts: { auth: Aut
     },
   )
 
-  app.post<{ Body: SendBody }>(
+  app.post(
     '/api/notifications/send',
     {
       schema: {
@@ -143,20 +129,18 @@ export async function notificationRoutes(app: FastifyInstance, opts: { auth: Aut
           'Sends to every push subscription of the target user: yourself by default, the owner of `deviceId` (a device you may see), or `userId` (admins only, or yourself). ' +
           'Subscriptions the push service answers 404/410 for are removed. The JSON message must fit the protocol\'s 4 KiB encrypted body (413 otherwise).',
         security,
-        body: {
-          type: 'object',
-          required: ['title', 'body'],
-          additionalProperties: false,
-          properties: {
-            title: { type: 'string', minLength: 1, maxLength: 4000 },
-            body: { type: 'string', maxLength: 4000 },
-            url: { type: 'string', maxLength: 2048, pattern: '^(/|https?://)', description: 'opened when the notification is clicked: a path or an http(s) URL' },
-            deviceId: { type: 'string', minLength: 1, maxLength: 64 },
-            userId: { type: 'string', minLength: 1, maxLength: 64 },
-            urgency: { type: 'string', enum: ['very-low', 'low', 'normal', 'high'] },
-            ttl: { type: 'integer', minimum: 0, maximum: 2419200, description: 'seconds the push service keeps an undelivered message' },
+        body: Type.Object(
+          {
+            title: Type.String({ minLength: 1, maxLength: 4000 }),
+            body: Type.String({ maxLength: 4000 }),
+            url: Type.Optional(Type.String({ maxLength: 2048, pattern: '^(/|https?://)', description: 'opened when the notification is clicked: a path or an http(s) URL' })),
+            deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+            userId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+            urgency: Type.Optional(StringEnum(['very-low', 'low', 'normal', 'high'])),
+            ttl: Type.Optional(Type.Integer({ minimum: 0, maximum: 2419200, description: 'seconds the push service keeps an undelivered message' })),
           },
-        },
+          { additionalProperties: false },
+        ),
         response: {
           200: {
             type: 'object',
@@ -217,14 +201,14 @@ export async function notificationRoutes(app: FastifyInstance, opts: { auth: Aut
     async (req) => notifier.preferences((await caller(req)).userId),
   )
 
-  app.patch<{ Body: { generationResults?: boolean; devicePresence?: boolean } }>(
+  app.patch(
     '/api/notifications/preferences',
     {
       schema: {
         tags,
         summary: 'Change what you are notified about',
         security,
-        body: { type: 'object', minProperties: 1, additionalProperties: false, properties: preferencesRecord.properties },
+        body: Type.Partial(preferencesRecord, { minProperties: 1, additionalProperties: false }),
         response: { 200: preferencesRecord, ...errors(400, 401) },
       },
     },

@@ -17,6 +17,7 @@ import {
   type PushSubscriptionRow,
 } from './repository.js'
 import type { PresenceChange } from '../mqtt/contract.js'
+import type { SubscriptionInput } from './inputs.js'
 import type { NotificationKind, NotificationMessage } from './message.js'
 import { createPresenceDigest } from './presence-digest.js'
 import { MAX_PUSH_PLAINTEXT, type Delivery, type PushSender, type Urgency } from './push-sender.js'
@@ -24,7 +25,8 @@ import { MAX_PUSH_PLAINTEXT, type Delivery, type PushSender, type Urgency } from
 export type SendOptions = { ttl?: number; urgency?: Urgency; topic?: string }
 export type SendReport = { userId: string; sent: number; failed: number; removed: number; results: Array<Delivery & { endpointOrigin: string }> }
 
-export type SubscriptionInput = { endpoint: string; expirationTime?: number | null; keys: { p256dh: string; auth: string } }
+// The input type comes from its schema, so it is what the subscribe route validates.
+export type { SubscriptionInput } from './inputs.js'
 
 export type NotifierDeps = {
   db: Database

@@ -1,30 +1,34 @@
+import { Type, type Static } from 'typebox'
 import { MODEL_IDS } from '../generation/models.js'
+import { Shared } from '../http/typebox.js'
 import { STYLES, TEMPLATES } from './templates.js'
 import type { PromptRow } from './repository.js'
 
 export const PROMPT_TEXT_MAX = 1000
 export const NEGATIVE_TEXT_MAX = 500
 
-export const promptInputSchema = {
-  $id: 'PromptInput',
-  type: 'object',
-  required: ['text'],
-  additionalProperties: false,
-  properties: {
-    text: { type: 'string', minLength: 1, maxLength: PROMPT_TEXT_MAX, description: 'the prompt, or the subject when a template is used' },
-    negativeText: { type: 'string', maxLength: NEGATIVE_TEXT_MAX },
-    style: { type: 'string', enum: STYLES },
-    template: { type: 'string', enum: TEMPLATES.map((t) => t.name) },
-    deviceId: { type: 'string', minLength: 1, maxLength: 64 },
-    model: { type: 'string', enum: MODEL_IDS },
-    size: {
-      type: 'object',
-      required: ['width', 'height'],
-      additionalProperties: false,
-      properties: { width: { type: 'integer', minimum: 64, maximum: 2048 }, height: { type: 'integer', minimum: 64, maximum: 2048 } },
+/** TypeBox, so PromptInput (the service's input) is derived from what is validated. */
+export const promptInputSchema = Shared(
+  'PromptInput',
+  Type.Object(
+    {
+      text: Type.String({ minLength: 1, maxLength: PROMPT_TEXT_MAX, description: 'the prompt, or the subject when a template is used' }),
+      negativeText: Type.Optional(Type.String({ maxLength: NEGATIVE_TEXT_MAX })),
+      style: Type.Optional(Type.String({ enum: STYLES })),
+      template: Type.Optional(Type.String({ enum: TEMPLATES.map((t) => t.name) })),
+      deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+      model: Type.Optional(Type.String({ enum: MODEL_IDS })),
+      size: Type.Optional(
+        Type.Object(
+          { width: Type.Integer({ minimum: 64, maximum: 2048 }), height: Type.Integer({ minimum: 64, maximum: 2048 }) },
+          { additionalProperties: false },
+        ),
+      ),
     },
-  },
-} as const
+    { additionalProperties: false },
+  ),
+)
+export type PromptInput = Static<typeof promptInputSchema>
 
 export const promptRecordSchema = {
   $id: 'Prompt',

@@ -1,22 +1,27 @@
 import { errorResponses as errors, callerSecurity as security, cursorFrom, pageOf } from '../http/route-schemas.js'
 import { principalOf } from '../auth/route-auth.js'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
+import { Type } from 'typebox'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
 import { requireAccess } from '../devices/access.js'
 import { findDevice } from '../devices/repository.js'
-import { toPromptRecord } from './records.js'
+import { promptInputSchema, toPromptRecord } from './records.js'
 import { listDevicePrompts } from './repository.js'
-import type { PromptInput, PromptService } from './service.js'
+import type { PromptService } from './service.js'
+import { Defaulted, SharedRef } from '../http/typebox.js'
 import { TEMPLATES } from './templates.js'
 
 // The interface lists prompts in its device module and in its admin API.
 const tags = ['device module', 'admin API']
 
-export async function promptRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; prompts: PromptService }) {
+export async function promptRoutes(fastify: FastifyInstance, opts: { auth: Auth; db: Database; prompts: PromptService }) {
+  // Request types are inferred from the TypeBox schemas below.
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const { auth, db, prompts } = opts
 
-  app.post<{ Body: PromptInput }>(
+  app.post(
     '/api/prompts',
     {
       schema: {
@@ -24,7 +29,7 @@ export async function promptRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         summary: 'Create a new prompt',
         description: 'Stores the prompt; when a device is named it is published to devices/{id}/prompt.',
         security,
-        body: { $ref: 'PromptInput#' },
+        body: SharedRef(promptInputSchema),
         response: { 201: { $ref: 'Prompt#' }, ...errors(400, 401, 403, 404) },
       },
     },
@@ -34,7 +39,7 @@ export async function promptRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     },
   )
 
-  app.get<{ Params: { deviceId: string }; Querystring: { limit: number; cursor?: string } }>(
+  app.get(
     '/api/prompts/device/:deviceId',
     {
       schema: {
@@ -42,12 +47,11 @@ export async function promptRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         summary: 'Get prompts by device ID',
         description: 'Newest first, cursor-paginated.',
         security,
-        params: { type: 'object', required: ['deviceId'], properties: { deviceId: { type: 'string', minLength: 1, maxLength: 64 } } },
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 }, cursor: { type: 'string', maxLength: 200 } },
-        },
+        params: Type.Object({ deviceId: Type.String({ minLength: 1, maxLength: 64 }) }),
+        querystring: Type.Object(
+          { limit: Defaulted(Type.Integer({ minimum: 1, maximum: 100, default: 20 })), cursor: Type.Optional(Type.String({ maxLength: 200 })) },
+          { additionalProperties: false },
+        ),
         response: {
           200: { type: 'object', required: ['prompts', 'nextCursor'], properties: { prompts: { type: 'array', items: { $ref: 'Prompt#' } }, nextCursor: { type: ['string', 'null'] } } },
           ...errors(400, 401, 404),

@@ -6,18 +6,12 @@ import { findDevice, type DeviceRow } from '../devices/repository.js'
 import type { DeviceLink } from '../devices/sessions.js'
 import { AppError } from '../errors.js'
 import { findModel } from '../generation/models.js'
+import type { PromptInput } from './records.js'
 import { insertPrompt, type PromptRow } from './repository.js'
 import { findTemplate, renderTemplate } from './templates.js'
 
-export type PromptInput = {
-  text: string
-  negativeText?: string
-  style?: string
-  template?: string
-  deviceId?: string
-  model?: string
-  size?: { width: number; height: number }
-}
+// The input type comes from its schema, so it is what POST /api/prompts validates.
+export type { PromptInput } from './records.js'
 
 /** A generation size near the display's aspect ratio, longest side 1024, multiples of 16 (what providers accept). */
 export function generationSize(dev?: Pick<DeviceRow, 'display'> | null, size?: { width: number; height: number }) {

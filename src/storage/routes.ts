@@ -2,20 +2,19 @@
 // object, PUT stores one, each only with a valid, unexpired signature for that method and key.
 // Registered only when the filesystem store is in use; S3 serves its own presigned URLs.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type, type Static } from 'typebox'
 import { AppError } from '../errors.js'
 import { verifyFileSignature } from './fs-store.js'
 import { assertSafeKey, type ObjectStore } from './store.js'
 
 const err = { $ref: 'Error#' }
 const tags = ['admin API']
-const querystring = {
-  type: 'object',
-  required: ['expires', 'sig'],
-  properties: { expires: { type: 'integer', minimum: 0 }, sig: { type: 'string', minLength: 1, maxLength: 128 } },
-} as const
-const params = { type: 'object', required: ['*'], properties: { '*': { type: 'string', minLength: 1, maxLength: 512 } } } as const
+const querystring = Type.Object({ expires: Type.Integer({ minimum: 0 }), sig: Type.String({ minLength: 1, maxLength: 128 }) })
+const params = Type.Object({ '*': Type.String({ minLength: 1, maxLength: 512 }) })
 
-type FileRequest = { Params: { '*': string }; Querystring: { expires: number; sig: string } }
+// Static types rather than the TypeBox type provider: these routes answer with raw bytes, which
+// the provider would check against their `format: binary` string response schemas.
+type FileRequest = { Params: Static<typeof params>; Querystring: Static<typeof querystring> }
 
 /** Images are shown inline; anything else is a download, and nothing served here may run script. */
 const inlineTypes = /^image\/(png|jpeg|webp|gif|avif|bmp)$/

@@ -4,10 +4,12 @@
 import sharp, { type Metadata } from 'sharp'
 import { AppError } from '../errors.js'
 
-export type UploadFormat = { ext: 'png' | 'jpg' | 'webp' | 'gif' | 'avif'; contentType: string }
-export type CleanImage = UploadFormat & { body: Buffer; width: number; height: number }
-
 export const acceptedContentTypes = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'image/avif'] as const
+export type AcceptedContentType = (typeof acceptedContentTypes)[number]
+
+// The narrow content type lets the upload routes' responses type-check against their schema's enum.
+export type UploadFormat = { ext: 'png' | 'jpg' | 'webp' | 'gif' | 'avif'; contentType: AcceptedContentType }
+export type CleanImage = UploadFormat & { body: Buffer; width: number; height: number }
 
 /** 40 megapixels: a decompression bomb is refused before sharp allocates its pixels. */
 const MAX_PIXELS = 40_000_000

@@ -2,7 +2,9 @@
 // multipart parser exists only here and cannot touch the Better Auth mount's raw parsers.
 import multipart from '@fastify/multipart'
 import { principalOf } from '../auth/route-auth.js'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
 import { callerSecurity as security } from '../http/route-schemas.js'
@@ -14,7 +16,7 @@ import { tooLarge, type UploadService } from './service.js'
 const err = { $ref: 'Error#' }
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, err]))
 const tags = ['admin API']
-const keyString = { type: 'string', minLength: 1, maxLength: 512 } as const
+const keyString = Type.String({ minLength: 1, maxLength: 512 })
 
 const uploadRecord = {
   type: 'object',
@@ -33,7 +35,9 @@ const uploadRecord = {
 /** Room for the multipart framing and headers around the file itself. */
 const FRAMING_SLACK = 64 * 1024
 
-export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; uploads: UploadService; send: UploadSender; maxBytes: number }) {
+export async function uploadRoutes(fastify: FastifyInstance, opts: { auth: Auth; db: Database; uploads: UploadService; send: UploadSender; maxBytes: number }) {
+  // Request types are inferred from the TypeBox schemas below.
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const { auth, db, uploads, send, maxBytes } = opts
   const caller = async (req: FastifyRequest) => principalOf(req)
 
@@ -85,14 +89,14 @@ export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     },
   )
 
-  app.get<{ Querystring: { key: string } }>(
+  app.get(
     '/api/upload/url',
     {
       schema: {
         tags,
         summary: 'A fresh signed link to one of your uploads',
         security,
-        querystring: { type: 'object', required: ['key'], additionalProperties: false, properties: { key: keyString } },
+        querystring: Type.Object({ key: keyString }, { additionalProperties: false }),
         response: {
           200: { type: 'object', required: ['key', 'url', 'urlExpiresAt'], properties: { key: { type: 'string' }, url: { type: 'string' }, urlExpiresAt: { type: 'string', format: 'date-time' } } },
           ...errors(400, 401, 404),
@@ -102,7 +106,7 @@ export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     async (req) => uploads.urlFor((await caller(req)).userId, req.query.key),
   )
 
-  app.post<{ Body: { contentType: string; size: number } }>(
+  app.post(
     '/api/upload/presign',
     {
       schema: {
@@ -110,12 +114,7 @@ export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; db:
         summary: 'A presigned PUT for a direct upload to object storage',
         description: 'PUT the bytes to `url` with the given headers, then call POST /api/upload/complete with the key: the file is checked and cleaned like a multipart upload.',
         security,
-        body: {
-          type: 'object',
-          required: ['contentType', 'size'],
-          additionalProperties: false,
-          properties: { contentType: { type: 'string', enum: [...acceptedContentTypes] }, size: { type: 'integer', minimum: 1 } },
-        },
+        body: Type.Object({ contentType: Type.String({ enum: [...acceptedContentTypes] }), size: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
         response: {
           200: {
             type: 'object',
@@ -135,21 +134,21 @@ export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     async (req) => uploads.presignDirect((await caller(req)).userId, req.body.contentType, req.body.size),
   )
 
-  app.post<{ Body: { key: string } }>(
+  app.post(
     '/api/upload/complete',
     {
       schema: {
         tags,
         summary: 'Finish a direct upload',
         security,
-        body: { type: 'object', required: ['key'], additionalProperties: false, properties: { key: keyString } },
+        body: Type.Object({ key: keyString }, { additionalProperties: false }),
         response: { 201: uploadRecord, ...errors(400, 401, 404, 413, 415, 422) },
       },
     },
     async (req, reply) => reply.code(201).send(await uploads.completeDirect((await caller(req)).userId, req.body.key)),
   )
 
-  app.post<{ Body: { key: string; deviceId: string } }>(
+  app.post(
     '/api/upload/send',
     {
       schema: {
@@ -159,12 +158,7 @@ export async function uploadRoutes(app: FastifyInstance, opts: { auth: Auth; db:
           "Converts one of your uploads for the device's display (size, palette, dithering) like a generated image and publishes it to devices/{id}/image. " +
           'Needs the right to manage the device (its owner, or an admin of its organization).',
         security,
-        body: {
-          type: 'object',
-          required: ['key', 'deviceId'],
-          additionalProperties: false,
-          properties: { key: keyString, deviceId: { type: 'string', minLength: 1, maxLength: 64 } },
-        },
+        body: Type.Object({ key: keyString, deviceId: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false }),
         response: {
           200: {
             type: 'object',

@@ -4,9 +4,9 @@
 import { randomUUID } from 'node:crypto'
 import { AppError } from '../errors.js'
 import type { ObjectStore } from '../storage/store.js'
-import { cleanImage } from './images.js'
+import { cleanImage, type AcceptedContentType } from './images.js'
 
-export type UploadRecord = { key: string; url: string; urlExpiresAt: string; size: number; contentType: string; width: number; height: number }
+export type UploadRecord = { key: string; url: string; urlExpiresAt: string; size: number; contentType: AcceptedContentType; width: number; height: number }
 
 /** Signed download links live this long; GET /api/upload/url issues a fresh one. */
 export const URL_TTL_SECONDS = 3600

@@ -1,0 +1,38 @@
+// The request bodies the device service takes, as schemas: the routes validate with them and the
+// service's input types are derived from them, so the two cannot drift.
+import { Type, type Static } from 'typebox'
+import { deviceInformationSchema, displayProfileSchema } from './records.js'
+
+export const deviceId = Type.String({ minLength: 1, maxLength: 64 })
+export const name = Type.String({ minLength: 1, maxLength: 64 })
+export const icon = Type.String({ minLength: 1, maxLength: 32, pattern: '^[a-z0-9][a-z0-9_-]*$' })
+export const color = Type.String({ pattern: '^#[0-9a-fA-F]{6}$', description: 'hex colour #RRGGBB' })
+export const description = Type.String({ maxLength: 500 })
+export const selectedModel = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._:/-]*$' })
+export const codeProps = {
+  pinCode: Type.Optional(Type.String({ minLength: 1, maxLength: 16, description: 'XXXX-XXXX, case and dash ignored' })),
+  userCode: Type.Optional(Type.String({ format: 'uuid' })),
+}
+
+/** The display profile as a device sends it: fields a newer firmware adds are ignored, not refused. */
+const tolerantDisplay = Type.Object(displayProfileSchema.properties, { additionalProperties: true })
+
+export const initBody = Type.Object({ display: tolerantDisplay, ...deviceInformationSchema.properties }, { additionalProperties: true })
+export type InitInput = Static<typeof initBody>
+
+export const codeBody = Type.Object(codeProps, { additionalProperties: false })
+export type CodeInput = Static<typeof codeBody>
+
+export const claimBody = Type.Object(
+  {
+    ...codeProps,
+    name,
+    icon: Type.Optional(icon),
+    color: Type.Optional(color),
+    description: Type.Optional(description),
+    selectedModel: Type.Optional(selectedModel),
+    organizationId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  },
+  { additionalProperties: false },
+)
+export type ClaimInput = Static<typeof claimBody>
