@@ -25,6 +25,7 @@ export const groups = {
       'generation/providers/openai.test.ts',
       'generation/providers/replicate.test.ts',
       'http/drain.test.ts',
+      'http/typebox.test.ts',
       'notifications/presence-digest.test.ts',
       'notifications/push-service.test.ts',
       'broker/acl.test.ts',
