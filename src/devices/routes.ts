@@ -1,5 +1,6 @@
 // The device module's HTTP routes. Schemas here validate input and shape every response.
-import { errorResponses as errors, callerSecurity, cursorFrom, pageOf } from '../http/route-schemas.js'
+import { errorResponses as errors, callerSecurity, cursorFrom } from '../http/route-schemas.js'
+import { pageOf } from '../db/paging.js'
 import { principalOf } from '../auth/route-auth.js'
 import type { FastifyInstance } from 'fastify'
 import type { Auth } from '../auth/auth.js'
