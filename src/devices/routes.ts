@@ -5,7 +5,7 @@ import { principalOf } from '../auth/route-auth.js'
 import type { FastifyInstance } from 'fastify'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import { listDeviceEvents } from '../events/repository.js'
 import { toEventRecord } from '../events/records.js'
 import { requireAccess } from './access.js'
@@ -233,7 +233,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
       const who = principalOf(req)
       let orgId: string | null = null
       if (req.query.organizationId) {
-        if (!(await findMemberRole(db, req.query.organizationId, who.userId))) throw new AppError(403, 'FORBIDDEN', 'You are not a member of this organization')
+        if (!(await findMemberRole(db, req.query.organizationId, who.userId))) throw appError('FORBIDDEN', 'You are not a member of this organization')
         orgId = req.query.organizationId
       } else if (who.activeOrganizationId && (await findMemberRole(db, who.activeOrganizationId, who.userId))) {
         orgId = who.activeOrganizationId
@@ -302,7 +302,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { auth: Auth; db:
     async (req, reply) => {
       const who = principalOf(req)
       const { command, seconds } = req.body
-      if (command === 'sleep' && !seconds) throw new AppError(400, 'VALIDATION_ERROR', 'sleep needs seconds')
+      if (command === 'sleep' && !seconds) throw appError('VALIDATION_ERROR', 'sleep needs seconds')
       const row = await devices.sendCommand(who.userId, req.params.id, command, command === 'sleep' ? { seconds } : {})
       return reply.code(202).send({ commandId: row.id, status: row.status, command: row.command })
     },

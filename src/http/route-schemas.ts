@@ -1,5 +1,5 @@
 // Pieces every route module's schemas share.
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import { decodeCursor, type Cursor } from '../db/paging.js'
 
 const errorRef = { $ref: 'Error#' } as const
@@ -14,6 +14,6 @@ export const callerSecurity: Array<Record<string, string[]>> = [{ bearerAuth: []
 export function cursorFrom(raw: string | undefined): Cursor | undefined {
   if (!raw) return undefined
   const cursor = decodeCursor(raw)
-  if (!cursor) throw new AppError(400, 'INVALID_CURSOR', 'cursor is not one this API returned')
+  if (!cursor) throw appError('INVALID_CURSOR')
   return cursor
 }
