@@ -5,9 +5,6 @@ import type { Database } from '../db/client.js'
 import { appError } from '../errors.js'
 import { deleteDeviceEvents, insertEvent } from '../events/repository.js'
 import { findUserByEmail } from '../auth/users-repository.js'
-import { deleteDevicePrompts } from '../prompts/repository.js'
-import { detachJobsFromDevice } from '../generation/repository.js'
-import { detachImagesFromDevice } from '../images/repository.js'
 import type { Counters } from '../http/counters.js'
 import { canManageWithRole, requireAccess } from './access.js'
 import { matchesHash, newDeviceCode, newDeviceId, newDeviceSecret, newPinCode, newUserCode, normalisePinCode, sha256 } from './codes.js'
@@ -271,10 +268,7 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
     await link.kick(dev.id, 'kicked')
     const deleted = await db.transaction(async (tx) => {
       await deleteDeviceEvents(tx, dev.id)
-      await deleteDevicePrompts(tx, dev.id)
-      // Generated images and their jobs belong to the user; they only stop pointing at the device.
-      await detachJobsFromDevice(tx, dev.id)
-      await detachImagesFromDevice(tx, dev.id)
+      // The foreign keys do the rest: prompts go with the device, jobs and images (the user's) lose it.
       return deleteDeviceRows(tx, dev.id)
     })
     if (!deleted) throw appError('DEVICE_NOT_FOUND')

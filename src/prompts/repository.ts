@@ -25,7 +25,3 @@ export async function listDevicePrompts(db: Executor, deviceId: string, limit: n
     .orderBy(desc(prompt.createdAt), desc(prompt.id))
     .limit(limit)
 }
-
-export async function deleteDevicePrompts(db: Executor, deviceId: string): Promise<void> {
-  await db.delete(prompt).where(eq(prompt.deviceId, deviceId))
-}
