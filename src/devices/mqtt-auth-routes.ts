@@ -25,7 +25,7 @@ function appGrants(redis: RedisHandle | undefined) {
   return {
     async remember(clientId: string, sessionId: string, expiresAt: Date) {
       const seconds = Math.max(1, Math.floor((expiresAt.getTime() - Date.now()) / 1000))
-      if (redis) await redis.client.set(key(clientId), sessionId, { expiration: { type: 'EX', value: seconds } })
+      if (redis) await redis.client.set(key(clientId), sessionId, 'EX', seconds)
       else {
         if (memory.size > 100_000) for (const [k, v] of memory) if (v.until <= Date.now()) memory.delete(k)
         memory.set(clientId, { sessionId, until: expiresAt.getTime() })
