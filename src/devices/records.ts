@@ -1,6 +1,7 @@
 // The interface's Device and Device initialisation records, and the JSON schemas that
 // describe (and, on responses, enforce) them.
 import type { DeviceInitRow, DeviceRow } from './repository.js'
+import { PALETTE_NAMES } from '../images/profiles.js'
 
 const str = { type: 'string' } as const
 const nstr = { type: ['string', 'null'] } as const
@@ -36,7 +37,7 @@ export const displayProfileSchema = {
   properties: {
     width: { type: 'integer', minimum: 16, maximum: 4096 },
     height: { type: 'integer', minimum: 16, maximum: 4096 },
-    palette: { type: 'string', enum: ['bw', 'gray4', 'spectra6', 'acep7', 'color'] },
+    palette: { type: 'string', enum: [...PALETTE_NAMES] },
     fit: { type: 'string', enum: ['cover', 'contain'], default: 'cover' },
     inline: { type: 'boolean', description: 'also send small images (≤ 64 KiB) inline, base64, in the MQTT message' },
   },
