@@ -1,7 +1,7 @@
 // The HTTP side of a device: pairing calls and image downloads against the service, with the
 // errors a device must tell apart (server unreachable, refused, slowed down).
 import type { DisplayProfile } from './profiles.js'
-import type { Credentials } from './state.js'
+import type { paths } from '../clients/api-types.js'
 
 /** The service could not be reached at all (connection refused, DNS, timeout). */
 export class UnreachableError extends Error {
@@ -33,20 +33,16 @@ function describeCause(err: unknown): string {
   return cause?.code ?? cause?.message ?? (err as Error)?.message ?? String(err)
 }
 
-export type InitResponse = {
-  deviceId: string
-  deviceCode: string
-  userCode: string
-  pinCode: string
-  verification_uri: string
-  verification_uri_complete: string
-  expires_at: string
-  interval: number
-}
+// The service's request and response shapes come from its OpenAPI document (clients/api-types.ts,
+// `npm run openapi:types`), so a change there breaks the simulator's build rather than a device.
+type Post<P extends keyof paths> = paths[P] extends { post: infer O } ? O : never
+type JsonBody<P extends keyof paths> = Post<P> extends { requestBody: { content: { 'application/json': infer B } } } ? B : never
+type JsonOk<P extends keyof paths> = Post<P> extends { responses: { 200: { content: { 'application/json': infer R } } } } ? R : never
 
-export type InitRecord = { id: string; status: string; interval: number; expires_at: string; name: string | null; credentials?: Credentials }
-
-export type DeviceInfo = { model?: string; firmware?: string; manufacturer?: string; serial?: string }
+export type InitResponse = JsonOk<'/api/device/init'>
+export type InitRecord = JsonOk<'/api/device/get-init-device'>
+export type DeviceInfo = Omit<JsonBody<'/api/device/init'>, 'display'>
+export type ClaimResponse = JsonOk<'/api/device/validate'>
 
 const REQUEST_TIMEOUT_MS = 30_000
 
@@ -95,7 +91,7 @@ export class ServiceApi {
   }
 
   /** Claims the device showing `pinCode` for the account behind `token` (what the user's app does). */
-  claim(token: string, pinCode: string, name: string): Promise<{ success: boolean; status: string; device: { id: string } }> {
+  claim(token: string, pinCode: string, name: string): Promise<ClaimResponse> {
     return this.request('POST', '/api/device/validate', { pinCode, name }, token)
   }
 

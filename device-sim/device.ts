@@ -407,7 +407,8 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
         if (err instanceof ApiError && err.status === 404) return { kind: 'failed', status: 'unknown' }
         throw err
       }
-      if (rec.credentials) return { kind: 'credentials', credentials: rec.credentials }
+      // The service always sends websocketUrl; its schema only leaves it optional.
+      if (rec.credentials) return { kind: 'credentials', credentials: rec.credentials as Credentials }
       if (rec.status === 'pending' || rec.status === 'approved') continue
       // active without credentials: they went to an earlier poll whose answer we never saw.
       return { kind: 'failed', status: rec.status === 'active' ? 'credentials lost' : rec.status }

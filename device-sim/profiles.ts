@@ -1,17 +1,11 @@
-// Display profiles the simulator can pretend to be. Sizes are those of common panels: a 7.5"
-// 1-bit e-paper (800×480), the same panel in 4-grey mode, 7.3" Spectra 6 and ACeP 7-colour
-// e-paper (800×480), and a 7" LCD (1024×600).
-export type Palette = 'bw' | 'gray4' | 'spectra6' | 'acep7' | 'color'
+// Display profiles the simulator can pretend to be: the service's presets of common panels.
+import { DISPLAY_PRESETS, type Palette } from '../src/images/profiles.js'
+
+export type { Palette }
 
 export type DisplayProfile = { width: number; height: number; palette: Palette; fit?: 'cover' | 'contain'; inline?: boolean }
 
-export const PROFILES: Record<string, DisplayProfile> = {
-  'bw-800x480': { width: 800, height: 480, palette: 'bw' },
-  gray4: { width: 800, height: 480, palette: 'gray4' },
-  spectra6: { width: 800, height: 480, palette: 'spectra6' },
-  acep7: { width: 800, height: 480, palette: 'acep7' },
-  color: { width: 1024, height: 600, palette: 'color' },
-}
+export const PROFILES: Record<string, DisplayProfile> = DISPLAY_PRESETS
 
 export const PROFILE_NAMES = Object.keys(PROFILES)
 

@@ -1,6 +1,7 @@
 // Every error body the service sends is { message, code }. Routes throw AppError; everything
 // else is mapped here so nothing leaks a stack trace.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { ERRORS, type ErrorCode } from './error-codes.js'
 
 export class AppError extends Error {
   constructor(
@@ -12,6 +13,11 @@ export class AppError extends Error {
     super(message)
     this.name = 'AppError'
   }
+}
+
+/** An AppError for a catalogued code; `message` replaces the default when it carries details. */
+export function appError(code: ErrorCode, message: string = ERRORS[code].message, headers: Record<string, string> = {}): AppError {
+  return new AppError(ERRORS[code].status, code, message, headers)
 }
 
 export const errorBodySchema = {
@@ -74,16 +80,16 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     const mapped = err.code ? fastifyCodes[err.code] : undefined
     if (mapped) return reply.code(mapped[0]).send({ message: err.message, code: mapped[1] })
-    if (err instanceof SyntaxError) return reply.code(400).send({ message: 'Malformed JSON body', code: 'INVALID_JSON' })
+    if (err instanceof SyntaxError) return reply.code(ERRORS.INVALID_JSON.status).send({ message: ERRORS.INVALID_JSON.message, code: 'INVALID_JSON' })
     if (isRefusedValue(err)) {
       // Validation should have caught it; the log says where it did not.
       req.log.warn({ err }, 'the database refused a value from the request')
-      return reply.code(400).send({ message: 'A value in the request is not acceptable', code: 'INVALID_VALUE' })
+      return reply.code(ERRORS.INVALID_VALUE.status).send({ message: ERRORS.INVALID_VALUE.message, code: 'INVALID_VALUE' })
     }
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
     if (status >= 500) {
       req.log.error({ err }, 'request failed')
-      return reply.code(status).send({ message: 'Internal server error', code: 'INTERNAL_ERROR' })
+      return reply.code(status).send({ message: ERRORS.INTERNAL_ERROR.message, code: 'INTERNAL_ERROR' })
     }
     return reply.code(status).send({ message: err.message, code: codeForStatus(status) })
   })

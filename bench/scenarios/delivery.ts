@@ -23,8 +23,9 @@ import { makeCreds, writeCreds } from '../lib/ours.js'
 import { cpuSeconds, selfCpuSeconds } from '../lib/proc.js'
 import type { Metric } from '../lib/report.js'
 import { sharedOurs } from '../lib/shared.js'
+import { DEFAULT_DISPLAY } from '../../src/images/profiles.js'
 
-const DISPLAY = { width: 800, height: 480, palette: 'bw' }
+const DISPLAY = DEFAULT_DISPLAY
 const WHITE = { r: 255, g: 255, b: 255, alpha: 1 }
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex')

@@ -6,7 +6,7 @@
 // threads).
 import sharp from 'sharp'
 import { createConversionQueue, encodeVariant, renderForDisplay, type VariantFormat } from '../../src/images/convert.js'
-import { PALETTES, type DisplayProfile, type Rgb } from '../../src/images/profiles.js'
+import { DISPLAY_PRESETS, PALETTES, type DisplayProfile, type Rgb } from '../../src/images/profiles.js'
 import type { Scenario } from '../lib/context.js'
 import { summarize, type Metric, type ScenarioResult } from '../lib/report.js'
 
@@ -14,9 +14,9 @@ const WHITE = { r: 255, g: 255, b: 255, alpha: 1 }
 
 type Case = { name: string; format: VariantFormat; profile: DisplayProfile; colours: number; palette: readonly Rgb[] }
 const cases: Case[] = [
-  { name: '1-bit BMP (sharp: 2-colour PNG)', format: 'bmp1', profile: { width: 800, height: 480, palette: 'bw' }, colours: 2, palette: PALETTES.bw },
-  { name: 'Spectra 6 PNG', format: 'png-spectra6', profile: { width: 800, height: 480, palette: 'spectra6' }, colours: 6, palette: PALETTES.spectra6 },
-  { name: '4-grey PNG', format: 'png-gray4', profile: { width: 800, height: 480, palette: 'gray4' }, colours: 4, palette: PALETTES.gray4 },
+  { name: '1-bit BMP (sharp: 2-colour PNG)', format: 'bmp1', profile: DISPLAY_PRESETS['bw-800x480'], colours: 2, palette: PALETTES.bw },
+  { name: 'Spectra 6 PNG', format: 'png-spectra6', profile: DISPLAY_PRESETS.spectra6, colours: 6, palette: PALETTES.spectra6 },
+  { name: '4-grey PNG', format: 'png-gray4', profile: DISPLAY_PRESETS.gray4, colours: 4, palette: PALETTES.gray4 },
 ]
 
 /** A deterministic photo-like test card: smooth colour fields, a few hard edges, mild noise. */
@@ -120,7 +120,7 @@ export const display: Scenario = {
     let queue: Record<string, unknown> | undefined
     if (!ctx.quick) {
       const runs: Record<'1' | '2', number[]> = { '1': [], '2': [] }
-      const profile: DisplayProfile = { width: 800, height: 480, palette: 'bw' }
+      const profile: DisplayProfile = DISPLAY_PRESETS['bw-800x480']
       for (let i = 0; i < 1 + 3; i++) {
         for (const n of [1, 2] as const) {
           const q = createConversionQueue(n)

@@ -6,7 +6,7 @@ import { mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import postgres from 'postgres'
-import { createClient } from 'redis'
+import { Redis } from 'ioredis'
 import { alternate, type Context, type Scenario } from '../lib/context.js'
 import { freshPostgres, startOurs, type Ours } from '../lib/ours.js'
 import { cpuSeconds } from '../lib/proc.js'
@@ -23,13 +23,13 @@ async function reachable(): Promise<{ pg: boolean; redis: boolean }> {
     () => false,
   )
   await sql.end({ timeout: 1 }).catch(() => {})
-  const client = createClient({ url: REDIS_URL, socket: { connectTimeout: 2000, reconnectStrategy: false } })
+  const client = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, retryStrategy: () => null, maxRetriesPerRequest: 0 })
   client.on('error', () => {})
   const redis = await client.connect().then(
     async () => (await client.ping()) === 'PONG',
     () => false,
   )
-  await client.quit().catch(() => {})
+  client.disconnect()
   return { pg, redis }
 }
 

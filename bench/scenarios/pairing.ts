@@ -22,6 +22,7 @@ import { cpuSeconds } from '../lib/proc.js'
 import { bounded, RawDevice } from '../lib/raw-mqtt.js'
 import type { Metric } from '../lib/report.js'
 import { sharedOurs } from '../lib/shared.js'
+import { DEFAULT_DISPLAY } from '../../src/images/profiles.js'
 
 const PEER = fileURLToPath(new URL('../servers/peer-device-auth.ts', import.meta.url))
 const MAX_POLLS = 50
@@ -43,7 +44,7 @@ async function mqttConnect(port: number, clientId: string, username: string, pas
 }
 
 async function pairOurs(url: string, mqttPort: number, token: string): Promise<void> {
-  const init = await post(`${url}/api/device/init`, { display: { width: 800, height: 480, palette: 'bw' }, model: 'bench-frame', firmware: '1.0.0' })
+  const init = await post(`${url}/api/device/init`, { display: DEFAULT_DISPLAY, model: 'bench-frame', firmware: '1.0.0' })
   if (init.status !== 200 && init.status !== 201) throw new Error(`init ${init.status} ${JSON.stringify(init.json)}`)
   const v = await post(`${url}/api/device/validate`, { pinCode: init.json.pinCode, name: 'Bench frame' }, token)
   if (v.status >= 300) throw new Error(`validate ${v.status} ${JSON.stringify(v.json)}`)

@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config.js'
 import { sha256 } from '../../src/devices/codes.js'
 import { insertDevice } from '../../src/devices/repository.js'
 import { countEvents } from '../../src/events/repository.js'
+import { DEFAULT_DISPLAY } from '../../src/images/profiles.js'
 import { FLEET_TOPIC } from '../../src/mqtt/contract.js'
 import { timedBody } from '../lib/context.js'
 
@@ -49,7 +50,7 @@ async function seed(file: string): Promise<number> {
           name: `bench ${c.id.slice(0, 8)}`,
           userId,
           pinCode: 'BCDF-GHJK',
-          display: { width: 800, height: 480, palette: 'bw' },
+          display: DEFAULT_DISPLAY,
           secretHash: sha256(c.secret),
           secretIssuedAt: new Date(),
         })

@@ -1,7 +1,7 @@
 // Resolves the caller of our own routes from a Better Auth session (cookie or
 // `Authorization: Bearer <session token>`) through auth.api, not the HTTP handler.
 import type { FastifyRequest } from 'fastify'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import type { Database } from '../db/client.js'
 import { API_KEY_HEADER, type Auth } from './auth.js'
 import { findUserById, type UserRow } from './users-repository.js'
@@ -49,7 +49,7 @@ export async function findCaller(auth: Auth, req: FastifyRequest): Promise<Calle
 
 export async function requireCaller(auth: Auth, req: FastifyRequest): Promise<Caller> {
   const caller = await findCaller(auth, req)
-  if (!caller) throw new AppError(401, 'UNAUTHORIZED', 'A valid session is required')
+  if (!caller) throw appError('UNAUTHORIZED')
   return caller
 }
 
@@ -76,8 +76,8 @@ export async function requirePrincipal(auth: Auth, db: Database, req: FastifyReq
     const user = result?.valid ? await activeUser(db, result.key?.referenceId) : undefined
     if (!user) {
       const limited = result?.error?.code === 'RATE_LIMITED'
-      if (limited) throw new AppError(429, 'RATE_LIMITED', 'This API key has made too many requests; try again later')
-      throw new AppError(401, 'UNAUTHORIZED', 'Invalid, disabled or expired API key')
+      if (limited) throw appError('RATE_LIMITED')
+      throw appError('UNAUTHORIZED', 'Invalid, disabled or expired API key')
     }
     return { userId: user.id, activeOrganizationId: null, via: 'api-key' }
   }
@@ -86,7 +86,7 @@ export async function requirePrincipal(auth: Auth, db: Database, req: FastifyReq
   if (bearer && looksLikeJwt(bearer)) {
     const { payload } = await auth.api.verifyJWT({ body: { token: bearer } }).catch(() => ({ payload: null }))
     const user = await activeUser(db, payload?.sub)
-    if (!user) throw new AppError(401, 'UNAUTHORIZED', 'Invalid or expired token')
+    if (!user) throw appError('UNAUTHORIZED', 'Invalid or expired token')
     return { userId: user.id, activeOrganizationId: null, via: 'jwt' }
   }
   const caller = await requireCaller(auth, req)

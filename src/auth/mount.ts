@@ -3,7 +3,7 @@
 // bodies and form-encoded OAuth callbacks), from an encapsulated plugin so the rest of the app
 // keeps Fastify's normal parsers.
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
-import { AppError, codeForStatus } from '../errors.js'
+import { appError, codeForStatus } from '../errors.js'
 import { sessionOperations } from '../openapi/better-auth.js'
 import type { OpenApiDocument } from '../openapi/types.js'
 import { findCaller } from './guard.js'
@@ -80,7 +80,7 @@ export async function mountAuth(app: FastifyInstance, opts: { auth: Auth; baseUr
   const needsSession = sessionOperations((await auth.api.generateOpenAPISchema()) as unknown as OpenApiDocument)
   const refuseAnonymous = async (req: FastifyRequest, path: string, method = req.method) => {
     if (!needsSession.has(`${method} ${path.split('?')[0]}`)) return
-    if (!(await findCaller(auth, req))) throw new AppError(401, 'UNAUTHORIZED', 'A valid session is required')
+    if (!(await findCaller(auth, req))) throw appError('UNAUTHORIZED')
   }
 
   async function forward(req: FastifyRequest, reply: FastifyReply, target: Forward) {
@@ -113,7 +113,7 @@ export async function mountAuth(app: FastifyInstance, opts: { auth: Auth; baseUr
     const parsed = JSON.parse(body.toString('utf8')) as { token?: unknown }
     if (typeof parsed?.token !== 'string') return body
     const token = bareSessionToken(parsed.token, opts.secret)
-    if (token === null) throw new AppError(400, 'INVALID_TOKEN', 'The token is neither a session token nor one signed by this service')
+    if (token === null) throw appError('INVALID_TOKEN')
     return Buffer.from(JSON.stringify({ ...parsed, token }))
   }
 

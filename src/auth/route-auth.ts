@@ -7,7 +7,7 @@
 // routes that check their own credential ('hook'). A route with neither fails to register.
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify'
 import type { Database } from '../db/client.js'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import type { Auth } from './auth.js'
 import { requireCaller, requirePrincipal, type Caller, type Principal } from './guard.js'
 
@@ -55,7 +55,7 @@ const safeMethods = new Set(['GET', 'HEAD', 'OPTIONS'])
 export function checkCookieOrigin(req: FastifyRequest, allowed: ReadonlySet<string>) {
   if (safeMethods.has(req.method) || !req.headers.cookie) return
   const origin = req.headers.origin
-  if (origin !== undefined && !allowed.has(origin)) throw new AppError(403, 'FORBIDDEN_ORIGIN', 'Requests with a session cookie must come from this service or a trusted origin')
+  if (origin !== undefined && !allowed.has(origin)) throw appError('FORBIDDEN_ORIGIN')
 }
 
 export function installRouteAuth(app: FastifyInstance, deps: { auth: Auth; db: Database; docsPath: string; allowedOrigins: ReadonlySet<string> }) {
@@ -84,12 +84,12 @@ const toArray = <T>(hooks: T | T[] | undefined): T[] => (hooks === undefined ? [
 
 /** The caller the route's auth check resolved for a route declared 'user'. */
 export function principalOf(req: FastifyRequest): Principal {
-  if (!req.principal) throw new AppError(401, 'UNAUTHORIZED', 'A valid session is required')
+  if (!req.principal) throw appError('UNAUTHORIZED')
   return req.principal
 }
 
 /** The session the route's auth check resolved for a route declared 'session'. */
 export function callerOf(req: FastifyRequest): Caller {
-  if (!req.caller) throw new AppError(401, 'UNAUTHORIZED', 'A valid session is required')
+  if (!req.caller) throw appError('UNAUTHORIZED')
   return req.caller
 }

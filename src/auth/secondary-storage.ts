@@ -1,7 +1,7 @@
 // Better Auth secondary storage on Redis: sessions (with storeSessionInDatabase kept on) and the
 // rate-limit counters shared by every instance.
 import type { SecondaryStorage } from 'better-auth'
-import type { RedisHandle } from '../redis/client.js'
+import { firstReply, type RedisHandle } from '../redis/client.js'
 
 export function redisSecondaryStorage({ client, prefix }: RedisHandle): SecondaryStorage {
   const k = (key: string) => `${prefix}auth:${key}`
@@ -10,10 +10,10 @@ export function redisSecondaryStorage({ client, prefix }: RedisHandle): Secondar
       return client.get(k(key))
     },
     async getAndDelete(key) {
-      return client.getDel(k(key))
+      return client.getdel(k(key))
     },
     async set(key, value, ttl) {
-      if (ttl && ttl > 0) await client.set(k(key), value, { expiration: { type: 'EX', value: Math.ceil(ttl) } })
+      if (ttl && ttl > 0) await client.set(k(key), value, 'EX', Math.ceil(ttl))
       else await client.set(k(key), value)
     },
     async delete(key) {
@@ -21,8 +21,8 @@ export function redisSecondaryStorage({ client, prefix }: RedisHandle): Secondar
     },
     async increment(key, ttl) {
       // INCR then EXPIRE NX in one round trip: the window starts at the first hit and is never extended.
-      const [count] = (await client.multi().incr(k(key)).expire(k(key), Math.max(1, Math.ceil(ttl)), 'NX').exec()) as unknown as [number]
-      return Number(count)
+      const replies = await client.multi().incr(k(key)).expire(k(key), Math.max(1, Math.ceil(ttl)), 'NX').exec()
+      return Number(firstReply(replies))
     },
   }
 }

@@ -82,11 +82,13 @@ export async function createSessionCache(opts: { ttlMs: number; redis?: RedisHan
   const subscriber = redis ? redis.client.duplicate() : undefined
   if (subscriber) {
     subscriber.on('error', (err) => opts.onError?.(err))
-    await subscriber.connect()
-    await subscriber.subscribe(channel, (message) => {
+    subscriber.on('message', (from: string, message: string) => {
+      if (from !== channel) return
       const next = Number(message)
       if (Number.isFinite(next) && next > generation) dropAll(next)
     })
+    await subscriber.connect()
+    await subscriber.subscribe(channel)
     generation = Number((await redis!.client.get(counter)) ?? 0)
   }
 
@@ -135,7 +137,7 @@ export async function createSessionCache(opts: { ttlMs: number; redis?: RedisHan
       return entries.size
     },
     async close() {
-      if (subscriber?.isOpen) await subscriber.close()
+      if (subscriber && subscriber.status !== 'end') await subscriber.quit().catch(() => subscriber.disconnect())
     },
   }
 }

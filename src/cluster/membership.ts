@@ -44,7 +44,7 @@ export async function joinCluster(deps: { redis: RedisHandle; db: Database; stor
   await checkStorage()
 
   async function claim(f: Fingerprint): Promise<void> {
-    const stored = await redis.client.set(key(f.name), f.value, { condition: 'NX', expiration: { type: 'PX', value: ttl } })
+    const stored = await redis.client.set(key(f.name), f.value, 'PX', ttl, 'NX')
     if (stored === 'OK') return
     const current = await redis.client.get(key(f.name))
     if (current !== null && current !== f.value) throw new ConfigError(`Cannot join the cluster on REDIS_URL (REDIS_PREFIX=${redis.prefix}): ${f.fix}`)
@@ -56,7 +56,7 @@ export async function joinCluster(deps: { redis: RedisHandle; db: Database; stor
     const token = randomUUID()
     // Written before it is registered, so a node starting at the same moment finds it.
     await deps.storage.put(markerKey(token), Buffer.from(token), { contentType: 'text/plain' })
-    const stored = await redis.client.set(key('storage'), token, { condition: 'NX', expiration: { type: 'PX', value: ttl } })
+    const stored = await redis.client.set(key('storage'), token, 'PX', ttl, 'NX')
     if (stored === 'OK') return
     await deps.storage.delete(markerKey(token)).catch(() => {})
     const expected = await redis.client.get(key('storage'))
@@ -70,7 +70,7 @@ export async function joinCluster(deps: { redis: RedisHandle; db: Database; stor
   }
 
   const timer = setInterval(() => {
-    for (const name of [...fingerprints.map((f) => f.name), 'storage']) void redis.client.pExpire(key(name), ttl).catch(() => {})
+    for (const name of [...fingerprints.map((f) => f.name), 'storage']) void redis.client.pexpire(key(name), ttl).catch(() => {})
   }, refreshMs)
   timer.unref()
   return { close: () => clearInterval(timer) }

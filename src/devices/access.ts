@@ -1,7 +1,7 @@
 // Who may see or change a device: its owner, and members of its organization (owners and
 // admins manage, members read). Better Auth stores several roles as "admin,member".
 import type { Executor } from '../db/client.js'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import { findMemberRole, type DeviceRow } from './repository.js'
 
 export type DeviceAccess = 'manage' | 'read'
@@ -22,7 +22,7 @@ export async function accessTo(db: Executor, dev: DeviceRow, userId: string): Pr
 /** Throws 404 when the caller may not see the device (its existence is not revealed), 403 when they may only read it. */
 export async function requireAccess(db: Executor, dev: DeviceRow | undefined, userId: string, need: DeviceAccess): Promise<DeviceRow> {
   const access = dev ? await accessTo(db, dev, userId) : null
-  if (!dev || !access) throw new AppError(404, 'DEVICE_NOT_FOUND', 'Device not found')
-  if (need === 'manage' && access !== 'manage') throw new AppError(403, 'FORBIDDEN', 'Only the owner or an organization admin may change this device')
+  if (!dev || !access) throw appError('DEVICE_NOT_FOUND')
+  if (need === 'manage' && access !== 'manage') throw appError('FORBIDDEN', 'Only the owner or an organization admin may change this device')
   return dev
 }

@@ -3,6 +3,7 @@
 import { Type } from 'typebox'
 import { Shared, StringEnum } from '../http/typebox.js'
 import type { DeviceInitRow, DeviceRow } from './repository.js'
+import { PALETTE_NAMES } from '../images/profiles.js'
 
 const str = { type: 'string' } as const
 const nstr = { type: ['string', 'null'] } as const
@@ -37,7 +38,7 @@ export const displayProfileSchema = Shared(
     {
       width: Type.Integer({ minimum: 16, maximum: 4096 }),
       height: Type.Integer({ minimum: 16, maximum: 4096 }),
-      palette: Type.String({ enum: ['bw', 'gray4', 'spectra6', 'acep7', 'color'] }),
+      palette: Type.String({ enum: [...PALETTE_NAMES] }),
       fit: Type.Optional(StringEnum(['cover', 'contain'], { default: 'cover' })),
       inline: Type.Optional(Type.Boolean({ description: 'also send small images (≤ 64 KiB) inline, base64, in the MQTT message' })),
     },

@@ -1,9 +1,9 @@
 // The only module that reads or writes device and device_init rows. State changes are
 // compare-and-set updates: the WHERE clause names the state the caller saw.
-import { and, desc, eq, inArray, lt, lte, gt, or, sql } from 'drizzle-orm'
+import { and, desc, eq, inArray, lte, gt, or, sql } from 'drizzle-orm'
 import { rowsOf, type Executor } from '../db/client.js'
 import { member } from '../db/schema.js'
-import type { Cursor } from '../events/repository.js'
+import { olderThan, type Cursor } from '../db/paging.js'
 import { device, deviceCommand, deviceInit, type DeviceInitStatus, type DeviceReport } from './tables.js'
 
 export type DeviceRow = typeof device.$inferSelect
@@ -112,7 +112,7 @@ export async function findDevice(db: Executor, id: string): Promise<DeviceRow | 
 /** The user's own devices and those of `organizationId`, newest first; `cursor` is the last row of the previous page. */
 export async function listDevices(db: Executor, userId: string, organizationId: string | null, limit: number, cursor?: Cursor): Promise<DeviceRow[]> {
   const whose = organizationId ? or(eq(device.userId, userId), eq(device.organizationId, organizationId)) : eq(device.userId, userId)
-  const after = cursor ? or(lt(device.createdAt, cursor.createdAt), and(eq(device.createdAt, cursor.createdAt), lt(device.id, cursor.id))) : undefined
+  const after = olderThan(device.createdAt, device.id, cursor)
   return db.select().from(device).where(and(whose, after)).orderBy(desc(device.createdAt), desc(device.id)).limit(limit)
 }
 

@@ -1,12 +1,13 @@
 // The device module's HTTP routes. Schemas here validate input and shape every response.
-import { errorResponses as errors, callerSecurity, cursorFrom, pageOf } from '../http/route-schemas.js'
+import { errorResponses as errors, callerSecurity, cursorFrom } from '../http/route-schemas.js'
+import { pageOf } from '../db/paging.js'
 import { principalOf } from '../auth/route-auth.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import { listDeviceEvents } from '../events/repository.js'
 import { toEventRecord } from '../events/records.js'
 import { requireAccess } from './access.js'
@@ -208,7 +209,7 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
       const who = principalOf(req)
       let orgId: string | null = null
       if (req.query.organizationId) {
-        if (!(await findMemberRole(db, req.query.organizationId, who.userId))) throw new AppError(403, 'FORBIDDEN', 'You are not a member of this organization')
+        if (!(await findMemberRole(db, req.query.organizationId, who.userId))) throw appError('FORBIDDEN', 'You are not a member of this organization')
         orgId = req.query.organizationId
       } else if (who.activeOrganizationId && (await findMemberRole(db, who.activeOrganizationId, who.userId))) {
         orgId = who.activeOrganizationId
@@ -284,7 +285,7 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
     async (req, reply) => {
       const who = principalOf(req)
       const { command, seconds } = req.body
-      if (command === 'sleep' && !seconds) throw new AppError(400, 'VALIDATION_ERROR', 'sleep needs seconds')
+      if (command === 'sleep' && !seconds) throw appError('VALIDATION_ERROR', 'sleep needs seconds')
       const row = await devices.sendCommand(who.userId, req.params.id, command, command === 'sleep' ? { seconds } : {})
       return reply.code(202).send({ commandId: row.id, status: row.status, command: row.command })
     },

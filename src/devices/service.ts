@@ -2,12 +2,9 @@
 // the repositories. Every state change is a compare-and-set, so concurrent requests race safely.
 import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import { deleteDeviceEvents, insertEvent } from '../events/repository.js'
 import { findUserByEmail } from '../auth/users-repository.js'
-import { deleteDevicePrompts } from '../prompts/repository.js'
-import { detachJobsFromDevice } from '../generation/repository.js'
-import { detachImagesFromDevice } from '../images/repository.js'
 import type { Counters } from '../http/counters.js'
 import { canManageWithRole, requireAccess } from './access.js'
 import { matchesHash, newDeviceCode, newDeviceId, newDeviceSecret, newPinCode, newUserCode, normalisePinCode, sha256 } from './codes.js'
@@ -47,7 +44,7 @@ export type DeviceServiceDeps = { db: Database; config: Config; counters: Counte
 // The input types come from the request schemas, so they are what the routes validate.
 export type { ClaimInput, CodeInput, InitInput } from './inputs.js'
 
-const wrongCode = () => new AppError(404, 'INVALID_CODE', 'No pending device matches this code')
+const wrongCode = () => appError('INVALID_CODE')
 
 export function createDeviceService({ db, config, counters, link }: DeviceServiceDeps) {
   const verificationUri = `${config.baseUrl}/device`
@@ -108,7 +105,7 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
   }
 
   const tooMany = async (key: string, message: string) =>
-    new AppError(429, 'TOO_MANY_ATTEMPTS', message, { 'retry-after': String((await counters.secondsLeft(key)) || ATTEMPT_WINDOW_SECONDS) })
+    appError('TOO_MANY_ATTEMPTS', message, { 'retry-after': String((await counters.secondsLeft(key)) || ATTEMPT_WINDOW_SECONDS) })
 
   /** Counts a failed attempt against the record it named, so many accounts cannot share one guessing budget. */
   const failOnRecord = (rec: DeviceInitRow) => Promise.all([counters.hit(`pair-fail-record:${rec.id}`, ATTEMPT_WINDOW_SECONDS), countFailedAttempt(db, rec.id)])
@@ -132,7 +129,7 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
 
   /** Finds the record a person's code names, counting failures per user; refuses the reasons a code cannot be used. */
   async function resolveCode(userId: string, code: CodeInput): Promise<DeviceInitRow> {
-    if (!code.pinCode && !code.userCode) throw new AppError(400, 'VALIDATION_ERROR', 'body must have pinCode or userCode')
+    if (!code.pinCode && !code.userCode) throw appError('VALIDATION_ERROR', 'body must have pinCode or userCode')
     const userKey = `pair-fail:${userId}`
     if ((await counters.get(userKey)) >= MAX_FAILED_ATTEMPTS) throw await tooMany(userKey, 'Too many wrong codes, try again later')
     const pinCode = code.pinCode !== undefined ? normalisePinCode(code.pinCode) : undefined
@@ -149,8 +146,8 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
       throw wrongCode()
     }
     const rec = await expireIfDue(found)
-    if (rec.status === 'expired') throw new AppError(410, 'CODE_EXPIRED', 'This code has expired; restart pairing on the device')
-    if (rec.status !== 'pending') throw new AppError(409, 'CODE_ALREADY_USED', 'This code has already been used')
+    if (rec.status === 'expired') throw appError('CODE_EXPIRED')
+    if (rec.status !== 'pending') throw appError('CODE_ALREADY_USED')
     return rec
   }
 
@@ -161,7 +158,7 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
         const role = await findMemberRole(db, input.organizationId, userId)
         if (!canManageWithRole(role)) {
           await failOnRecord(found)
-          throw new AppError(403, 'FORBIDDEN', 'You may not add devices to this organization')
+          throw appError('FORBIDDEN', 'You may not add devices to this organization')
         }
       }
       return found
@@ -198,8 +195,8 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
     if (!result) {
       // Another request decided this record between our read and our write.
       const now = await findDeviceInit(db, rec.id)
-      if (now?.status === 'expired' || (now && now.expiresAt.getTime() <= Date.now())) throw new AppError(410, 'CODE_EXPIRED', 'This code has expired; restart pairing on the device')
-      throw new AppError(409, 'CODE_ALREADY_USED', 'This code has already been used')
+      if (now?.status === 'expired' || (now && now.expiresAt.getTime() <= Date.now())) throw appError('CODE_EXPIRED')
+      throw appError('CODE_ALREADY_USED')
     }
     return { device: result.dev, eventId: result.eventId, status: 'approved' as const }
   }
@@ -207,16 +204,16 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
   async function deny(userId: string, code: CodeInput) {
     const rec = await oneAtATime(userId, () => resolveCode(userId, code))
     const denied = await transitionDeviceInit(db, rec.id, ['pending'], 'denied', { userId, decidedAt: new Date() })
-    if (!denied) throw new AppError(409, 'CODE_ALREADY_USED', 'This code has already been used')
+    if (!denied) throw appError('CODE_ALREADY_USED')
     await insertEvent(db, { type: 'device.denied', deviceId: rec.id, userId, data: {} })
     return { success: true, status: 'denied' as const, deviceId: rec.id }
   }
 
   async function poll(deviceId: string, deviceCode: string) {
     const found = await findDeviceInit(db, deviceId)
-    if (!found || !matchesHash(deviceCode, found.deviceCodeHash)) throw new AppError(404, 'DEVICE_NOT_FOUND', 'Unknown device or wrong device code')
+    if (!found || !matchesHash(deviceCode, found.deviceCodeHash)) throw appError('DEVICE_NOT_FOUND', 'Unknown device or wrong device code')
     if (!(await recordPoll(db, found.id, new Date(), found.interval))) {
-      throw new AppError(429, 'SLOW_DOWN', `Poll at most every ${found.interval} seconds`, { 'retry-after': String(Math.max(1, found.interval)) })
+      throw appError('SLOW_DOWN', `Poll at most every ${found.interval} seconds`, { 'retry-after': String(Math.max(1, found.interval)) })
     }
     const rec = await expireIfDue(found)
     if (rec.status === 'approved') {
@@ -267,13 +264,10 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
     await link.kick(dev.id, 'kicked')
     const deleted = await db.transaction(async (tx) => {
       await deleteDeviceEvents(tx, dev.id)
-      await deleteDevicePrompts(tx, dev.id)
-      // Generated images and their jobs belong to the user; they only stop pointing at the device.
-      await detachJobsFromDevice(tx, dev.id)
-      await detachImagesFromDevice(tx, dev.id)
+      // The foreign keys do the rest: prompts go with the device, jobs and images (the user's) lose it.
       return deleteDeviceRows(tx, dev.id)
     })
-    if (!deleted) throw new AppError(404, 'DEVICE_NOT_FOUND', 'Device not found')
+    if (!deleted) throw appError('DEVICE_NOT_FOUND')
     return deleted
   }
 
@@ -282,7 +276,7 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
     await updateDevice(db, dev.id, { ...changes, ...(changes.color ? { color: changes.color.toLowerCase() } : {}) })
     // Every change is a new desired config: the device is out of sync until it reports it.
     const updated = await setDesiredState(db, dev.id, { bumpConfig: true })
-    if (!updated) throw new AppError(404, 'DEVICE_NOT_FOUND', 'Device not found')
+    if (!updated) throw appError('DEVICE_NOT_FOUND')
     await publishConfig(updated)
     return updated
   }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import { and, count, desc, eq, gte, lt, or, sql } from 'drizzle-orm'
+import { and, count, desc, eq, gte, sql } from 'drizzle-orm'
 import { rowsOf, type Executor } from '../db/client.js'
+import { olderThan, type Cursor } from '../db/paging.js'
 import { event } from './tables.js'
 
 export type EventRow = typeof event.$inferSelect
@@ -62,28 +63,9 @@ export async function lastDeviceEvents(db: Executor, deviceIds: readonly string[
   }))
 }
 
-export type Cursor = { createdAt: Date; id: string }
-
-export function encodeCursor(c: Cursor): string {
-  return Buffer.from(`${c.createdAt.toISOString()}|${c.id}`).toString('base64url')
-}
-
-/**
- * Cursors carry milliseconds, and the paginated tables store created_at at millisecond precision
- * (timestamptz(3)), so a page boundary never falls between rows of the same millisecond.
- */
-export function decodeCursor(s: string): Cursor | null {
-  const [at, id] = Buffer.from(s, 'base64url').toString('utf8').split('|')
-  // Only what encodeCursor writes: an ISO time in years 0001–9999 (JavaScript accepts more than PostgreSQL).
-  if (!at || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(at)) return null
-  const createdAt = new Date(at)
-  if (!id || Number.isNaN(createdAt.getTime())) return null
-  return { createdAt, id }
-}
-
 /** Newest first; `cursor` is the last row of the previous page. */
 export async function listDeviceEvents(db: Executor, deviceId: string, limit: number, cursor?: Cursor): Promise<EventRow[]> {
-  const after = cursor ? or(lt(event.createdAt, cursor.createdAt), and(eq(event.createdAt, cursor.createdAt), lt(event.id, cursor.id))) : undefined
+  const after = olderThan(event.createdAt, event.id, cursor)
   return db
     .select()
     .from(event)

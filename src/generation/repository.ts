@@ -72,11 +72,6 @@ export async function countUnfinished(db: Executor): Promise<number> {
   return Number(row?.n ?? 0)
 }
 
-/** A deleted device's jobs stay the user's; they no longer deliver anywhere. */
-export async function detachJobsFromDevice(db: Executor, deviceId: string): Promise<void> {
-  await db.update(generationJob).set({ deviceId: null }).where(eq(generationJob.deviceId, deviceId))
-}
-
 /** Ends every unfinished job's lease: for a runner that knows it is the only one (no cluster). */
 export async function releaseLeases(db: Executor): Promise<number> {
   const rows = await db

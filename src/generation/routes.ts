@@ -8,7 +8,7 @@ import type { Auth } from '../auth/auth.js'
 import { findUserById } from '../auth/users-repository.js'
 import { balanceOf, credit, listLedger } from '../credits/repository.js'
 import type { Database } from '../db/client.js'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import { MODELS } from './models.js'
 import { generationRequestSchema, toGenerationResponse } from './records.js'
 import type { GenerationService } from './service.js'
@@ -157,10 +157,10 @@ export async function generationRoutes(
     async (req) => {
       const who = principalOf(req)
       const actor = await findUserById(db, who.userId)
-      if (!actor || !actor.role.split(',').includes('admin')) throw new AppError(403, 'FORBIDDEN', 'Only admins may credit accounts')
-      if (Number(req.body.amount) <= 0) throw new AppError(400, 'VALIDATION_ERROR', 'amount must be positive')
+      if (!actor || !actor.role.split(',').includes('admin')) throw appError('FORBIDDEN', 'Only admins may credit accounts')
+      if (Number(req.body.amount) <= 0) throw appError('VALIDATION_ERROR', 'amount must be positive')
       const balance = await db.transaction((tx) => credit(tx, req.body.userId, req.body.amount, { reason: 'admin_credit', actorId: who.userId, note: req.body.note }))
-      if (balance === null) throw new AppError(404, 'USER_NOT_FOUND', 'User not found')
+      if (balance === null) throw appError('USER_NOT_FOUND')
       await opts.balanceChanged?.()
       return { userId: req.body.userId, balance }
     },

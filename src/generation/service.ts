@@ -7,7 +7,7 @@ import { balanceOf, credit, debit } from '../credits/repository.js'
 import { requireAccess } from '../devices/access.js'
 import { findDevice } from '../devices/repository.js'
 import type { DeviceLink } from '../devices/sessions.js'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import { deliverImage } from '../images/delivery.js'
 import { storeImage, type StoredImage } from '../images/pipeline.js'
 import { findVariants, findImage } from '../images/repository.js'
@@ -78,16 +78,16 @@ export function createGenerationService(deps: GenerationDeps) {
    * provider and, for a paid model, the balance (taken atomically with the job below).
    */
   async function create(userId: string, req: GenerateRequest): Promise<JobRow> {
-    if (!req.promptId && !req.prompt) throw new AppError(400, 'VALIDATION_ERROR', 'body must have promptId or prompt')
+    if (!req.promptId && !req.prompt) throw appError('VALIDATION_ERROR', 'body must have promptId or prompt')
     const stored = req.promptId ? await findPrompt(db, req.promptId) : undefined
-    if (req.promptId && (!stored || stored.userId !== userId)) throw new AppError(404, 'PROMPT_NOT_FOUND', 'Prompt not found')
+    if (req.promptId && (!stored || stored.userId !== userId)) throw appError('PROMPT_NOT_FOUND')
     const deviceId = req.deviceId ?? req.prompt?.deviceId ?? stored?.deviceId ?? undefined
     const dev = deviceId ? await requireAccess(db, await findDevice(db, deviceId), userId, 'manage') : undefined
     const modelId = req.model ?? stored?.model ?? req.prompt?.model ?? dev?.selectedModel ?? defaultModelId(config)
     const model = findModel(modelId)
-    if (!model) throw new AppError(400, 'UNKNOWN_MODEL', `Unknown model ${modelId}`)
-    if (!providers.has(model.provider)) throw new AppError(400, 'PROVIDER_NOT_CONFIGURED', `Model ${model.id} needs the ${model.provider} provider, which has no key configured`)
-    const insufficient = () => new AppError(402, 'INSUFFICIENT_BALANCE', `This model costs ${model.price} credits; your balance is too low`)
+    if (!model) throw appError('UNKNOWN_MODEL', `Unknown model ${modelId}`)
+    if (!providers.has(model.provider)) throw appError('PROVIDER_NOT_CONFIGURED', `Model ${model.id} needs the ${model.provider} provider, which has no key configured`)
+    const insufficient = () => appError('INSUFFICIENT_BALANCE', `This model costs ${model.price} credits; your balance is too low`)
     if (Number(model.price) > 0 && Number((await balanceOf(db, userId)) ?? 0) < Number(model.price)) throw insufficient()
     // A new prompt is stored with its job, in one transaction: a refused generation leaves none.
     const draft = stored ? undefined : await deps.prompts.prepare(userId, { ...req.prompt!, deviceId: dev?.id, model: model.id })
@@ -169,7 +169,7 @@ export function createGenerationService(deps: GenerationDeps) {
 
   async function get(userId: string, jobId: string) {
     const job = await findJob(db, jobId)
-    if (!job || job.userId !== userId) throw new AppError(404, 'JOB_NOT_FOUND', 'Generation job not found')
+    if (!job || job.userId !== userId) throw appError('JOB_NOT_FOUND')
     const image = job.imageId ? await findImage(db, job.imageId) : undefined
     const variants = image ? await findVariants(db, image.id) : []
     return { job, image, variants }
@@ -177,8 +177,8 @@ export function createGenerationService(deps: GenerationDeps) {
 
   async function cancel(userId: string, jobId: string) {
     const job = await findJob(db, jobId)
-    if (!job || job.userId !== userId) throw new AppError(404, 'JOB_NOT_FOUND', 'Generation job not found')
-    if (job.status !== 'queued' && job.status !== 'running') throw new AppError(409, 'JOB_FINISHED', `The job is already ${job.status}`)
+    if (!job || job.userId !== userId) throw appError('JOB_NOT_FOUND')
+    if (job.status !== 'queued' && job.status !== 'running') throw appError('JOB_FINISHED', `The job is already ${job.status}`)
     const provider = providers.get(job.provider)
     if (provider && job.providerJobId) {
       await provider.cancel({ providerJobId: job.providerJobId, state: job.providerState, input: job.input as unknown as GenerationInput }).catch((err) => log.warn({ err, jobId }, 'provider cancel failed'))

@@ -1,5 +1,6 @@
 import { index, integer, jsonb, numeric, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 import { user } from '../db/schema.js'
+import { device } from '../devices/tables.js'
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' })
 
@@ -14,7 +15,8 @@ export const generationJob = pgTable(
     userId: text('user_id')
       .notNull()
       .references(() => user.id, { onDelete: 'cascade' }),
-    deviceId: text('device_id'),
+    // Jobs belong to the user (credits were spent on them): a deleted device only stops being their target.
+    deviceId: text('device_id').references(() => device.id, { onDelete: 'set null' }),
     promptId: text('prompt_id'),
     provider: text('provider').notNull(),
     model: text('model').notNull(),

@@ -1,6 +1,6 @@
 // Fixed-window counters for failed attempts (pairing-code guesses). In-process by default;
 // in Redis when configured so every instance sees the same count.
-import type { RedisHandle } from '../redis/client.js'
+import { firstReply, type RedisHandle } from '../redis/client.js'
 
 export type Counters = {
   /** Adds one to `key` (window starts at the first hit) and returns the new count. */
@@ -42,8 +42,8 @@ export function redisCounters({ client, prefix }: RedisHandle): Counters {
   const k = (key: string) => `${prefix}count:${key}`
   return {
     async hit(key, windowSeconds) {
-      const [count] = (await client.multi().incr(k(key)).expire(k(key), windowSeconds, 'NX').exec()) as unknown as [number]
-      return Number(count)
+      const replies = await client.multi().incr(k(key)).expire(k(key), windowSeconds, 'NX').exec()
+      return Number(firstReply(replies))
     },
     async get(key) {
       return Number((await client.get(k(key))) ?? 0)

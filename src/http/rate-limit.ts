@@ -5,31 +5,6 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance } from 'fastify'
 import type { RedisHandle } from '../redis/client.js'
 
-type IncrResult = { current: number; ttl: number }
-
-function redisStoreClass(redis: RedisHandle) {
-  return class RedisRateLimitStore {
-    constructor(private readonly scope = 'global') {}
-    incr(key: string, cb: (err: Error | null, res?: IncrResult) => void, timeWindow: number) {
-      const k = `${redis.prefix}rl:${this.scope}:${key}`
-      redis.client
-        .multi()
-        .incr(k)
-        .pExpire(k, timeWindow, 'NX')
-        .pTTL(k)
-        .exec()
-        .then((replies) => {
-          const [current, , ttl] = replies as unknown as [number, number, number]
-          cb(null, { current: Number(current), ttl: Number(ttl) > 0 ? Number(ttl) : timeWindow })
-        })
-        .catch((err: Error) => cb(err))
-    }
-    child(routeOptions: { path: string; method?: string | string[] }) {
-      return new RedisRateLimitStore(`${routeOptions.method}:${routeOptions.path}`)
-    }
-  }
-}
-
 export async function registerRateLimit(app: FastifyInstance, opts: { window: number; max: number; redis?: RedisHandle }) {
   await app.register(rateLimit, {
     global: true,
@@ -38,7 +13,8 @@ export async function registerRateLimit(app: FastifyInstance, opts: { window: nu
     keyGenerator: (req) => req.ip,
     // A Redis outage must not take the API down with it.
     skipOnError: true,
-    ...(opts.redis ? { store: redisStoreClass(opts.redis) as never } : {}),
+    // The plugin's own Redis store (ioredis); the prefix keeps apps sharing one Redis apart.
+    ...(opts.redis ? { redis: opts.redis.client, nameSpace: `${opts.redis.prefix}rl:` } : {}),
     errorResponseBuilder: (_req, ctx) => ({
       statusCode: 429,
       code: 'TOO_MANY_REQUESTS',

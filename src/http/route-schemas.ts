@@ -1,6 +1,6 @@
 // Pieces every route module's schemas share.
-import { AppError } from '../errors.js'
-import { decodeCursor, encodeCursor, type Cursor } from '../events/repository.js'
+import { appError } from '../errors.js'
+import { decodeCursor, type Cursor } from '../db/paging.js'
 
 const errorRef = { $ref: 'Error#' } as const
 
@@ -14,13 +14,6 @@ export const callerSecurity: Array<Record<string, string[]>> = [{ bearerAuth: []
 export function cursorFrom(raw: string | undefined): Cursor | undefined {
   if (!raw) return undefined
   const cursor = decodeCursor(raw)
-  if (!cursor) throw new AppError(400, 'INVALID_CURSOR', 'cursor is not one this API returned')
+  if (!cursor) throw appError('INVALID_CURSOR')
   return cursor
-}
-
-/** Rows fetched with limit + 1: the page, and the cursor of its last row when more follow. */
-export function pageOf<T extends Cursor>(rows: T[], limit: number): { page: T[]; nextCursor: string | null } {
-  const page = rows.slice(0, limit)
-  const last = page[page.length - 1]
-  return { page, nextCursor: rows.length > limit && last ? encodeCursor(last) : null }
 }

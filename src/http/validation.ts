@@ -4,7 +4,7 @@ import { Ajv } from 'ajv'
 import addFormats from 'ajv-formats'
 import type { FastifyInstance } from 'fastify'
 import sjson from 'secure-json-parse'
-import { AppError } from '../errors.js'
+import { AppError, appError } from '../errors.js'
 
 /**
  * JSON bodies: an empty body with a JSON content type is no body (clients often send the header
@@ -58,7 +58,7 @@ export function nestingDepth(text: string): number {
 }
 
 export function tooDeepError(): AppError {
-  return new AppError(400, 'BODY_TOO_DEEP', `JSON may nest arrays and objects at most ${MAX_JSON_DEPTH} levels deep`)
+  return appError('BODY_TOO_DEEP', `JSON may nest arrays and objects at most ${MAX_JSON_DEPTH} levels deep`)
 }
 
 /**
@@ -85,7 +85,7 @@ export function hasNulCharacter(value: unknown): boolean {
 }
 
 export function nulError(): AppError {
-  return new AppError(400, 'INVALID_CHARACTER', 'Text may not contain the NUL character (U+0000)')
+  return appError('INVALID_CHARACTER')
 }
 
 export function installValidators(app: FastifyInstance, shared: ReadonlyArray<{ $id: string }>): void {

@@ -4,7 +4,8 @@
 // bmp.ts, png.ts for why).
 import { availableParallelism } from 'node:os'
 import sharp, { type Sharp } from 'sharp'
-import { AppError } from '../errors.js'
+import { AppError, appError } from '../errors.js'
+import { ERRORS } from '../error-codes.js'
 import { encodeIndexedBmp } from './bmp.js'
 import { ditherToPalette } from './dither.js'
 import { encodeIndexedPng } from './png.js'
@@ -29,7 +30,7 @@ const WHITE = { r: 255, g: 255, b: 255, alpha: 1 }
 /** The input is not an image sharp can decode (or is too large); callers map this to a 4xx or a failed job. */
 export class ImageInputError extends AppError {
   constructor(message: string) {
-    super(422, 'INVALID_IMAGE', message)
+    super(ERRORS.INVALID_IMAGE.status, 'INVALID_IMAGE', message)
     this.name = 'ImageInputError'
   }
 }
@@ -80,7 +81,7 @@ export async function renderForDisplay(input: Buffer, profile: DisplayProfile): 
     ['height', height],
   ] as const) {
     if (!Number.isInteger(v) || v < 1 || v > MAX_SIDE) {
-      throw new AppError(400, 'INVALID_DISPLAY_PROFILE', `display ${name} must be an integer from 1 to ${MAX_SIDE}, got ${v}`)
+      throw appError('INVALID_DISPLAY_PROFILE', `display ${name} must be an integer from 1 to ${MAX_SIDE}, got ${v}`)
     }
   }
   if (!Buffer.isBuffer(input) || input.length === 0) throw new ImageInputError('image is empty')

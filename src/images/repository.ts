@@ -1,12 +1,16 @@
-import { and, eq } from 'drizzle-orm'
+import { and, eq, sql } from 'drizzle-orm'
 import type { Executor } from '../db/client.js'
+import { device } from '../devices/tables.js'
 import { image, imageVariant } from './tables.js'
 
 export type ImageRow = typeof image.$inferSelect
 export type VariantRow = typeof imageVariant.$inferSelect
 
 export async function insertImage(db: Executor, row: typeof image.$inferInsert, variants: Array<typeof imageVariant.$inferInsert>): Promise<ImageRow> {
-  const [created] = await db.insert(image).values(row).returning()
+  // A job stores its image seconds or minutes after it looked its device up; a device deleted meanwhile leaves
+  // the image without one (as its deletion does to stored images) instead of failing the job.
+  const deviceId = row.deviceId ? sql`(select ${device.id} from ${device} where ${device.id} = ${row.deviceId})` : null
+  const [created] = await db.insert(image).values({ ...row, deviceId }).returning()
   if (variants.length) await db.insert(imageVariant).values(variants)
   return created as ImageRow
 }
@@ -27,8 +31,4 @@ export async function findVariant(db: Executor, imageId: string, format: string)
     .where(and(eq(imageVariant.imageId, imageId), eq(imageVariant.format, format)))
     .limit(1)
   return row
-}
-
-export async function detachImagesFromDevice(db: Executor, deviceId: string): Promise<void> {
-  await db.update(image).set({ deviceId: null }).where(eq(image.deviceId, deviceId))
 }

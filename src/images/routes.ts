@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type Static } from 'typebox'
 import type { Database } from '../db/client.js'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import type { ObjectStore } from '../storage/store.js'
 import { findImage, findVariant } from './repository.js'
 
@@ -32,12 +32,12 @@ export async function imageRoutes(app: FastifyInstance, opts: { db: Database; st
       const variant = image && format !== 'original' ? await findVariant(db, id, format) : undefined
       const key = format === 'original' ? image?.originalKey : variant?.key
       const sha = format === 'original' ? image?.sha256 : variant?.sha256
-      if (!image || !key || !sha) throw new AppError(404, 'IMAGE_NOT_FOUND', 'Image not found')
+      if (!image || !key || !sha) throw appError('IMAGE_NOT_FOUND')
       const etag = `"${sha}"`
       reply.header('etag', etag).header('cache-control', 'public, max-age=31536000, immutable')
       if (req.headers['if-none-match'] === etag) return reply.code(304).send()
       const obj = await storage.get(key)
-      if (!obj) throw new AppError(404, 'IMAGE_NOT_FOUND', 'Image not found')
+      if (!obj) throw appError('IMAGE_NOT_FOUND')
       return reply.type(obj.meta.contentType).header('content-length', obj.body.length).send(obj.body)
     },
   )

@@ -1,4 +1,5 @@
 import { index, integer, jsonb, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core'
+import { device } from '../devices/tables.js'
 
 /** An image: the original as generated or uploaded, and one row per converted variant. */
 export const image = pgTable(
@@ -6,7 +7,8 @@ export const image = pgTable(
   {
     id: text('id').primaryKey(),
     userId: text('user_id').notNull(),
-    deviceId: text('device_id'),
+    // Images belong to the user: a deleted device only stops being the one they were made for.
+    deviceId: text('device_id').references(() => device.id, { onDelete: 'set null' }),
     jobId: text('job_id'),
     source: text('source').$type<'generation' | 'upload' | 'demo'>().notNull(),
     originalKey: text('original_key').notNull(),

@@ -4,7 +4,7 @@
 import type { Auth } from '../auth/auth.js'
 import type { Caller } from '../auth/guard.js'
 import type { Database } from '../db/client.js'
-import { AppError } from '../errors.js'
+import { AppError, appError } from '../errors.js'
 import { findInvitationDetails, type InvitationDetails } from './repository.js'
 
 export type InvitationState = 'pending' | 'expired' | 'accepted' | 'rejected' | 'canceled' | 'unknown'
@@ -17,18 +17,18 @@ export function stateOf(inv: InvitationDetails, now = new Date()): InvitationSta
 /** Loads an invitation that can still be accepted, or throws the 4xx that says why not. */
 export async function pendingInvitation(db: Database, id: string): Promise<InvitationDetails> {
   const inv = await findInvitationDetails(db, id)
-  if (!inv) throw new AppError(404, 'INVITATION_NOT_FOUND', 'No such invitation')
+  if (!inv) throw appError('INVITATION_NOT_FOUND')
   const state = stateOf(inv)
-  if (state === 'expired') throw new AppError(410, 'INVITATION_EXPIRED', 'This invitation has expired; ask for a new one')
-  if (state !== 'pending') throw new AppError(409, 'INVITATION_NOT_PENDING', `This invitation was already ${state}`)
+  if (state === 'expired') throw appError('INVITATION_EXPIRED')
+  if (state !== 'pending') throw appError('INVITATION_NOT_PENDING', `This invitation was already ${state}`)
   return inv
 }
 
 export function checkRecipient(inv: InvitationDetails, who: Caller): void {
   if (inv.email.toLowerCase() !== who.user.email.toLowerCase()) {
-    throw new AppError(403, 'NOT_INVITATION_RECIPIENT', 'This invitation was sent to another e-mail address')
+    throw appError('NOT_INVITATION_RECIPIENT')
   }
-  if (!who.user.emailVerified) throw new AppError(403, 'EMAIL_NOT_VERIFIED', 'Verify your e-mail address before accepting the invitation')
+  if (!who.user.emailVerified) throw appError('EMAIL_NOT_VERIFIED')
 }
 
 export async function acceptInvitation(opts: { auth: Auth; db: Database; who: Caller; headers: Headers; invitationId: string }) {
@@ -36,13 +36,14 @@ export async function acceptInvitation(opts: { auth: Auth; db: Database; who: Ca
   checkRecipient(inv, opts.who)
   try {
     const { headers, response } = await opts.auth.api.acceptInvitation({ body: { invitationId: inv.id }, headers: opts.headers, returnHeaders: true })
-    if (!response?.member) throw new AppError(409, 'INVITATION_NOT_PENDING', 'The invitation could not be accepted')
+    if (!response?.member) throw appError('INVITATION_NOT_PENDING')
     return { invitation: inv, member: response.member, setCookies: headers.getSetCookie() }
   } catch (err) {
     if (err instanceof AppError) throw err
     const e = err as { statusCode?: number; status?: string; body?: { message?: string; code?: string }; message?: string }
     const status = typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : undefined
     if (!status) throw err
+    // Better Auth's own status and code pass through: they are not in the catalogue.
     throw new AppError(status, e.body?.code ?? 'INVITATION_NOT_ACCEPTED', e.body?.message ?? e.message ?? 'The invitation could not be accepted')
   }
 }

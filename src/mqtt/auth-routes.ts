@@ -12,7 +12,7 @@ import type { RedisHandle } from '../redis/client.js'
 import type { Auth } from '../auth/auth.js'
 import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 
 type Body = { clientid: string; username?: string; password?: string; topic?: string; action?: 'publish' | 'subscribe' }
 
@@ -25,7 +25,7 @@ function appGrants(redis: RedisHandle | undefined) {
   return {
     async remember(clientId: string, sessionId: string, expiresAt: Date) {
       const seconds = Math.max(1, Math.floor((expiresAt.getTime() - Date.now()) / 1000))
-      if (redis) await redis.client.set(key(clientId), sessionId, { expiration: { type: 'EX', value: seconds } })
+      if (redis) await redis.client.set(key(clientId), sessionId, 'EX', seconds)
       else {
         if (memory.size > 100_000) for (const [k, v] of memory) if (v.until <= Date.now()) memory.delete(k)
         memory.set(clientId, { sessionId, until: expiresAt.getTime() })
@@ -64,9 +64,9 @@ export async function mqttAuthRoutes(app: FastifyInstance, opts: { auth: Auth; d
     {
       // The hook secret is checked before the body is read, like every other credential.
       preParsing: async (req) => {
-        if (!secret) throw new AppError(503, 'MQTT_AUTH_DISABLED', 'Set MQTT_AUTH_SECRET to enable the external-broker hook')
+        if (!secret) throw appError('MQTT_AUTH_DISABLED')
         const given = (req.headers.authorization ?? '').replace(/^Bearer\s+/i, '')
-        if (!timingSafeEqual(digest(given), digest(secret))) throw new AppError(401, 'UNAUTHORIZED', 'Wrong or missing hook secret')
+        if (!timingSafeEqual(digest(given), digest(secret))) throw appError('UNAUTHORIZED', 'Wrong or missing hook secret')
       },
       schema: {
         tags: ['device module'],

@@ -10,9 +10,10 @@ import type { Database } from '../db/client.js'
 import { requireAccess, rolesOf } from '../devices/access.js'
 import { findDevice } from '../devices/repository.js'
 import { findUserById } from '../auth/users-repository.js'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import { StringEnum } from '../http/typebox.js'
 import { subscriptionBody } from './inputs.js'
+import type { Urgency } from './push-sender.js'
 import type { PushSubscriptionRow } from './repository.js'
 import type { Notifier } from './service.js'
 
@@ -174,7 +175,7 @@ export async function notificationRoutes(fastify: FastifyInstance, opts: { auth:
     async (req) => {
       const who = await caller(req)
       const { title, body, url, deviceId, userId, urgency, ttl } = req.body
-      if (deviceId && userId) throw new AppError(400, 'VALIDATION_ERROR', 'Give deviceId or userId, not both')
+      if (deviceId && userId) throw appError('VALIDATION_ERROR', 'Give deviceId or userId, not both')
       const isAdmin = rolesOf((await findUserById(db, who.userId))?.role ?? null).includes('admin')
       let target = who.userId
       if (deviceId) {
@@ -184,11 +185,11 @@ export async function notificationRoutes(fastify: FastifyInstance, opts: { auth:
           // Others reach only themselves: the device must be one they may see (404 otherwise, like
           // the device routes) and their own; an organization device of someone else is 403.
           const seen = await requireAccess(db, dev, who.userId, 'read')
-          if (seen.userId !== who.userId) throw new AppError(403, 'FORBIDDEN', "Only admins may notify another device's owner")
+          if (seen.userId !== who.userId) throw appError('FORBIDDEN', "Only admins may notify another device's owner")
         }
       } else if (userId && userId !== who.userId) {
-        if (!isAdmin) throw new AppError(403, 'FORBIDDEN', 'Only admins may notify other users')
-        if (!(await findUserById(db, userId))) throw new AppError(404, 'USER_NOT_FOUND', 'No such user')
+        if (!isAdmin) throw appError('FORBIDDEN', 'Only admins may notify other users')
+        if (!(await findUserById(db, userId))) throw appError('USER_NOT_FOUND', 'No such user')
         target = userId
       }
       return notifier.sendToUser(target, 'message', { title, body, url }, { urgency, ttl })

@@ -3,7 +3,7 @@
 // (app.notifier.notifyUser). Background notifications never throw into their caller.
 import { createHash } from 'node:crypto'
 import type { Database } from '../db/client.js'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import {
   deleteOwnSubscription,
   deleteSubscriptions,
@@ -62,16 +62,16 @@ export function validateSubscription(input: SubscriptionInput, endpointHosts: st
   try {
     url = new URL(input.endpoint)
   } catch {
-    throw new AppError(400, 'INVALID_SUBSCRIPTION', 'endpoint is not a URL')
+    throw appError('INVALID_SUBSCRIPTION', 'endpoint is not a URL')
   }
-  if (url.protocol !== 'https:') throw new AppError(400, 'INVALID_SUBSCRIPTION', 'endpoint must be an https URL')
-  if (url.username || url.password) throw new AppError(400, 'INVALID_SUBSCRIPTION', 'endpoint must not carry credentials')
+  if (url.protocol !== 'https:') throw appError('INVALID_SUBSCRIPTION', 'endpoint must be an https URL')
+  if (url.username || url.password) throw appError('INVALID_SUBSCRIPTION', 'endpoint must not carry credentials')
   // The service POSTs to this URL: only known push services, so a subscription cannot aim it at internal hosts.
-  if (!hostAllowed(url.hostname, endpointHosts)) throw new AppError(400, 'PUSH_SERVICE_NOT_ALLOWED', `push service ${url.hostname} is not an allowed push service`)
+  if (!hostAllowed(url.hostname, endpointHosts)) throw appError('PUSH_SERVICE_NOT_ALLOWED', `push service ${url.hostname} is not an allowed push service`)
   const key = base64urlBytes(input.keys.p256dh)
-  if (!key || key.length !== 65 || key[0] !== 0x04) throw new AppError(400, 'INVALID_SUBSCRIPTION', 'keys.p256dh must be an uncompressed P-256 public key (65 bytes, base64url)')
+  if (!key || key.length !== 65 || key[0] !== 0x04) throw appError('INVALID_SUBSCRIPTION', 'keys.p256dh must be an uncompressed P-256 public key (65 bytes, base64url)')
   const auth = base64urlBytes(input.keys.auth)
-  if (!auth || auth.length !== 16) throw new AppError(400, 'INVALID_SUBSCRIPTION', 'keys.auth must be a 16-byte secret (base64url)')
+  if (!auth || auth.length !== 16) throw appError('INVALID_SUBSCRIPTION', 'keys.auth must be a 16-byte secret (base64url)')
 }
 
 /** RFC 8030 §5.4: a topic replaces an undelivered message with the same topic; at most 32 base64url characters. */
@@ -90,7 +90,7 @@ export function createNotifier(deps: NotifierDeps) {
   async function sendToUser(userId: string, kind: NotificationKind, message: NotificationMessage, opts: SendOptions = {}): Promise<SendReport> {
     const payload = Buffer.from(JSON.stringify({ kind, title: message.title, body: message.body, url: message.url ?? null, sentAt: new Date().toISOString() }), 'utf8')
     if (payload.length > MAX_PUSH_PLAINTEXT) {
-      throw new AppError(413, 'PAYLOAD_TOO_LARGE', `The notification is ${payload.length} bytes as JSON; push services accept at most ${MAX_PUSH_PLAINTEXT} bytes before encryption`)
+      throw appError('PAYLOAD_TOO_LARGE', `The notification is ${payload.length} bytes as JSON; push services accept at most ${MAX_PUSH_PLAINTEXT} bytes before encryption`)
     }
     const subs = await listSubscriptions(db, userId)
     const results = await Promise.all(
@@ -146,7 +146,7 @@ export function createNotifier(deps: NotifierDeps) {
     },
     async unsubscribe(userId: string, by: { id?: string; endpoint?: string }): Promise<PushSubscriptionRow> {
       const row = await deleteOwnSubscription(db, userId, by)
-      if (!row) throw new AppError(404, 'SUBSCRIPTION_NOT_FOUND', 'No such subscription of yours')
+      if (!row) throw appError('SUBSCRIPTION_NOT_FOUND')
       return row
     },
     list: (userId: string) => listSubscriptions(db, userId),

@@ -1,6 +1,6 @@
-import { and, desc, eq, lt, or } from 'drizzle-orm'
+import { and, desc, eq } from 'drizzle-orm'
 import type { Executor } from '../db/client.js'
-import type { Cursor } from '../events/repository.js'
+import { olderThan, type Cursor } from '../db/paging.js'
 import { prompt } from './tables.js'
 
 export type PromptRow = typeof prompt.$inferSelect
@@ -17,15 +17,11 @@ export async function findPrompt(db: Executor, id: string): Promise<PromptRow | 
 
 /** Newest first; `cursor` is the last row of the previous page. */
 export async function listDevicePrompts(db: Executor, deviceId: string, limit: number, cursor?: Cursor): Promise<PromptRow[]> {
-  const after = cursor ? or(lt(prompt.createdAt, cursor.createdAt), and(eq(prompt.createdAt, cursor.createdAt), lt(prompt.id, cursor.id))) : undefined
+  const after = olderThan(prompt.createdAt, prompt.id, cursor)
   return db
     .select()
     .from(prompt)
     .where(and(eq(prompt.deviceId, deviceId), after))
     .orderBy(desc(prompt.createdAt), desc(prompt.id))
     .limit(limit)
-}
-
-export async function deleteDevicePrompts(db: Executor, deviceId: string): Promise<void> {
-  await db.delete(prompt).where(eq(prompt.deviceId, deviceId))
 }

@@ -1,4 +1,5 @@
-import { errorResponses as errors, callerSecurity as security, cursorFrom, pageOf } from '../http/route-schemas.js'
+import { errorResponses as errors, callerSecurity as security, cursorFrom } from '../http/route-schemas.js'
+import { pageOf } from '../db/paging.js'
 import { principalOf } from '../auth/route-auth.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'

@@ -4,7 +4,7 @@ import type { Database } from '../db/client.js'
 import { requireAccess } from '../devices/access.js'
 import { findDevice, type DeviceRow } from '../devices/repository.js'
 import type { DeviceLink } from '../devices/sessions.js'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import { findModel } from '../generation/models.js'
 import type { PromptInput } from './records.js'
 import { insertPrompt, type PromptRow } from './repository.js'
@@ -31,10 +31,10 @@ export function createPromptService(deps: { db: Database; link: DeviceLink; defa
   /** Everything that can refuse the prompt, checked; nothing stored yet. */
   async function prepare(userId: string, input: PromptInput): Promise<PromptDraft> {
     const template = input.template ? findTemplate(input.template) : undefined
-    if (input.template && !template) throw new AppError(400, 'UNKNOWN_TEMPLATE', `Unknown template ${input.template}`)
+    if (input.template && !template) throw appError('UNKNOWN_TEMPLATE', `Unknown template ${input.template}`)
     const dev = input.deviceId ? await requireAccess(db, await findDevice(db, input.deviceId), userId, 'manage') : undefined
     const model = input.model ?? dev?.selectedModel ?? deps.defaultModel
-    if (!findModel(model)) throw new AppError(400, 'UNKNOWN_MODEL', `Unknown model ${model}`)
+    if (!findModel(model)) throw appError('UNKNOWN_MODEL', `Unknown model ${model}`)
     const { width, height } = generationSize(dev, input.size)
     return {
       id: randomUUID(),

@@ -1,5 +1,6 @@
 import { index, integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 import { user } from '../db/schema.js'
+import { device } from '../devices/tables.js'
 
 export const prompt = pgTable(
   'prompt',
@@ -8,8 +9,8 @@ export const prompt = pgTable(
     userId: text('user_id')
       .notNull()
       .references(() => user.id, { onDelete: 'cascade' }),
-    // No foreign key: a prompt outlives its device in the user's history; device deletion removes its prompts explicitly.
-    deviceId: text('device_id'),
+    // A device's prompts are its history: they go with it.
+    deviceId: text('device_id').references(() => device.id, { onDelete: 'cascade' }),
     text: text('text').notNull(),
     negativeText: text('negative_text'),
     style: text('style'),

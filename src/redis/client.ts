@@ -1,13 +1,14 @@
 // The shared Redis connection, only created when REDIS_URL is set. Keys are namespaced with
 // REDIS_PREFIX so several services (or test runs) can share one Redis.
-// The client library is loaded only when Redis is configured.
-import type { RedisClientType, RedisDefaultModules } from 'redis'
+// ioredis, the library the aedes cluster parts need anyway: one Redis client for the whole app.
+// It is loaded only when Redis is configured.
+import type { Redis } from 'ioredis'
 
-export type RedisClient = RedisClientType<RedisDefaultModules, {}, {}, 3>
+export type RedisClient = Redis
 
 async function makeClient(url: string): Promise<RedisClient> {
-  const { createClient } = await import('redis')
-  return createClient({ url, socket: { reconnectStrategy: (retries: number) => Math.min(retries * 100, 2000) } })
+  const { Redis } = await import('ioredis')
+  return new Redis(url, { lazyConnect: true, retryStrategy: (times: number) => Math.min(times * 100, 2000) })
 }
 
 export type RedisHandle = {
@@ -25,7 +26,15 @@ export async function connectRedis(url: string, prefix: string): Promise<RedisHa
     client,
     prefix,
     async close() {
-      if (client.isOpen) await client.close()
+      if (client.status !== 'end') await client.quit().catch(() => client.disconnect())
     },
   }
+}
+
+/** The first command's result of a MULTI: ioredis gives [error, result] pairs, and null when the transaction was discarded. */
+export function firstReply(replies: Array<[Error | null, unknown]> | null): unknown {
+  const [first] = replies ?? []
+  if (!first) throw new Error('the Redis transaction was discarded')
+  if (first[0]) throw first[0]
+  return first[1]
 }

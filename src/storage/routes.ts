@@ -3,7 +3,7 @@
 // Registered only when the filesystem store is in use; S3 serves its own presigned URLs.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Type, type Static } from 'typebox'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import { verifyFileSignature } from './fs-store.js'
 import { assertSafeKey, type ObjectStore } from './store.js'
 
@@ -29,12 +29,12 @@ export async function fileRoutes(app: FastifyInstance, opts: { store: ObjectStor
   function checkedKey(req: FastifyRequest<FileRequest>, method: 'GET' | 'PUT'): string {
     const key = req.params['*']
     const { expires, sig } = req.query
-    if (expires * 1000 < Date.now()) throw new AppError(403, 'URL_EXPIRED', 'This link has expired')
-    if (!verifyFileSignature(secret, method, key, expires, sig)) throw new AppError(403, 'INVALID_SIGNATURE', 'The link signature does not match')
+    if (expires * 1000 < Date.now()) throw appError('URL_EXPIRED')
+    if (!verifyFileSignature(secret, method, key, expires, sig)) throw appError('INVALID_SIGNATURE')
     try {
       assertSafeKey(key)
     } catch {
-      throw new AppError(400, 'INVALID_KEY', 'Invalid object key')
+      throw appError('INVALID_KEY')
     }
     return key
   }
@@ -55,7 +55,7 @@ export async function fileRoutes(app: FastifyInstance, opts: { store: ObjectStor
     async (req, reply) => {
       const key = checkedKey(req, 'GET')
       const obj = await store.get(key)
-      if (!obj) throw new AppError(404, 'NOT_FOUND', 'No such object')
+      if (!obj) throw appError('NOT_FOUND', 'No such object')
       const ttl = Math.max(0, req.query.expires - Math.floor(Date.now() / 1000))
       reply
         .header('content-type', obj.meta.contentType)

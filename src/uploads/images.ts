@@ -2,7 +2,7 @@
 // re-encoded by sharp, so EXIF (GPS, camera serials), XMP and comments are gone and the EXIF
 // orientation is applied to the pixels instead.
 import sharp, { type Metadata } from 'sharp'
-import { AppError } from '../errors.js'
+import { AppError, appError } from '../errors.js'
 
 export const acceptedContentTypes = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'image/avif'] as const
 export type AcceptedContentType = (typeof acceptedContentTypes)[number]
@@ -33,10 +33,10 @@ function formatOf(meta: Metadata): UploadFormat | null {
 }
 
 const unsupported = () =>
-  new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Only PNG, JPEG, WebP, GIF and AVIF images are accepted (the type is read from the file itself)')
+  appError('UNSUPPORTED_MEDIA_TYPE')
 
 export async function cleanImage(input: Buffer): Promise<CleanImage> {
-  if (input.length === 0) throw new AppError(400, 'EMPTY_FILE', 'The file is empty')
+  if (input.length === 0) throw appError('EMPTY_FILE')
   let meta: Metadata
   try {
     // The header only (no pixels decoded), read without the limit so a too-large image is told
@@ -48,7 +48,7 @@ export async function cleanImage(input: Buffer): Promise<CleanImage> {
   const format = formatOf(meta)
   if (!format) throw unsupported()
   if ((meta.width ?? 0) * (meta.pageHeight ?? meta.height ?? 0) > MAX_PIXELS) {
-    throw new AppError(413, 'IMAGE_TOO_LARGE', `Images may have at most ${MAX_PIXELS} pixels`)
+    throw appError('IMAGE_TOO_LARGE', `Images may have at most ${MAX_PIXELS} pixels`)
   }
   const animated = (meta.pages ?? 1) > 1 && (format.ext === 'gif' || format.ext === 'webp')
   try {
@@ -79,6 +79,6 @@ export async function cleanImage(input: Buffer): Promise<CleanImage> {
   } catch (err) {
     if (err instanceof AppError) throw err
     // Recognised by its header but not decodable: a truncated or corrupt image.
-    throw new AppError(422, 'INVALID_IMAGE', 'The image could not be decoded')
+    throw appError('INVALID_IMAGE')
   }
 }

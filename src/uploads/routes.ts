@@ -8,7 +8,7 @@ import { Type } from 'typebox'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
 import { callerSecurity as security } from '../http/route-schemas.js'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import { acceptedContentTypes } from './images.js'
 import type { UploadSender } from './send.js'
 import { tooLarge, type UploadService } from './service.js'
@@ -67,7 +67,7 @@ export async function uploadRoutes(fastify: FastifyInstance, opts: { auth: Auth;
     },
     async (req, reply) => {
       const who = await caller(req)
-      if (!req.isMultipart()) throw new AppError(415, 'MULTIPART_REQUIRED', 'Send the file as multipart/form-data')
+      if (!req.isMultipart()) throw appError('MULTIPART_REQUIRED')
       const declared = Number(req.headers['content-length'] ?? 0)
       if (declared > maxBytes + FRAMING_SLACK) throw tooLarge(maxBytes)
       let file: Buffer | undefined
@@ -79,12 +79,12 @@ export async function uploadRoutes(fastify: FastifyInstance, opts: { auth: Auth;
       } catch (e) {
         const code = (e as { code?: string }).code
         if (code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge(maxBytes)
-        if (code === 'FST_FILES_LIMIT') throw new AppError(400, 'TOO_MANY_FILES', 'Send exactly one file')
-        if (code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT') throw new AppError(400, 'TOO_MANY_PARTS', 'Too many form fields')
-        if (e instanceof Error && /multipart|boundary|terminated early/i.test(e.message)) throw new AppError(400, 'INVALID_MULTIPART', 'Malformed multipart body')
+        if (code === 'FST_FILES_LIMIT') throw appError('TOO_MANY_FILES')
+        if (code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT') throw appError('TOO_MANY_PARTS')
+        if (e instanceof Error && /multipart|boundary|terminated early/i.test(e.message)) throw appError('INVALID_MULTIPART')
         throw e
       }
-      if (!file) throw new AppError(400, 'FILE_REQUIRED', 'The form has no file part')
+      if (!file) throw appError('FILE_REQUIRED')
       return reply.code(201).send(await uploads.storeImage(who.userId, file))
     },
   )

@@ -4,7 +4,7 @@ import type { Database } from '../db/client.js'
 import { requireAccess } from '../devices/access.js'
 import { findDevice } from '../devices/repository.js'
 import type { DeviceLink } from '../devices/sessions.js'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import { deliverImage, type ImageMessage } from '../images/delivery.js'
 import { storeImage } from '../images/pipeline.js'
 import type { DisplayProfile } from '../images/profiles.js'
@@ -18,7 +18,7 @@ export function createUploadSender(deps: { db: Database; storage: ObjectStore; l
     // Showing an image changes what the device displays: the owner or an organization admin only.
     const dev = await requireAccess(deps.db, await findDevice(deps.db, deviceId), userId, 'manage')
     const obj = ownsKey(userId, key) ? await deps.storage.get(key).catch(() => null) : null
-    if (!obj) throw new AppError(404, 'NOT_FOUND', 'No such upload of yours')
+    if (!obj) throw appError('NOT_FOUND', 'No such upload of yours')
     const profile = dev.display as DisplayProfile
     const stored = await storeImage({ db: deps.db, storage: deps.storage }, { userId, deviceId: dev.id, source: 'upload', original: obj.body, profile })
     const image = await deliverImage({ db: deps.db, link: deps.link, storage: deps.storage, baseUrl: deps.baseUrl }, dev.id, profile, stored, { userId })

@@ -2,7 +2,7 @@
 // Direct uploads (presigned PUT) land under incoming/<userId>/ and become uploads only after the
 // same checks, on completion.
 import { randomUUID } from 'node:crypto'
-import { AppError } from '../errors.js'
+import { appError } from '../errors.js'
 import type { ObjectStore } from '../storage/store.js'
 import { cleanImage, type AcceptedContentType } from './images.js'
 
@@ -35,7 +35,7 @@ export function createUploadService(opts: { store: ObjectStore; maxBytes: number
     storeImage,
 
     async urlFor(userId: string, key: string) {
-      if (!ownsKey(userId, key) || !(await store.head(key).catch(() => null))) throw new AppError(404, 'NOT_FOUND', 'No such upload of yours')
+      if (!ownsKey(userId, key) || !(await store.head(key).catch(() => null))) throw appError('NOT_FOUND', 'No such upload of yours')
       return { key, ...(await signedUrl(key)) }
     },
 
@@ -48,13 +48,13 @@ export function createUploadService(opts: { store: ObjectStore; maxBytes: number
 
     /** Checks a direct upload like a multipart one, stores the clean copy, and removes what the client sent. */
     async completeDirect(userId: string, key: string): Promise<UploadRecord> {
-      if (!ownsKey(userId, key, 'incoming')) throw new AppError(404, 'NOT_FOUND', 'No such direct upload of yours')
+      if (!ownsKey(userId, key, 'incoming')) throw appError('NOT_FOUND', 'No such direct upload of yours')
       const head = await store.head(key).catch(() => null)
-      if (!head) throw new AppError(404, 'NOT_FOUND', 'Nothing was uploaded to that key')
+      if (!head) throw appError('NOT_FOUND', 'Nothing was uploaded to that key')
       try {
         if (head.size > opts.maxBytes) throw tooLarge(opts.maxBytes)
         const obj = await store.get(key)
-        if (!obj) throw new AppError(404, 'NOT_FOUND', 'Nothing was uploaded to that key')
+        if (!obj) throw appError('NOT_FOUND', 'Nothing was uploaded to that key')
         return await storeImage(userId, obj.body)
       } finally {
         await store.delete(key)
@@ -64,7 +64,7 @@ export function createUploadService(opts: { store: ObjectStore; maxBytes: number
 }
 
 export function tooLarge(maxBytes: number) {
-  return new AppError(413, 'PAYLOAD_TOO_LARGE', `The file is larger than the upload limit of ${maxBytes} bytes`)
+  return appError('PAYLOAD_TOO_LARGE', `The file is larger than the upload limit of ${maxBytes} bytes`)
 }
 
 export type UploadService = ReturnType<typeof createUploadService>

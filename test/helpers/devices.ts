@@ -1,4 +1,5 @@
 // Pairs a device through the real HTTP flow, as a device and its owner would.
+import { DEFAULT_DISPLAY } from '../../src/images/profiles.js'
 import type { TestApp } from './app.js'
 
 export type PairedDevice = { deviceId: string; password: string; clientId: string; topics: Record<string, string>; mqttUrl: string }
@@ -17,7 +18,7 @@ async function post(url: string, body: unknown, token?: string) {
 /** Needs an app started with DEVICE_POLL_INTERVAL=0 (or polls slowly enough). */
 export async function pairDevice(svc: Pick<TestApp, 'url'>, token: string, opts: { name?: string; palette?: string; width?: number; height?: number; organizationId?: string } = {}): Promise<PairedDevice> {
   const init = await post(`${svc.url}/api/device/init`, {
-    display: { width: opts.width ?? 800, height: opts.height ?? 480, palette: opts.palette ?? 'bw' },
+    display: { width: opts.width ?? DEFAULT_DISPLAY.width, height: opts.height ?? DEFAULT_DISPLAY.height, palette: opts.palette ?? DEFAULT_DISPLAY.palette },
     model: 'test-frame',
     firmware: '1.0.0',
   })

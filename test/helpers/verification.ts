@@ -33,7 +33,7 @@ export async function expireVerifications(svc: TestApp): Promise<number> {
     for (const key of await redis.client.keys(redisPattern(svc))) {
       const raw = await redis.client.get(key)
       if (!raw) continue
-      await redis.client.set(key, JSON.stringify({ ...JSON.parse(raw), expiresAt: past.toISOString() }), { expiration: 'KEEPTTL' })
+      await redis.client.set(key, JSON.stringify({ ...JSON.parse(raw), expiresAt: past.toISOString() }), 'KEEPTTL')
     }
   }
   const rows = await svc.app.database.db.update(verification).set({ expiresAt: sql`${past.toISOString()}::timestamptz` }).returning({ id: verification.id })

@@ -1,0 +1,76 @@
+// Every code an AppError carries, with its HTTP status and default message: the one list a client
+// author reads. One object literal rather than per-domain files merged by spreading, because a code
+// defined twice is then a compile error instead of a silent override, and the shared codes
+// (UNAUTHORIZED, FORBIDDEN, NOT_FOUND, VALIDATION_ERROR…) have no owning domain.
+// A throw site may override the message when it carries details (a model id, a limit).
+
+export type ErrorSpec = { readonly status: number; readonly message: string }
+
+export const ERRORS = {
+  // Request shape, shared by every domain
+  VALIDATION_ERROR: { status: 400, message: 'The request is not valid' },
+  INVALID_JSON: { status: 400, message: 'Malformed JSON body' },
+  INVALID_VALUE: { status: 400, message: 'A value in the request is not acceptable' },
+  BODY_TOO_DEEP: { status: 400, message: 'JSON nests arrays and objects too deeply' },
+  INVALID_CHARACTER: { status: 400, message: 'Text may not contain the NUL character (U+0000)' },
+  INVALID_CURSOR: { status: 400, message: 'cursor is not one this API returned' },
+  UNAUTHORIZED: { status: 401, message: 'A valid session is required' },
+  FORBIDDEN: { status: 403, message: 'You may not do this' },
+  NOT_FOUND: { status: 404, message: 'Not found' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'The request is too large' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Only PNG, JPEG, WebP, GIF and AVIF images are accepted (the type is read from the file itself)' },
+  INTERNAL_ERROR: { status: 500, message: 'Internal server error' },
+
+  // Auth
+  INVALID_TOKEN: { status: 400, message: 'The token is neither a session token nor one signed by this service' },
+  FORBIDDEN_ORIGIN: { status: 403, message: 'Requests with a session cookie must come from this service or a trusted origin' },
+  USER_NOT_FOUND: { status: 404, message: 'User not found' },
+  RATE_LIMITED: { status: 429, message: 'This API key has made too many requests; try again later' },
+
+  // Devices and pairing
+  DEVICE_NOT_FOUND: { status: 404, message: 'Device not found' },
+  INVALID_CODE: { status: 404, message: 'No pending device matches this code' },
+  CODE_ALREADY_USED: { status: 409, message: 'This code has already been used' },
+  CODE_EXPIRED: { status: 410, message: 'This code has expired; restart pairing on the device' },
+  TOO_MANY_ATTEMPTS: { status: 429, message: 'Too many wrong codes, try again later' },
+  SLOW_DOWN: { status: 429, message: 'Poll less often' },
+  MQTT_AUTH_DISABLED: { status: 503, message: 'Set MQTT_AUTH_SECRET to enable the external-broker hook' },
+
+  // Prompts and generation
+  UNKNOWN_TEMPLATE: { status: 400, message: 'Unknown template' },
+  UNKNOWN_MODEL: { status: 400, message: 'Unknown model' },
+  PROVIDER_NOT_CONFIGURED: { status: 400, message: "The model's provider has no key configured" },
+  INSUFFICIENT_BALANCE: { status: 402, message: 'Your balance is too low for this model' },
+  PROMPT_NOT_FOUND: { status: 404, message: 'Prompt not found' },
+  JOB_NOT_FOUND: { status: 404, message: 'Generation job not found' },
+  JOB_FINISHED: { status: 409, message: 'The job has already finished' },
+
+  // Images, uploads and stored files
+  INVALID_DISPLAY_PROFILE: { status: 400, message: 'The display profile is not valid' },
+  EMPTY_FILE: { status: 400, message: 'The file is empty' },
+  TOO_MANY_FILES: { status: 400, message: 'Send exactly one file' },
+  TOO_MANY_PARTS: { status: 400, message: 'Too many form fields' },
+  INVALID_MULTIPART: { status: 400, message: 'Malformed multipart body' },
+  FILE_REQUIRED: { status: 400, message: 'The form has no file part' },
+  INVALID_KEY: { status: 400, message: 'Invalid object key' },
+  URL_EXPIRED: { status: 403, message: 'This link has expired' },
+  INVALID_SIGNATURE: { status: 403, message: 'The link signature does not match' },
+  IMAGE_NOT_FOUND: { status: 404, message: 'Image not found' },
+  IMAGE_TOO_LARGE: { status: 413, message: 'The image has too many pixels' },
+  MULTIPART_REQUIRED: { status: 415, message: 'Send the file as multipart/form-data' },
+  INVALID_IMAGE: { status: 422, message: 'The image could not be decoded' },
+
+  // Invitations
+  EMAIL_NOT_VERIFIED: { status: 403, message: 'Verify your e-mail address before accepting the invitation' },
+  NOT_INVITATION_RECIPIENT: { status: 403, message: 'This invitation was sent to another e-mail address' },
+  INVITATION_NOT_FOUND: { status: 404, message: 'No such invitation' },
+  INVITATION_NOT_PENDING: { status: 409, message: 'The invitation could not be accepted' },
+  INVITATION_EXPIRED: { status: 410, message: 'This invitation has expired; ask for a new one' },
+
+  // Push notifications
+  INVALID_SUBSCRIPTION: { status: 400, message: 'The push subscription is not valid' },
+  PUSH_SERVICE_NOT_ALLOWED: { status: 400, message: 'The push service is not an allowed push service' },
+  SUBSCRIPTION_NOT_FOUND: { status: 404, message: 'No such subscription of yours' },
+} as const satisfies Record<string, ErrorSpec>
+
+export type ErrorCode = keyof typeof ERRORS
