@@ -1,5 +1,5 @@
 // The typed client for companion apps: clients/openapi.json and clients/api-types.ts are what the
-// running service serves today, and the README's openapi-fetch example works against it (its
+// running service serves today, and the openapi-fetch example of docs/http-api.md works against it (its
 // types are checked by `npm run typecheck`, which includes this file).
 import { readFile } from 'node:fs/promises'
 import createClient from 'openapi-fetch'
@@ -45,10 +45,10 @@ t.test('the checked-in document and types match what the service serves', async 
   t.match(fresh.types, /"\/api\/device\/init": \{/)
 })
 
-t.test('the README shows the same typed-client code this file runs', async (t) => {
-  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8')
+t.test('docs/http-api.md shows the same typed-client code this file runs', async (t) => {
+  const readme = await readFile(new URL('../../docs/http-api.md', import.meta.url), 'utf8')
   const block = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('createClient<paths>'))
-  t.ok(block, 'the README has the example')
+  t.ok(block, 'docs/http-api.md has the example')
   const source = await readFile(new URL(import.meta.url), 'utf8')
   const snippet = source.slice(source.indexOf('// --- as in the ' + 'README ---'), source.indexOf('// --- ' + 'end ---'))
   const lines = (text: string) =>
@@ -59,7 +59,7 @@ t.test('the README shows the same typed-client code this file runs', async (t) =
   const readmeLines = new Set(lines(block ?? ''))
   const ours = lines(snippet.replaceAll('svc.url', "'http://localhost:3000'").replace("uniqueEmail('typed')", "'ada@example.com'"))
   t.ok(ours.length >= 8)
-  for (const line of ours) t.ok(readmeLines.has(line), `README has: ${line}`)
+  for (const line of ours) t.ok(readmeLines.has(line), `docs/http-api.md has: ${line}`)
 })
 
 t.test("the README's typed client: sign up, read the session, pair a device", async (t) => {
