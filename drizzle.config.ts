@@ -2,6 +2,17 @@ import { defineConfig } from 'drizzle-kit'
 
 export default defineConfig({
   dialect: 'postgresql',
-  schema: ['./src/db/schema.ts', './src/devices/tables.ts', './src/events/tables.ts', './src/prompts/tables.ts', './src/generation/tables.ts', './src/images/tables.ts', './src/credits/tables.ts', './src/settings/tables.ts', './src/notifications/tables.ts', './src/downlink/tables.ts'],
+  schema: [
+    './src/db/schema.ts',
+    './src/devices/tables.ts',
+    './src/events/tables.ts',
+    './src/prompts/tables.ts',
+    './src/generation/tables.ts',
+    './src/images/tables.ts',
+    './src/credits/tables.ts',
+    './src/settings/tables.ts',
+    './src/notifications/tables.ts',
+    './src/downlink/tables.ts',
+  ],
   out: './migrations',
 })

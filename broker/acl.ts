@@ -12,7 +12,7 @@
 // delivery instead; this broker checks once, at SUBSCRIBE).
 import { readFile } from 'node:fs/promises'
 
-export type Access = 'read' | 'write'
+type Access = 'read' | 'write'
 type Rule = { topic: string; read: boolean; write: boolean; deny: boolean }
 export type Acl = {
   allows(who: { clientId: string; username?: string }, access: Access, topicOrFilter: string): boolean
@@ -24,7 +24,12 @@ export class AclError extends Error {}
 const ACCESS = new Set(['read', 'write', 'readwrite', 'deny'])
 
 function rule(access: string, topic: string): Rule {
-  return { topic, read: access === 'read' || access === 'readwrite', write: access === 'write' || access === 'readwrite', deny: access === 'deny' }
+  return {
+    topic,
+    read: access === 'read' || access === 'readwrite',
+    write: access === 'write' || access === 'readwrite',
+    deny: access === 'deny',
+  }
 }
 
 export function parseAcl(text: string): Acl {

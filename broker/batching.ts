@@ -8,7 +8,10 @@ import DataLoader from 'dataloader'
  * while every slot is busy wait and go out together in the next batch, so batches grow with load
  * instead of queries piling up, and an idle broker still answers after one turn of the event loop.
  */
-export function batched<K, V>(fn: (keys: readonly K[]) => Promise<ReadonlyArray<V | Error>>, opts: { concurrency: number; maxBatchSize: number }): DataLoader<K, V> {
+export function batched<K, V>(
+  fn: (keys: readonly K[]) => Promise<ReadonlyArray<V | Error>>,
+  opts: { concurrency: number; maxBatchSize: number },
+): DataLoader<K, V> {
   let running = 0
   const waiting: Array<() => void> = []
   const release = () => {

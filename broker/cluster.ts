@@ -39,7 +39,10 @@ export function prefixedChannels(inner: MqEmitter, prefix: string): MqEmitter {
   // Each subscription's wrapper, to remove the same one later. aedes hands a new handler per
   // subscription (closing over its client), so entries go as soon as they are removed.
   const wrapped = new Map<Handler, Map<string, Handler[]>>()
-  const unprefixed = (packet: Packet): Packet => ({ ...packet, topic: packet.topic.startsWith(prefix) ? packet.topic.slice(prefix.length) : packet.topic })
+  const unprefixed = (packet: Packet): Packet => ({
+    ...packet,
+    topic: packet.topic.startsWith(prefix) ? packet.topic.slice(prefix.length) : packet.topic,
+  })
   return {
     state: inner.state,
     on(topic, fn, done) {

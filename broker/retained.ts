@@ -20,7 +20,10 @@ export class RetainedTree {
   /** Stores `packet` under its topic; an empty payload deletes the topic (MQTT-3.3.1-10). */
   store(packet: Packet): void {
     const levels = packet.topic.split('/')
-    if (packet.payload.length === 0) return this.#delete(this.#root, levels, 0)
+    if (packet.payload.length === 0) {
+      this.#delete(this.#root, levels, 0)
+      return
+    }
     let node = this.#root
     for (const level of levels) {
       node.children ??= new Map()

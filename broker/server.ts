@@ -66,7 +66,6 @@ type ConnInfo = { remoteAddress?: string }
 /** Set in preConnect, answered in authenticate (aedes sends a CONNACK return code only from there). */
 type RefuseReason = { code: 2; message: string }
 
-
 export async function createMqttServer(opts: {
   id: string
   limits: BrokerLimits

@@ -37,13 +37,13 @@ async function main() {
   }
   const users = new Map(values.user.map((u) => [u.slice(0, u.indexOf(':')), u.slice(u.indexOf(':') + 1)]))
   if (!values['allow-anonymous'] && users.size === 0) {
-    console.error('Give --allow-anonymous or at least one --user NAME:PASS\n\n' + help)
+    console.error(`Give --allow-anonymous or at least one --user NAME:PASS\n\n${help}`)
     process.exit(1)
   }
   const port = Number(values.port)
   const maxPacketSize = values['max-packet'] ? Number(values['max-packet']) : defaultLimits.maxPacketSize
   if (!Number.isInteger(port) || port < 0 || port > 65535 || !Number.isInteger(maxPacketSize) || maxPacketSize < 16) {
-    console.error('--port and --max-packet must be integers\n\n' + help)
+    console.error(`--port and --max-packet must be integers\n\n${help}`)
     process.exit(1)
   }
   let acl: Acl | undefined
@@ -90,7 +90,9 @@ async function main() {
     console.error(err.code === 'EADDRINUSE' ? `port ${port} is in use: choose another with --port` : String(err))
     process.exit(1)
   })
-  console.log(`MQTT 3.1.1 broker listening on mqtt://${values.host}:${bound}${values['allow-anonymous'] ? ' (anonymous allowed)' : ''}${acl ? ` with ${acl.rules} ACL rules` : ''}`)
+  console.log(
+    `MQTT 3.1.1 broker listening on mqtt://${values.host}:${bound}${values['allow-anonymous'] ? ' (anonymous allowed)' : ''}${acl ? ` with ${acl.rules} ACL rules` : ''}`,
+  )
   const stop = async () => {
     await server.close()
     process.exit(0)

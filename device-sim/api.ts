@@ -59,7 +59,10 @@ export class ServiceApi {
     try {
       res = await fetch(url, {
         method,
-        headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        headers: {
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
         body: body !== undefined ? JSON.stringify(body) : undefined,
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       })
@@ -73,11 +76,20 @@ export class ServiceApi {
     } catch {
       // Not our service (a proxy's HTML error page, another program on the port).
       if (!res.ok) throw new ApiError(res.status, 'NOT_JSON', `${method} ${path} answered ${res.status} without a JSON body`)
-      throw new ApiError(res.status, 'NOT_JSON', `${method} ${path} answered a body that is not JSON; is ${this.server} the display service?`)
+      throw new ApiError(
+        res.status,
+        'NOT_JSON',
+        `${method} ${path} answered a body that is not JSON; is ${this.server} the display service?`,
+      )
     }
     if (!res.ok) {
       const retry = Number(res.headers.get('retry-after'))
-      throw new ApiError(res.status, String(json.code ?? 'HTTP_ERROR'), String(json.message ?? res.statusText), Number.isFinite(retry) && retry >= 0 ? retry : undefined)
+      throw new ApiError(
+        res.status,
+        String(json.code ?? 'HTTP_ERROR'),
+        String(json.message ?? res.statusText),
+        Number.isFinite(retry) && retry >= 0 ? retry : undefined,
+      )
     }
     return json as T
   }

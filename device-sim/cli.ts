@@ -152,7 +152,11 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
   const profileName = values.profile ?? 'bw-800x480'
   let display
   try {
-    display = resolveProfile(profileName, { width: int('width', values.width, 8, 4096), height: int('height', values.height, 8, 4096), inline: values.inline })
+    display = resolveProfile(profileName, {
+      width: int('width', values.width, 8, 4096),
+      height: int('height', values.height, 8, 4096),
+      inline: values.inline,
+    })
   } catch (err) {
     throw new UsageError((err as Error).message)
   }
@@ -210,14 +214,18 @@ function problem(name: string, text: string) {
   process.stderr.write(`${dim(clock())} ${cyan(name)} ${red('problem'.padEnd(9))}${text}\n`)
 }
 
-async function printPairing(dev: SimDevice, p: { pinCode: string; verificationUriComplete: string; expiresAt: string; resumed: boolean }, opts: { qr: boolean; server: string }) {
+async function printPairing(
+  dev: SimDevice,
+  p: { pinCode: string; verificationUriComplete: string; expiresAt: string; resumed: boolean },
+  opts: { qr: boolean; server: string },
+) {
   const until = new Date(p.expiresAt).toTimeString().slice(0, 5)
   if (dev.opts.claimToken) return line(dev.name, 'pairing', `code ${bold(yellow(p.pinCode))}, claiming it with the token`)
   line(dev.name, 'pairing', `${p.resumed ? 'still waiting: ' : ''}code ${bold(yellow(p.pinCode))} (valid until ${until})`)
   process.stdout.write(`${INDENT}claim it: open ${p.verificationUriComplete}${opts.qr ? ' or scan:' : ''}\n`)
   if (opts.qr) {
     const qr = await QRCode.toString(p.verificationUriComplete, tty ? { type: 'terminal', small: true } : { type: 'utf8' })
-    process.stdout.write(qr.replace(/^/gm, INDENT) + '\n')
+    process.stdout.write(`${qr.replace(/^/gm, INDENT)}\n`)
   }
   process.stdout.write(
     `${INDENT}or with curl: curl -X POST ${opts.server.replace(/\/+$/, '')}/api/device/validate -H "authorization: Bearer $TOKEN" ` +
@@ -249,15 +257,24 @@ function attachPrinter(dev: SimDevice, opts: { quiet: boolean; qr: boolean; prev
   dev.on('resumed', ({ deviceId, statePath }) => say('resumed', `device ${deviceId} with the credentials in ${statePath}`))
   dev.on('connected', ({ url, sessionPresent }) => say('online', `${url} (${sessionPresent ? 'session resumed' : 'new session'})`))
   dev.on('disconnected', ({ reason }) => say('offline', reason))
-  dev.on('reconnecting', ({ attempt, delayMs, reason }) => say('retry', `${reason}; reconnecting in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt})`))
-  dev.on('revoked', ({ deviceId, returnCode }) => problemLine(`the broker refused device ${deviceId} (CONNACK ${returnCode}: ${returnCode === 5 ? 'credentials revoked' : 'unknown device or wrong secret'}); pairing again`))
+  dev.on('reconnecting', ({ attempt, delayMs, reason }) =>
+    say('retry', `${reason}; reconnecting in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt})`),
+  )
+  dev.on('revoked', ({ deviceId, returnCode }) =>
+    problemLine(
+      `the broker refused device ${deviceId} (CONNACK ${returnCode}: ${returnCode === 5 ? 'credentials revoked' : 'unknown device or wrong secret'}); pairing again`,
+    ),
+  )
   dev.on('prompt', (p) => say('prompt', `"${p.text}"${p.model ? dim(` (model ${p.model})`) : ''}`))
   dev.on('image', ({ message: m, file, bytes, refreshed }) => {
-    say(refreshed ? 'refreshed' : 'image', `${short(m.imageId)} ${m.format} ${m.width ? `${m.width}×${m.height} ` : ''}${bytes.length.toLocaleString('en')} bytes, sha256 ${green('ok')}${file ? ` → ${file}` : ''}`)
+    say(
+      refreshed ? 'refreshed' : 'image',
+      `${short(m.imageId)} ${m.format} ${m.width ? `${m.width}×${m.height} ` : ''}${bytes.length.toLocaleString('en')} bytes, sha256 ${green('ok')}${file ? ` → ${file}` : ''}`,
+    )
     if (opts.preview && !opts.quiet && !opts.fleet) {
       inOrder(async () => {
         try {
-          process.stdout.write((await renderPreview(bytes, { columns: 40, color: colour })).replace(/^/gm, INDENT) + '\n')
+          process.stdout.write(`${(await renderPreview(bytes, { columns: 40, color: colour })).replace(/^/gm, INDENT)}\n`)
         } catch (err) {
           problem(dev.name, `cannot draw a preview: ${(err as Error).message}`)
         }
@@ -266,16 +283,27 @@ function attachPrinter(dev: SimDevice, opts: { quiet: boolean; qr: boolean; prev
   })
   dev.on('image-failed', ({ message, error }) => problemLine(`image ${short(message.imageId)}: ${error}`))
   dev.on('config', ({ message: c, changed }) =>
-    say('config', `v${c.version}${changed ? '' : ' (unchanged)'} name "${c.name ?? ''}" model ${c.selectedModel ?? '–'} colour ${c.color ?? '–'} icon ${c.icon ?? '–'}`),
+    say(
+      'config',
+      `v${c.version}${changed ? '' : ' (unchanged)'} name "${c.name ?? ''}" model ${c.selectedModel ?? '–'} colour ${c.color ?? '–'} icon ${c.icon ?? '–'}`,
+    ),
   )
   dev.on('command', (c) => say('command', `${c.command}${c.args?.seconds ? ` ${c.args.seconds} s` : ''} ${dim(`(${short(c.commandId)})`)}`))
   dev.on('identify', ({ deviceId, name }) => {
-    if (!opts.quiet) inOrder(() => process.stdout.write(`${tty ? '\x07' : ''}${INDENT}${bold(yellow(`>>> IDENTIFY: this is "${name}" (${deviceId}) <<<`))}\n`))
+    if (!opts.quiet)
+      inOrder(() =>
+        process.stdout.write(`${tty ? '\x07' : ''}${INDENT}${bold(yellow(`>>> IDENTIFY: this is "${name}" (${deviceId}) <<<`))}\n`),
+      )
   })
   dev.on('sleeping', ({ seconds }) => say('sleep', `going to sleep for ${seconds} s`))
   dev.on('rebooting', ({ ms }) => say('reboot', `rebooting (back in ${(ms / 1000).toFixed(1)} s)`))
   dev.on('duplicate', ({ kind, id }) => say('duplicate', `${kind} ${short(id)} delivered again; ignored`))
-  dev.on('status', (s) => say('status', `battery ${s.battery}% firmware ${s.firmware} shown ${short(s.shownImageId)} config v${s.configVersion} ${dim(`(${s.reason})`)}`))
+  dev.on('status', (s) =>
+    say(
+      'status',
+      `battery ${s.battery}% firmware ${s.firmware} shown ${short(s.shownImageId)} config v${s.configVersion} ${dim(`(${s.reason})`)}`,
+    ),
+  )
   dev.on('battery-low', ({ battery }) => problemLine(`battery low: ${battery}%`))
   dev.on('warning', ({ message }) => problemLine(message))
 }
@@ -296,7 +324,8 @@ export function exitCodeFor(err: unknown): number {
 }
 
 function explain(err: unknown): string {
-  if (err instanceof UnreachableError) return `${err.message}: is the service running? Start it with \`npm start\`, or point --server at it.`
+  if (err instanceof UnreachableError)
+    return `${err.message}: is the service running? Start it with \`npm start\`, or point --server at it.`
   if (err instanceof ApiError) return `the service refused a request: ${err.message}`
   return (err as Error)?.message ?? String(err)
 }
@@ -319,7 +348,12 @@ async function runFleetCli(p: Parsed): Promise<number> {
     await fleet.stop()
   })
   const bar = new cliProgress.SingleBar(
-    { format: 'pairing and connecting [{bar}] {value}/{total} connected · {paired} paired · {errors} errors', noTTYOutput: true, notTTYSchedule: 5000, hideCursor: true },
+    {
+      format: 'pairing and connecting [{bar}] {value}/{total} connected · {paired} paired · {errors} errors',
+      noTTYOutput: true,
+      notTTYSchedule: 5000,
+      hideCursor: true,
+    },
     cliProgress.Presets.shades_classic,
   )
   bar.start(p.count, 0, { paired: 0, errors: 0 })

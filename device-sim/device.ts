@@ -49,11 +49,41 @@ export type SimDeviceOptions = {
 export type PairingInfo = PendingPairing & { resumed: boolean }
 /** Every downlink message carries `seq`, the service's per-device sequence number; acknowledging it tells the service it arrived. */
 type Numbered = { seq?: number }
-export type PromptMessage = Numbered & { promptId: string; text: string; negativeText?: string | null; style?: string | null; model?: string; createdAt?: string }
-export type ImageMessage = Numbered & { imageId: string; url: string; format: string; width: number; height: number; bytes: number; sha256: string; contentType: string; data?: string }
-export type ConfigMessage = Numbered & { version: number; name?: string; selectedModel?: string; color?: string; icon?: string; display?: DisplayProfile }
+export type PromptMessage = Numbered & {
+  promptId: string
+  text: string
+  negativeText?: string | null
+  style?: string | null
+  model?: string
+  createdAt?: string
+}
+export type ImageMessage = Numbered & {
+  imageId: string
+  url: string
+  format: string
+  width: number
+  height: number
+  bytes: number
+  sha256: string
+  contentType: string
+  data?: string
+}
+export type ConfigMessage = Numbered & {
+  version: number
+  name?: string
+  selectedModel?: string
+  color?: string
+  icon?: string
+  display?: DisplayProfile
+}
 export type CommandMessage = Numbered & { commandId: string; command: string; args?: { seconds?: number }; issuedAt?: string }
-export type StatusReport = { battery: number; firmware: string; shownImageId: string | null; configVersion: number; sessionPresent?: boolean }
+export type StatusReport = {
+  battery: number
+  firmware: string
+  shownImageId: string | null
+  configVersion: number
+  sessionPresent?: boolean
+}
 
 export type SimDeviceEvents = {
   /** A pairing code to show the user (a new one, or one resumed from the state file). */
@@ -88,7 +118,17 @@ export type SimDeviceEvents = {
   stopped: []
 }
 
-export type SimStats = { messages: number; prompts: number; images: number; configs: number; commands: number; duplicates: number; errors: number; reconnects: number; statusReports: number }
+export type SimStats = {
+  messages: number
+  prompts: number
+  images: number
+  configs: number
+  commands: number
+  duplicates: number
+  errors: number
+  reconnects: number
+  statusReports: number
+}
 
 /** Pairing expired or was denied `pairAttempts` times. */
 export class PairingFailedError extends Error {
@@ -118,12 +158,44 @@ const LOW_BATTERY = [15, 5]
 const sha256 = (buf: Buffer) => createHash('sha256').update(buf).digest('hex')
 const round1 = (n: number) => Math.round(n * 10) / 10
 
-const EXTENSIONS: Record<string, string> = { 'image/bmp': 'bmp', 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp', 'image/gif': 'gif' }
+const EXTENSIONS: Record<string, string> = {
+  'image/bmp': 'bmp',
+  'image/png': 'png',
+  'image/jpeg': 'jpg',
+  'image/webp': 'webp',
+  'image/gif': 'gif',
+}
 
 export class SimDevice extends EventEmitter<SimDeviceEvents> {
-  readonly opts: Required<Pick<SimDeviceOptions, 'transport' | 'statusIntervalMs' | 'drainPerHour' | 'drainPerImage' | 'reconnectMinMs' | 'reconnectMaxMs' | 'rebootMs' | 'subackTimeoutMs' | 'pairAttempts' | 'firmware' | 'model'>> & SimDeviceOptions
+  readonly opts: Required<
+    Pick<
+      SimDeviceOptions,
+      | 'transport'
+      | 'statusIntervalMs'
+      | 'drainPerHour'
+      | 'drainPerImage'
+      | 'reconnectMinMs'
+      | 'reconnectMaxMs'
+      | 'rebootMs'
+      | 'subackTimeoutMs'
+      | 'pairAttempts'
+      | 'firmware'
+      | 'model'
+    >
+  > &
+    SimDeviceOptions
   readonly api: ServiceApi
-  readonly stats: SimStats = { messages: 0, prompts: 0, images: 0, configs: 0, commands: 0, duplicates: 0, errors: 0, reconnects: 0, statusReports: 0 }
+  readonly stats: SimStats = {
+    messages: 0,
+    prompts: 0,
+    images: 0,
+    configs: 0,
+    commands: 0,
+    duplicates: 0,
+    errors: 0,
+    reconnects: 0,
+    statusReports: 0,
+  }
 
   private state?: SimState
   private client?: MqttClient
@@ -253,10 +325,14 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     const saved = await loadState(this.opts.statePath)
     const server = this.api.server
     if (saved && saved.server.replace(/\/+$/, '') !== server) {
-      this.emit('warning', { message: `state file ${this.opts.statePath} belongs to ${saved.server}; pairing with ${server} as a new device` })
+      this.emit('warning', {
+        message: `state file ${this.opts.statePath} belongs to ${saved.server}; pairing with ${server} as a new device`,
+      })
     } else if (saved) {
       if (saved.credentials && JSON.stringify(saved.display) !== JSON.stringify(this.opts.display)) {
-        this.emit('warning', { message: `keeping the paired display profile ${describe(saved.display)}; delete ${this.opts.statePath} to pair with ${describe(this.opts.display)}` })
+        this.emit('warning', {
+          message: `keeping the paired display profile ${describe(saved.display)}; delete ${this.opts.statePath} to pair with ${describe(this.opts.display)}`,
+        })
       }
       return saved.credentials ? saved : { ...saved, display: this.opts.display }
     }
@@ -477,7 +553,8 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
       client.once('close', () => {
         if (this.client === client) this.client = undefined
         this.stopTimers()
-        if (wasConnected) this.emit('disconnected', { reason: this.stopping ? 'stopped' : this.pendingAction ? this.pendingAction.kind : reason })
+        if (wasConnected)
+          this.emit('disconnected', { reason: this.stopping ? 'stopped' : this.pendingAction ? this.pendingAction.kind : reason })
         const action = this.pendingAction
         this.pendingAction = undefined
         resolve({ wasConnected, refused, reason, action })
@@ -680,7 +757,8 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
       return this.imageFailed(msg, `download failed: ${(err as Error).message}`)
     }
     const digest = sha256(bytes)
-    if (digest !== msg.sha256.toLowerCase()) return this.imageFailed(msg, `sha256 mismatch: got ${digest.slice(0, 12)}…, expected ${msg.sha256.slice(0, 12)}…`)
+    if (digest !== msg.sha256.toLowerCase())
+      return this.imageFailed(msg, `sha256 mismatch: got ${digest.slice(0, 12)}…, expected ${msg.sha256.slice(0, 12)}…`)
     let file: string | undefined
     if (this.opts.outDir) {
       await mkdir(this.opts.outDir, { recursive: true })
@@ -706,7 +784,8 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
   }
 
   private async onCommand(msg: CommandMessage) {
-    if (typeof msg.commandId !== 'string' || typeof msg.command !== 'string') return this.fail('a command message lacks commandId or command')
+    if (typeof msg.commandId !== 'string' || typeof msg.command !== 'string')
+      return this.fail('a command message lacks commandId or command')
     const state = this.state!
     if (state.seenCommands.includes(msg.commandId)) {
       this.stats.duplicates += 1
@@ -716,7 +795,8 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     await this.save()
     this.stats.commands += 1
     this.emit('command', msg)
-    const ack = (extra: Record<string, unknown> = {}) => this.sendAck({ seq: msg.seq, commandId: msg.commandId, command: msg.command, ok: true, ...extra })
+    const ack = (extra: Record<string, unknown> = {}) =>
+      this.sendAck({ seq: msg.seq, commandId: msg.commandId, command: msg.command, ok: true, ...extra })
     switch (msg.command) {
       case 'identify':
         this.emit('identify', { deviceId: state.credentials!.username, name: this.opts.name })
@@ -726,7 +806,19 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
         // Show the current image again: download it anew and check it, then report.
         const shown = state.image
         if (shown) {
-          await this.onImage({ imageId: shown.imageId, url: shown.url, sha256: shown.sha256, format: shown.format, contentType: contentTypeOf(shown.format), width: 0, height: 0, bytes: 0 }, true)
+          await this.onImage(
+            {
+              imageId: shown.imageId,
+              url: shown.url,
+              sha256: shown.sha256,
+              format: shown.format,
+              contentType: contentTypeOf(shown.format),
+              width: 0,
+              height: 0,
+              bytes: 0,
+            },
+            true,
+          )
         } else {
           await this.reportStatus('refresh')
         }
@@ -737,7 +829,13 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
       case 'sleep': {
         const seconds = msg.command === 'sleep' ? Number(msg.args?.seconds) : this.opts.rebootMs / 1000
         if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 86_400) {
-          await this.sendAck({ seq: msg.seq, commandId: msg.commandId, command: msg.command, ok: false, error: 'sleep needs args.seconds from 1 to 86400' })
+          await this.sendAck({
+            seq: msg.seq,
+            commandId: msg.commandId,
+            command: msg.command,
+            ok: false,
+            error: 'sleep needs args.seconds from 1 to 86400',
+          })
           return
         }
         // Acknowledge first and wait for the broker's PUBACK, then go away.

@@ -17,7 +17,17 @@ export type FleetOptions = Omit<SimDeviceOptions, 'name' | 'statePath' | 'outDir
   concurrency?: number
 }
 
-export type FleetStats = { total: number; paired: number; connected: number; messages: number; images: number; commands: number; duplicates: number; errors: number; reconnects: number }
+export type FleetStats = {
+  total: number
+  paired: number
+  connected: number
+  messages: number
+  images: number
+  commands: number
+  duplicates: number
+  errors: number
+  reconnects: number
+}
 
 export type FleetEvents = {
   /** After every pairing and every first connection. */
@@ -41,7 +51,12 @@ export class Fleet extends EventEmitter<FleetEvents> {
     const { count, name, stateDir, outDir, concurrency: _c, ...common } = opts
     this.devices = Array.from({ length: count }, (_, i) => {
       const deviceName = `${name}-${i + 1}`
-      const dev = new SimDevice({ ...common, name: deviceName, statePath: join(stateDir, `${deviceName}.json`), outDir: outDir ? join(outDir, deviceName) : undefined })
+      const dev = new SimDevice({
+        ...common,
+        name: deviceName,
+        statePath: join(stateDir, `${deviceName}.json`),
+        outDir: outDir ? join(outDir, deviceName) : undefined,
+      })
       const progress = () => this.emit('progress', this.stats())
       dev.on('paired', () => {
         this.paired.add(dev)
@@ -58,7 +73,17 @@ export class Fleet extends EventEmitter<FleetEvents> {
   }
 
   stats(): FleetStats {
-    const s: FleetStats = { total: this.devices.length, paired: this.paired.size, connected: 0, messages: 0, images: 0, commands: 0, duplicates: 0, errors: 0, reconnects: 0 }
+    const s: FleetStats = {
+      total: this.devices.length,
+      paired: this.paired.size,
+      connected: 0,
+      messages: 0,
+      images: 0,
+      commands: 0,
+      duplicates: 0,
+      errors: 0,
+      reconnects: 0,
+    }
     for (const d of this.devices) {
       if (d.connected) s.connected += 1
       s.messages += d.stats.messages

@@ -1,6 +1,16 @@
 // The simulator as a library, for tests and benchmarks that drive devices in-process.
 export { SimDevice, PairingFailedError, ClaimRefusedError } from './device.js'
-export type { SimDeviceOptions, SimDeviceEvents, SimStats, StatusReport, ImageMessage, CommandMessage, ConfigMessage, PromptMessage, PairingInfo } from './device.js'
+export type {
+  SimDeviceOptions,
+  SimDeviceEvents,
+  SimStats,
+  StatusReport,
+  ImageMessage,
+  CommandMessage,
+  ConfigMessage,
+  PromptMessage,
+  PairingInfo,
+} from './device.js'
 export { Fleet, runFleet } from './fleet.js'
 export type { FleetOptions, FleetStats } from './fleet.js'
 export { ServiceApi, ApiError, UnreachableError } from './api.js'

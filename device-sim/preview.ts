@@ -60,10 +60,13 @@ const RAMP = ' .:-=+*#%@'
 /** Renders `image` (PNG, JPEG, WebP or BMP bytes) as terminal text, one line per row. */
 export async function renderPreview(image: Buffer, opts: PreviewOptions = {}): Promise<string> {
   const columns = Math.max(8, Math.min(200, opts.columns ?? 40))
-  const input = image.toString('latin1', 0, 2) === 'BM' ? (() => {
-    const raw = decodeBmp(image)
-    return sharp(raw.data, { raw: { width: raw.width, height: raw.height, channels: raw.channels } })
-  })() : sharp(image)
+  const input =
+    image.toString('latin1', 0, 2) === 'BM'
+      ? (() => {
+          const raw = decodeBmp(image)
+          return sharp(raw.data, { raw: { width: raw.width, height: raw.height, channels: raw.channels } })
+        })()
+      : sharp(image)
   const meta = await input.clone().metadata()
   const aspect = (meta.height ?? 1) / (meta.width ?? 1)
   // A character cell is about twice as tall as wide: half blocks give two pixel rows per line.
@@ -87,7 +90,7 @@ export async function renderPreview(image: Buffer, opts: PreviewOptions = {}): P
         const [r2, g2, b2] = px(x, y + 1)
         line += `\x1b[38;2;${r1};${g1};${b1}m\x1b[48;2;${r2};${g2};${b2}m▀`
       }
-      lines.push(line + '\x1b[0m')
+      lines.push(`${line}\x1b[0m`)
     }
   } else {
     for (let y = 0; y < info.height; y++) {

@@ -14,7 +14,10 @@ export function resolveProfile(name: string, size: { width?: number; height?: nu
   const base = PROFILES[name] ?? Object.values(PROFILES).find((p) => p.palette === name)
   if (!base) throw new RangeError(`unknown profile "${name}" (choose ${PROFILE_NAMES.join(', ')})`)
   const profile: DisplayProfile = { ...base, width: size.width ?? base.width, height: size.height ?? base.height }
-  for (const [k, v] of [['width', profile.width], ['height', profile.height]] as const) {
+  for (const [k, v] of [
+    ['width', profile.width],
+    ['height', profile.height],
+  ] as const) {
     if (!Number.isInteger(v) || v < 8 || v > 4096) throw new RangeError(`${k} must be a whole number from 8 to 4096`)
   }
   if (size.inline) profile.inline = true

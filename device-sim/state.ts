@@ -1,7 +1,7 @@
 // The simulator's state file: the pairing in progress, the MQTT credentials once issued, and
 // what the device shows. Written atomically with mode 0600, because it holds the device secret.
 import { randomBytes } from 'node:crypto'
-import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { DisplayProfile } from './profiles.js'
 
@@ -26,7 +26,7 @@ export type PendingPairing = {
   interval: number
 }
 
-export type ShownImage = { imageId: string; url: string; sha256: string; format: string; file?: string }
+type ShownImage = { imageId: string; url: string; sha256: string; format: string; file?: string }
 
 export type SimState = {
   version: 1
@@ -85,17 +85,13 @@ export async function saveState(path: string, state: SimState): Promise<void> {
   try {
     await mkdir(dirname(path), { recursive: true, mode: 0o700 })
     const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
-    await writeFile(tmp, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 })
+    await writeFile(tmp, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 })
     // writeFile's mode applies only when it creates the file; a leftover temporary file keeps its own.
     await chmod(tmp, 0o600)
     await rename(tmp, path)
   } catch (err) {
     throw new StateFileError(`cannot write state file ${path}: ${(err as Error).message}`)
   }
-}
-
-export async function removeState(path: string): Promise<void> {
-  await rm(path, { force: true })
 }
 
 /** Keeps the last `max` ids. */

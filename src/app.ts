@@ -131,20 +131,35 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
 
   if (redis) {
     // Before anything reads what another node wrote (sessions, keys, images): same cluster, same everything.
-    const membership = await joinCluster({ redis, db: database.db, storage, authSecret: config.authSecret, refreshMs: config.mqtt.heartbeatMs })
+    const membership = await joinCluster({
+      redis,
+      db: database.db,
+      storage,
+      authSecret: config.authSecret,
+      refreshMs: config.mqtt.heartbeatMs,
+    })
     app.addHook('onClose', async () => membership.close())
   }
 
   const auth = createAuth({ config, db: database.db, mailer, redis, log: app.log })
   app.decorate('auth', auth)
-  const sessionCache = await createSessionCache({ ttlMs: config.sessionCacheTtlMs, redis, onError: (err) => app.log.warn({ err }, 'session cache') })
+  const sessionCache = await createSessionCache({
+    ttlMs: config.sessionCacheTtlMs,
+    redis,
+    onError: (err) => app.log.warn({ err }, 'session cache'),
+  })
   attachSessionCache(auth, sessionCache, database.db)
   app.decorate('sessionCache', sessionCache)
   app.addHook('onClose', async () => sessionCache.close())
   app.decorate('config', config)
 
   // Before any route: each declares who may call it, checked before its body is read.
-  installRouteAuth(app, { auth, db: database.db, docsPath: DOCS_PATH, allowedOrigins: new Set([new URL(config.baseUrl).origin, ...config.trustedOrigins]) })
+  installRouteAuth(app, {
+    auth,
+    db: database.db,
+    docsPath: DOCS_PATH,
+    allowedOrigins: new Set([new URL(config.baseUrl).origin, ...config.trustedOrigins]),
+  })
   // Before any route: the OpenAPI document is collected from routes as they are registered.
   await registerOpenApi(app, { auth })
 
@@ -156,7 +171,13 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   })
   await registerRateLimit(app, { window: config.rateLimit.window, max: config.rateLimit.max, redis })
 
-  await app.register(mountAuth, { auth, baseUrl: config.baseUrl, secret: config.authSecret, bodyLimit: config.bodyLimit, onAccountChange: () => sessionCache.clearAll() })
+  await app.register(mountAuth, {
+    auth,
+    baseUrl: config.baseUrl,
+    secret: config.authSecret,
+    bodyLimit: config.bodyLimit,
+    onAccountChange: () => sessionCache.clearAll(),
+  })
   await app.register(sessionRoutes, { auth, db: database.db })
 
   const notifications = await createNotifications({ config, db: database.db, log: app.log })
@@ -177,7 +198,14 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
     reported: async (id: string, report: { configVersion?: number; shownImageId?: string | null }) => outbox?.reported(id, report),
     resend: async (id: string, opts: ResendOptions) => (outbox ? outbox.resend(id, opts) : 0),
   }
-  const transport = await startBroker(app, { config, db: database.db, auth, redis, onPresence: notifications.notifier.onPresence, downlink })
+  const transport = await startBroker(app, {
+    config,
+    db: database.db,
+    auth,
+    redis,
+    onPresence: notifications.notifier.onPresence,
+    downlink,
+  })
   const link = (outbox = createOutbox({ db: database.db, transport, limits: config.downlink, log: app.log }))
   app.decorate('downlink', outbox)
   // Acknowledgements received before the broker closed are written before the database closes.
@@ -187,7 +215,11 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   app.decorate('deviceLink', link)
   const counters = redis ? redisCounters(redis) : memoryCounters()
   const devices = createDeviceService({ db: database.db, config, counters, link })
-  if (config.devices.autoApproveUserEmail) app.log.warn({ email: config.devices.autoApproveUserEmail }, 'DEVICE_AUTO_APPROVE_USER_EMAIL is set: every new device is claimed for this account (development only)')
+  if (config.devices.autoApproveUserEmail)
+    app.log.warn(
+      { email: config.devices.autoApproveUserEmail },
+      'DEVICE_AUTO_APPROVE_USER_EMAIL is set: every new device is claimed for this account (development only)',
+    )
   app.decorate('devices', devices)
   await app.register(deviceRoutes, { auth, db: database.db, devices })
   await app.register(downlinkRoutes, { auth, db: database.db })
@@ -195,7 +227,8 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   await app.register(mqttAuthRoutes, { auth, db: database.db, config, redis })
   await app.register(notificationRoutes, { auth, db: database.db, notifier: notifications.notifier })
   // The filesystem store's presigned links point here; S3 answers its own.
-  if (storage.kind === 'fs') await app.register(fileRoutes, { store: storage, secret: config.authSecret, maxBytes: config.uploads.maxBytes })
+  if (storage.kind === 'fs')
+    await app.register(fileRoutes, { store: storage, secret: config.authSecret, maxBytes: config.uploads.maxBytes })
   const uploads = createUploadService({ store: storage, maxBytes: config.uploads.maxBytes })
   const sendUpload = createUploadSender({ db: database.db, storage, link, baseUrl: config.baseUrl })
   await app.register(uploadRoutes, { auth, db: database.db, uploads, send: sendUpload, maxBytes: config.uploads.maxBytes })
@@ -215,7 +248,14 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
     balanceChanged: () => sessionCache.clearAll(),
   })
   app.decorate('generation', generation)
-  await app.register(generationRoutes, { auth, db: database.db, generation, baseUrl: config.baseUrl, providers: new Set(providers.keys()), balanceChanged: () => sessionCache.clearAll() })
+  await app.register(generationRoutes, {
+    auth,
+    db: database.db,
+    generation,
+    baseUrl: config.baseUrl,
+    providers: new Set(providers.keys()),
+    balanceChanged: () => sessionCache.clearAll(),
+  })
   await app.register(imageRoutes, { db: database.db, storage })
   await app.register(demoRoutes, { db: database.db, storage, baseUrl: config.baseUrl })
   // Unfinished jobs (from before a restart too) are picked up once the app is ready.
@@ -223,7 +263,9 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   producers.push(() => generation.close())
   // A revocation on any instance clears every instance's cache: each then closes the MQTT
   // connections of apps whose session it ended.
-  sessionCache.onClear(() => void app.broker?.revalidateApps().catch((err) => app.log.warn({ err }, 'could not revalidate companion app connections')))
+  sessionCache.onClear(
+    () => void app.broker?.revalidateApps().catch((err) => app.log.warn({ err }, 'could not revalidate companion app connections')),
+  )
   // Apps' sessions also end by expiry, which no request announces: checked with every sweep.
   startSweeper(app, [() => devices.sweep(), () => link.sweep(), async () => app.broker?.revalidateApps()], config.devices.sweepInterval)
   // Registered last, so it runs first of the onClose hooks (they run in reverse), once the HTTP

@@ -19,11 +19,12 @@ const csv = z
 const optionalUrl = z
   .string()
   .optional()
-  .transform((v) => (v && v.trim() ? v.trim() : undefined))
+  .transform((v) => (v?.trim() ? v.trim() : undefined))
   .pipe(z.string().url().optional())
 
 /** Browsers' push services (Chrome/FCM, Firefox, Edge/WNS, Safari). Endpoints elsewhere are refused. */
-const defaultPushHosts = 'fcm.googleapis.com,android.googleapis.com,updates.push.services.mozilla.com,.push.services.mozilla.com,.notify.windows.com,.push.apple.com'
+const defaultPushHosts =
+  'fcm.googleapis.com,android.googleapis.com,updates.push.services.mozilla.com,.push.services.mozilla.com,.notify.windows.com,.push.apple.com'
 
 /** An image provider's API base: http(s), blank means the default, kept without a trailing slash. */
 const providerBaseUrl = (fallback: string) =>
@@ -82,17 +83,29 @@ const envSchema = z.object({
   OPENAI_BASE_URL: providerBaseUrl('https://api.openai.com'),
   VAPID_PUBLIC_KEY: z.string().optional(),
   VAPID_PRIVATE_KEY: z.string().optional(),
-  VAPID_SUBJECT: z.string().regex(/^(mailto:|https:\/\/)\S+$/, 'VAPID_SUBJECT must be a mailto: address or an https: URL').optional(),
+  VAPID_SUBJECT: z
+    .string()
+    .regex(/^(mailto:|https:\/\/)\S+$/, 'VAPID_SUBJECT must be a mailto: address or an https: URL')
+    .optional(),
   PUSH_ENDPOINT_HOSTS: z.string().default(defaultPushHosts),
   PUSH_CA_FILE: z.string().optional(),
   PUSH_TTL: z.coerce.number().int().min(0).max(2419200).default(86400),
   PUSH_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(4),
   PUSH_MAX_RETRY_WAIT: z.coerce.number().int().min(0).max(300).default(30),
   PUSH_PRESENCE_WINDOW: z.coerce.number().min(0).max(3600).default(10),
-  UPLOAD_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+  UPLOAD_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 * 1024 * 1024)
+    .default(10 * 1024 * 1024),
   LOG_LEVEL: z.enum(logLevels).default('info'),
   SESSION_CACHE_TTL_MS: z.coerce.number().int().min(0).max(300_000).default(30_000),
-  BODY_LIMIT: z.coerce.number().int().positive().default(1024 * 1024),
+  BODY_LIMIT: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024),
   RATE_LIMIT_WINDOW: z.coerce.number().int().positive().default(60),
   RATE_LIMIT_MAX: z.coerce.number().int().positive().default(200),
   RATE_LIMIT_AUTH_WINDOW: z.coerce.number().int().positive().default(60),
@@ -108,7 +121,10 @@ const envSchema = z.object({
   DEVICE_CODE_TTL: z.coerce.number().int().min(30).max(86400).default(3600),
   DEVICE_POLL_INTERVAL: z.coerce.number().int().min(0).max(60).default(5),
   DEVICE_SWEEP_INTERVAL: z.coerce.number().int().min(1).default(60),
-  DEVICE_AUTO_APPROVE_USER_EMAIL: z.preprocess((v) => (typeof v === 'string' && !v.trim() ? undefined : v), z.string().trim().email().optional()),
+  DEVICE_AUTO_APPROVE_USER_EMAIL: z.preprocess(
+    (v) => (typeof v === 'string' && !v.trim() ? undefined : v),
+    z.string().trim().email().optional(),
+  ),
   NODE_ENV: z.string().optional(),
   MQTT_PUBLIC_URL: optionalUrl,
   MQTT_EXTERNAL_USERNAME: z.string().optional(),
@@ -118,8 +134,16 @@ const envSchema = z.object({
   MQTT_TLS_PORT: port(8883),
   MQTT_TLS_CERT: z.string().optional(),
   MQTT_TLS_KEY: z.string().optional(),
-  MQTT_BROKER_ID: z.string().regex(/^[\w.-]{1,64}$/).optional(),
-  MQTT_MAX_PACKET_SIZE: z.coerce.number().int().min(1024).max(256 * 1024 * 1024).default(256 * 1024),
+  MQTT_BROKER_ID: z
+    .string()
+    .regex(/^[\w.-]{1,64}$/)
+    .optional(),
+  MQTT_MAX_PACKET_SIZE: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(256 * 1024 * 1024)
+    .default(256 * 1024),
   MQTT_CONNECT_RATE: z.coerce.number().int().min(0).default(50),
   MQTT_KEEPALIVE_MAX: z.coerce.number().int().min(0).max(65535).default(3600),
   MQTT_QUEUE_LIMIT: z.coerce.number().int().min(1).default(100),
@@ -129,7 +153,11 @@ const envSchema = z.object({
   MQTT_INBOUND_BURST: z.coerce.number().int().min(1).default(200),
   MQTT_HEARTBEAT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
   DOWNLINK_MAX_PER_DEVICE: z.coerce.number().int().min(1).max(100_000).default(1000),
-  DOWNLINK_MAX_AGE: z.coerce.number().int().min(60).default(7 * 86400),
+  DOWNLINK_MAX_AGE: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .default(7 * 86400),
   DOWNLINK_KEEP_DELIVERED: z.coerce.number().int().min(0).default(3600),
   PASSKEY_RP_NAME: z.string().default('Display Pairing'),
 })
@@ -175,7 +203,7 @@ function persistentValue(dataDir: string, name: string, make: () => string): str
   if (existsSync(file)) return readFileSync(file, 'utf8').trim()
   mkdirSync(dataDir, { recursive: true })
   const value = make()
-  writeFileSync(file, value + '\n', { mode: 0o600, flag: 'wx' })
+  writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' })
   return value
 }
 
@@ -217,7 +245,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (e.DEVICE_AUTO_APPROVE_USER_EMAIL && e.NODE_ENV === 'production') {
     // It hands every device that asks to one account: never on a real deployment.
-    throw new ConfigError('Invalid configuration:\n  DEVICE_AUTO_APPROVE_USER_EMAIL is for development only and is refused when NODE_ENV=production')
+    throw new ConfigError(
+      'Invalid configuration:\n  DEVICE_AUTO_APPROVE_USER_EMAIL is for development only and is refused when NODE_ENV=production',
+    )
   }
   return {
     port: e.PORT,
@@ -265,7 +295,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       /** VAPID subject (mailto: or https:) also used with generated keys. */
       subject: e.VAPID_SUBJECT ?? `mailto:admin@${publicHost}`,
       /** Allowed push-service hosts: exact names, '.suffix' for subdomains, '*' for any https host. */
-      endpointHosts: e.PUSH_ENDPOINT_HOSTS.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+      endpointHosts: e.PUSH_ENDPOINT_HOSTS.split(',')
+        .map((h) => h.trim().toLowerCase())
+        .filter(Boolean),
       /** PEM file of extra CAs trusted for push services (a private push service, or tests). */
       caFile: e.PUSH_CA_FILE,
       /** Seconds a push service keeps an undelivered message. */
@@ -306,7 +338,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       mqttPublicUrl: e.MQTT_PUBLIC_URL ?? `mqtt://${new URL(baseUrl).hostname}:${e.MQTT_PORT}`,
     },
     mqtt: {
-      external: e.MQTT_EXTERNAL_URL ? { url: e.MQTT_EXTERNAL_URL, username: e.MQTT_EXTERNAL_USERNAME, password: e.MQTT_EXTERNAL_PASSWORD } : undefined,
+      external: e.MQTT_EXTERNAL_URL
+        ? { url: e.MQTT_EXTERNAL_URL, username: e.MQTT_EXTERNAL_USERNAME, password: e.MQTT_EXTERNAL_PASSWORD }
+        : undefined,
       /** Shared secret an external broker sends to POST /api/device/mqtt-auth. */
       authSecret: e.MQTT_AUTH_SECRET,
       offlineQueueLimit: e.MQTT_OFFLINE_QUEUE_LIMIT,
@@ -329,6 +363,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       },
     },
     /** The durable downlink's bound per device (src/downlink). */
-    downlink: { maxPerDevice: e.DOWNLINK_MAX_PER_DEVICE, maxAgeMs: e.DOWNLINK_MAX_AGE * 1000, keepDeliveredMs: e.DOWNLINK_KEEP_DELIVERED * 1000 },
+    downlink: {
+      maxPerDevice: e.DOWNLINK_MAX_PER_DEVICE,
+      maxAgeMs: e.DOWNLINK_MAX_AGE * 1000,
+      keepDeliveredMs: e.DOWNLINK_KEEP_DELIVERED * 1000,
+    },
   }
 }

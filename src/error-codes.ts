@@ -18,7 +18,10 @@ export const ERRORS = {
   FORBIDDEN: { status: 403, message: 'You may not do this' },
   NOT_FOUND: { status: 404, message: 'Not found' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request is too large' },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Only PNG, JPEG, WebP, GIF and AVIF images are accepted (the type is read from the file itself)' },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    message: 'Only PNG, JPEG, WebP, GIF and AVIF images are accepted (the type is read from the file itself)',
+  },
   INTERNAL_ERROR: { status: 500, message: 'Internal server error' },
 
   // Auth

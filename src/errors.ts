@@ -80,7 +80,8 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     const mapped = err.code ? fastifyCodes[err.code] : undefined
     if (mapped) return reply.code(mapped[0]).send({ message: err.message, code: mapped[1] })
-    if (err instanceof SyntaxError) return reply.code(ERRORS.INVALID_JSON.status).send({ message: ERRORS.INVALID_JSON.message, code: 'INVALID_JSON' })
+    if (err instanceof SyntaxError)
+      return reply.code(ERRORS.INVALID_JSON.status).send({ message: ERRORS.INVALID_JSON.message, code: 'INVALID_JSON' })
     if (isRefusedValue(err)) {
       // Validation should have caught it; the log says where it did not.
       req.log.warn({ err }, 'the database refused a value from the request')

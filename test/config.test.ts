@@ -111,7 +111,14 @@ t.test('other invalid values name their variable', async (t) => {
   }
   t.match(message, /PORT/)
   t.match(message, /LOG_LEVEL/)
-  const c = loadConfig({ ...base, BODY_LIMIT: '2048', RATE_LIMIT_MAX: '7', RATE_LIMIT_WINDOW: '9', RATE_LIMIT_AUTH_MAX: '2', RATE_LIMIT_AUTH_WINDOW: '30' })
+  const c = loadConfig({
+    ...base,
+    BODY_LIMIT: '2048',
+    RATE_LIMIT_MAX: '7',
+    RATE_LIMIT_WINDOW: '9',
+    RATE_LIMIT_AUTH_MAX: '2',
+    RATE_LIMIT_AUTH_WINDOW: '30',
+  })
   t.equal(c.bodyLimit, 2048)
   t.same(c.rateLimit, { window: 9, max: 7, authWindow: 30, authMax: 2 })
 })
@@ -174,7 +181,10 @@ t.test('VAPID keys must be set as a pair', async (t) => {
     privateKey: 'priv',
     subject: 'mailto:admin@localhost',
   })
-  t.same(loadConfig({ ...base, VAPID_PUBLIC_KEY: 'pub', VAPID_PRIVATE_KEY: 'priv', VAPID_SUBJECT: 'mailto:ops@example.com' }).vapid?.subject, 'mailto:ops@example.com')
+  t.same(
+    loadConfig({ ...base, VAPID_PUBLIC_KEY: 'pub', VAPID_PRIVATE_KEY: 'priv', VAPID_SUBJECT: 'mailto:ops@example.com' }).vapid?.subject,
+    'mailto:ops@example.com',
+  )
   t.equal(loadConfig({ ...base, VAPID_SUBJECT: 'mailto:ops@example.com' }).vapid, undefined, 'a subject alone enables nothing')
 })
 
@@ -196,7 +206,13 @@ t.test('optional services: social providers, S3, SMTP', async (t) => {
   t.same(c.social.google, { clientId: 'gid', clientSecret: 'gsecret' })
   t.equal(c.social.github, undefined, 'a provider needs both id and secret')
   t.same(c.social.apple, { clientId: 'aid', clientSecret: 'asecret', appBundleIdentifier: 'com.example.app' })
-  t.same(c.s3, { endpoint: 'http://127.0.0.1:9000', bucket: 'uploads', region: 'us-east-1', accessKeyId: undefined, secretAccessKey: undefined })
+  t.same(c.s3, {
+    endpoint: 'http://127.0.0.1:9000',
+    bucket: 'uploads',
+    region: 'us-east-1',
+    accessKeyId: undefined,
+    secretAccessKey: undefined,
+  })
   t.equal(c.smtpUrl, 'smtp://127.0.0.1:2525')
   expectConfigError(t, { ...base, SMTP_URL: 'not-a-url' }, /SMTP_URL/)
 })

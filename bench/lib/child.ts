@@ -9,11 +9,19 @@ export type Child = {
   stop(opts?: { graceful?: boolean }): Promise<void>
 }
 
-export async function startChild(file: string, opts: { env?: Record<string, string | undefined>; execArgv?: string[]; readyTimeoutMs?: number } = {}): Promise<Child> {
+export async function startChild(
+  file: string,
+  opts: { env?: Record<string, string | undefined>; execArgv?: string[]; readyTimeoutMs?: number } = {},
+): Promise<Child> {
   const proc: ChildProcess = fork(file, [], {
     env: opts.env ?? process.env,
     // BENCH_CPU_PROF=DIR: V8 CPU profiles of our server (open them in Chrome DevTools).
-    execArgv: ['--import', 'tsx', ...(opts.execArgv ?? []), ...(process.env.BENCH_CPU_PROF && file.endsWith('ours.ts') ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])],
+    execArgv: [
+      '--import',
+      'tsx',
+      ...(opts.execArgv ?? []),
+      ...(process.env.BENCH_CPU_PROF && file.endsWith('ours.ts') ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+    ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>()

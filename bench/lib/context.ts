@@ -28,7 +28,11 @@ export type Scenario = {
 }
 
 /** The rounds alternate sides: ours, peer, ours, peer … */
-export async function alternate(rounds: number, ours: (round: number) => Promise<void>, peer: ((round: number) => Promise<void>) | null): Promise<void> {
+export async function alternate(
+  rounds: number,
+  ours: (round: number) => Promise<void>,
+  peer: ((round: number) => Promise<void>) | null,
+): Promise<void> {
   for (let i = 0; i < rounds; i++) {
     await ours(i)
     if (peer) await peer(i)

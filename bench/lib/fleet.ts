@@ -6,11 +6,18 @@ import type { Cred } from './ours.js'
 const WORKER = fileURLToPath(new URL('./fleet-worker.ts', import.meta.url))
 
 export type ConnectResult = { connected: number; failed: number; codes: Record<string, number>; start: number; end: number }
-export type WaitResult = { received: number; duplicates: number; lastAt: number; p50: number; p99: number; max: number }
+type WaitResult = { received: number; duplicates: number; lastAt: number; p50: number; p99: number; max: number }
 
 export type Fleet = {
   pid: number
-  connect(opts: { port: number; creds: Cred[]; clean: boolean; subscribe: string[] | null; concurrency: number; localAddresses?: string[] }): Promise<ConnectResult>
+  connect(opts: {
+    port: number
+    creds: Cred[]
+    clean: boolean
+    subscribe: string[] | null
+    concurrency: number
+    localAddresses?: string[]
+  }): Promise<ConnectResult>
   expect(total: number): Promise<void>
   wait(timeoutMs: number): Promise<WaitResult>
   disconnect(polite: boolean): Promise<number>

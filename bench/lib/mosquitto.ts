@@ -3,13 +3,13 @@
 // each device what our broker gives it: read its own devices/{id}/... topics and fleet/cmd,
 // write only devices/{id}/up/...; the service account reads and writes everything.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { chmodSync, existsSync, writeFileSync } from 'node:fs'
+import { chmodSync, writeFileSync } from 'node:fs'
 import { userInfo } from 'node:os'
 import { join } from 'node:path'
 import { connect as tcpConnect } from 'node:net'
 import { freePort } from './ports.js'
 
-export const MOSQUITTO = '/usr/sbin/mosquitto'
+const MOSQUITTO = '/usr/sbin/mosquitto'
 export const SERVICE_USER = 'bench-service'
 export const SERVICE_PASSWORD = 'bench-service-password'
 
@@ -24,15 +24,13 @@ export function mosquittoVersion(): string {
   }
 }
 
-export const mosquittoAvailable = () => existsSync(MOSQUITTO)
-
 /** Writes the hashed password file and the ACL for `creds` into `dir` (once per credential set). */
 export function writeMosquittoAuth(dir: string, creds: Array<{ id: string; secret: string }>): { passwordFile: string; aclFile: string } {
   const passwordFile = join(dir, 'mosquitto.passwd')
   const aclFile = join(dir, 'mosquitto.acl')
   const lines = creds.map((c) => `${c.id}:${c.secret}`)
   lines.push(`${SERVICE_USER}:${SERVICE_PASSWORD}`)
-  writeFileSync(passwordFile, lines.join('\n') + '\n', { mode: 0o644 })
+  writeFileSync(passwordFile, `${lines.join('\n')}\n`, { mode: 0o644 })
   execFileSync('/usr/bin/mosquitto_passwd', ['-U', passwordFile])
   chmodSync(passwordFile, 0o644)
   writeFileSync(

@@ -1,7 +1,7 @@
 // Starts our service (bench/servers/ours.ts) in a child process on loopback with a temporary
 // DATA_DIR: embedded defaults (PGlite, in-process broker) unless a database or Redis URL is given.
 import { randomBytes, randomUUID } from 'node:crypto'
-import { cpSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
@@ -62,22 +62,6 @@ export async function startOurs(opts: OursOptions): Promise<Ours> {
     mqttPort: child.ready.mqttPort as number,
     dataDir: opts.dataDir,
   })
-}
-
-/** A data folder with `creds` already stored as devices, made once and copied per round. */
-export async function seededDataDir(workDir: string, name: string, creds: Cred[]): Promise<string> {
-  const dir = mkdtempSync(join(workDir, `${name}-`))
-  const file = writeCreds(workDir, `${name}-creds`, creds)
-  const ours = await startOurs({ dataDir: dir })
-  await ours.call('seed', { file }, 600_000)
-  await ours.stop({ graceful: true })
-  return dir
-}
-
-export function copyDataDir(template: string, workDir: string, name: string): string {
-  const dir = mkdtempSync(join(workDir, `${name}-`))
-  cpSync(template, dir, { recursive: true })
-  return dir
 }
 
 /** A fresh PostgreSQL database on the server of `baseUrl`; drop() removes it. */

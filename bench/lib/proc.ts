@@ -27,14 +27,3 @@ export function selfCpuSeconds(): number {
   const u = process.cpuUsage()
   return (u.user + u.system) / 1e6
 }
-
-/** Measures CPU seconds used by `pids` (and this process, when `self`) while `fn` runs. */
-export async function withCpu<T>(pids: number[], fn: () => Promise<T>): Promise<{ result: T; cpu: number[]; self: number; wallSeconds: number }> {
-  const before = pids.map(cpuSeconds)
-  const self0 = selfCpuSeconds()
-  const t0 = performance.now()
-  const result = await fn()
-  const wallSeconds = (performance.now() - t0) / 1000
-  const cpu = pids.map((p, i) => cpuSeconds(p) - before[i]!)
-  return { result, cpu, self: selfCpuSeconds() - self0, wallSeconds }
-}

@@ -59,7 +59,16 @@ export class RawDevice {
         resolve((p as { returnCode?: number }).returnCode ?? 0)
       }
       socket.write(
-        mqttPacket.generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clientId: o.clientId, clean: o.clean, keepalive: o.keepalive, username: o.username, password: Buffer.from(o.password) }),
+        mqttPacket.generate({
+          cmd: 'connect',
+          protocolId: 'MQTT',
+          protocolVersion: 4,
+          clientId: o.clientId,
+          clean: o.clean,
+          keepalive: o.keepalive,
+          username: o.username,
+          password: Buffer.from(o.password),
+        }),
       )
     })
   }

@@ -37,7 +37,7 @@ export function summarize(xs: number[]): Summary | null {
 }
 
 /** Per-round ratios ours[i] / peer[i]; rounds where the peer is 0 give no ratio. */
-export function ratios(m: Metric): number[] {
+function ratios(m: Metric): number[] {
   const out: number[] = []
   for (let i = 0; i < Math.min(m.ours.length, m.peer.length); i++) {
     const a = m.ours[i]!
@@ -47,7 +47,7 @@ export function ratios(m: Metric): number[] {
   return out
 }
 
-export function fmt(v: number): string {
+function fmt(v: number): string {
   if (!Number.isFinite(v)) return '—'
   const a = Math.abs(v)
   if (a === 0) return '0'
@@ -58,7 +58,7 @@ export function fmt(v: number): string {
   return v.toPrecision(2)
 }
 
-export function fmtSummary(s: Summary | null): string {
+function fmtSummary(s: Summary | null): string {
   if (!s) return '—'
   if (s.n === 1 || s.min === s.max) return fmt(s.median)
   return `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})`
@@ -67,12 +67,23 @@ export function fmtSummary(s: Summary | null): string {
 export function tableRows(r: ScenarioResult): string[] {
   return r.metrics.map((m) => {
     const ratio = summarize(ratios(m))
-    const verdict = ratio ? (m.better === 'higher' ? (ratio.median >= 1 ? 'ours ahead' : 'peer ahead') : ratio.median <= 1 ? 'ours ahead' : 'peer ahead') : ''
+    const verdict = ratio
+      ? m.better === 'higher'
+        ? ratio.median >= 1
+          ? 'ours ahead'
+          : 'peer ahead'
+        : ratio.median <= 1
+          ? 'ours ahead'
+          : 'peer ahead'
+      : ''
     return `| ${r.scenario} | ${m.name} | ${fmtSummary(summarize(m.ours))} | ${fmtSummary(summarize(m.peer))} | ${ratio ? `${fmtSummary(ratio)}×` : '—'} | ${m.better} is better${verdict ? `; ${verdict}` : ''} |`
   })
 }
 
-export const TABLE_HEAD = ['| scenario | metric | ours median (range) | peer median (range) | ours/peer median (range) | reading |', '|---|---|---|---|---|---|']
+export const TABLE_HEAD = [
+  '| scenario | metric | ours median (range) | peer median (range) | ours/peer median (range) | reading |',
+  '|---|---|---|---|---|---|',
+]
 
 export function markdown(r: ScenarioResult): string {
   return [
@@ -104,7 +115,12 @@ export function writeResult(r: ScenarioResult, extra: Record<string, unknown>, o
   const dir = opts.quick ? join(resultsDir, 'quick') : resultsDir
   mkdirSync(dir, { recursive: true })
   const file = join(dir, `${r.scenario}.json`)
-  const metrics = r.metrics.map((m) => ({ ...m, oursSummary: summarize(m.ours), peerSummary: summarize(m.peer), ratio: summarize(ratios(m)) }))
-  writeFileSync(file, JSON.stringify({ ...extra, ...r, metrics }, null, 2) + '\n')
+  const metrics = r.metrics.map((m) => ({
+    ...m,
+    oursSummary: summarize(m.ours),
+    peerSummary: summarize(m.peer),
+    ratio: summarize(ratios(m)),
+  }))
+  writeFileSync(file, `${JSON.stringify({ ...extra, ...r, metrics }, null, 2)}\n`)
   return file
 }

@@ -76,9 +76,19 @@ export function sharedRig(ctx: Context): Promise<Rig> {
       const stored = await waitForEvents(ours, 'device.connected', since, devices, 120_000)
       const oursEventsMs = Date.now() - co.start
       const cp = await fleetPeer.connect({ port: mosquitto.port, creds, clean: false, subscribe: topics, concurrency: 100 })
-      if (co.failed || cp.failed || stored < devices) throw new Error(`rig: connect failures: ours ${JSON.stringify(co.codes)} (${stored} events), peer ${JSON.stringify(cp.codes)}`)
-      const service = await mqtt.connectAsync(`mqtt://127.0.0.1:${mosquitto.port}`, { clientId: SERVICE_USER, username: SERVICE_USER, password: SERVICE_PASSWORD, clean: true, reconnectPeriod: 0, protocolVersion: 4 })
-      ctx.log(`rig: ${devices} devices connected and subscribed on each broker (ours ${Math.round(co.end - co.start)} ms, events stored after ${oursEventsMs} ms; Mosquitto ${Math.round(cp.end - cp.start)} ms)`)
+      if (co.failed || cp.failed || stored < devices)
+        throw new Error(`rig: connect failures: ours ${JSON.stringify(co.codes)} (${stored} events), peer ${JSON.stringify(cp.codes)}`)
+      const service = await mqtt.connectAsync(`mqtt://127.0.0.1:${mosquitto.port}`, {
+        clientId: SERVICE_USER,
+        username: SERVICE_USER,
+        password: SERVICE_PASSWORD,
+        clean: true,
+        reconnectPeriod: 0,
+        protocolVersion: 4,
+      })
+      ctx.log(
+        `rig: ${devices} devices connected and subscribed on each broker (ours ${Math.round(co.end - co.start)} ms, events stored after ${oursEventsMs} ms; Mosquitto ${Math.round(cp.end - cp.start)} ms)`,
+      )
       return { devices, creds, ours, mosquitto, fleetOurs, fleetPeer, service, connect: { ours: co, peer: cp, oursEventsMs } }
     },
     async (rig) => {

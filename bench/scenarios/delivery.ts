@@ -65,11 +65,24 @@ export const delivery: Scenario = {
     const [cred] = makeCreds(1)
     await ours.call('seed', { file: writeCreds(dir, 'creds', [cred!]) })
     const mosquitto = await startMosquitto(dir, writeMosquittoAuth(dir, [cred!]), 'delivery')
-    const opts = { clientId: cred!.id, username: cred!.id, password: cred!.secret, clean: false, reconnectPeriod: 0, protocolVersion: 4 as const }
+    const opts = {
+      clientId: cred!.id,
+      username: cred!.id,
+      password: cred!.secret,
+      clean: false,
+      reconnectPeriod: 0,
+      protocolVersion: 4 as const,
+    }
     const topic = topicFor(cred!.id, 'image')
     const devOurs = await mqtt.connectAsync(`mqtt://127.0.0.1:${ours.mqttPort}`, opts)
     const devPeer = await mqtt.connectAsync(`mqtt://127.0.0.1:${mosquitto.port}`, opts)
-    const service = await mqtt.connectAsync(`mqtt://127.0.0.1:${mosquitto.port}`, { clientId: SERVICE_USER, username: SERVICE_USER, password: SERVICE_PASSWORD, reconnectPeriod: 0, protocolVersion: 4 })
+    const service = await mqtt.connectAsync(`mqtt://127.0.0.1:${mosquitto.port}`, {
+      clientId: SERVICE_USER,
+      username: SERVICE_USER,
+      password: SERVICE_PASSWORD,
+      reconnectPeriod: 0,
+      protocolVersion: 4,
+    })
     const size = generationSize({ display: DISPLAY } as Parameters<typeof generationSize>[0])
     try {
       await devOurs.subscribeAsync(topic, { qos: 1 })
@@ -129,7 +142,11 @@ export const delivery: Scenario = {
         raw.push({ side, round, times, cpu })
         ctx.log(`delivery ${side} round ${round + 1}: p50 ${pct(times, 0.5).toFixed(0)} ms, p99 ${pct(times, 0.99).toFixed(0)} ms`)
       }
-      await alternate(rounds, (r) => one('ours', r), (r) => one('peer', r))
+      await alternate(
+        rounds,
+        (r) => one('ours', r),
+        (r) => one('peer', r),
+      )
       return {
         scenario: 'delivery',
         ours: 'POST /api/generate → device has the image',

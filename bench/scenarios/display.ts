@@ -43,7 +43,9 @@ async function testImage(): Promise<Buffer> {
       raw[i + 2] = clamp(b + n)
     }
   }
-  return sharp(raw, { raw: { width: size, height: size, channels: 3 } }).png().toBuffer()
+  return sharp(raw, { raw: { width: size, height: size, channels: 3 } })
+    .png()
+    .toBuffer()
 }
 
 const clamp = (v: number) => (v < 0 ? 0 : v > 255 ? 255 : Math.round(v))
@@ -72,7 +74,6 @@ async function time(fn: () => Promise<Buffer>): Promise<Sample & { bytes: number
   return { wallMs, cpuMs: (cpu.user + cpu.system) / 1000, bytes: out.length }
 }
 
-
 /** Does sharp's output use only the display's colours? (It picks its own palette, so usually not.) */
 async function coloursOutside(png: Buffer, palette: readonly Rgb[]): Promise<number> {
   const { data, info } = await sharp(png).toColourspace('srgb').raw().toBuffer({ resolveWithObject: true })
@@ -84,7 +85,6 @@ async function coloursOutside(png: Buffer, palette: readonly Rgb[]): Promise<num
   }
   return seen.size
 }
-
 
 export const display: Scenario = {
   name: 'display',
@@ -111,8 +111,12 @@ export const display: Scenario = {
       metrics.push({ name: `${c.name}: CPU ms/image`, better: 'lower', ours: a.map((s) => s.cpuMs), peer: b.map((s) => s.cpuMs) })
       const outside = await coloursOutside(sharpOut, c.palette)
       perCase.push({ case: c.name, oursBytes: a[0]?.bytes, sharpBytes: b[0]?.bytes, sharpColoursOutsidePalette: outside })
-      notes.push(`${c.name}: ours ${a[0]?.bytes} bytes, sharp ${b[0]?.bytes} bytes; sharp's image has ${outside} colour(s) the display cannot show (its palette is adaptive).`)
-      ctx.log(`display ${c.name}: ours ${summarize(a.map((s) => s.wallMs))?.median.toFixed(0)} ms, sharp ${summarize(b.map((s) => s.wallMs))?.median.toFixed(0)} ms`)
+      notes.push(
+        `${c.name}: ours ${a[0]?.bytes} bytes, sharp ${b[0]?.bytes} bytes; sharp's image has ${outside} colour(s) the display cannot show (its palette is adaptive).`,
+      )
+      ctx.log(
+        `display ${c.name}: ours ${summarize(a.map((s) => s.wallMs))?.median.toFixed(0)} ms, sharp ${summarize(b.map((s) => s.wallMs))?.median.toFixed(0)} ms`,
+      )
     }
 
     // Throughput of the conversion queue (full only): 8 full bw conversions (BMP + PNG) with 1
@@ -130,9 +134,13 @@ export const display: Scenario = {
         }
       }
       queue = { images: 8, perImageMs: { concurrency1: summarize(runs['1']), concurrency2: summarize(runs['2']) } }
-      notes.push(`Conversion queue, 8 full bw conversions (BMP + PNG) at once, ms per image: concurrency 1 ${summarize(runs['1'])?.median.toFixed(0)}, concurrency 2 ${summarize(runs['2'])?.median.toFixed(0)}.`)
+      notes.push(
+        `Conversion queue, 8 full bw conversions (BMP + PNG) at once, ms per image: concurrency 1 ${summarize(runs['1'])?.median.toFixed(0)}, concurrency 2 ${summarize(runs['2'])?.median.toFixed(0)}.`,
+      )
     }
-    notes.unshift(`Input: 1024×1024 synthetic RGB PNG, output 800×480 (fit cover); sharp ${sharp.versions.sharp} / libvips ${sharp.versions.vips}, sharp.concurrency() = ${sharp.concurrency()}; ${warmup} warm-up image(s) per case, then ${rounds} alternating pairs.`)
+    notes.unshift(
+      `Input: 1024×1024 synthetic RGB PNG, output 800×480 (fit cover); sharp ${sharp.versions.sharp} / libvips ${sharp.versions.vips}, sharp.concurrency() = ${sharp.concurrency()}; ${warmup} warm-up image(s) per case, then ${rounds} alternating pairs.`,
+    )
     return {
       scenario: 'display',
       ours: 'our display pipeline',

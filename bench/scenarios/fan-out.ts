@@ -26,7 +26,9 @@ function publishAll(client: MqttClient, jobs: Array<[topic: string, seq: number]
   const lane = async () => {
     while (next < jobs.length) {
       const [topic, seq] = jobs[next++]!
-      await new Promise<void>((resolve, reject) => client.publish(topic, JSON.stringify(timedBody(seq, BYTES)), { qos: 1 }, (err) => (err ? reject(err) : resolve())))
+      await new Promise<void>((resolve, reject) =>
+        client.publish(topic, JSON.stringify(timedBody(seq, BYTES)), { qos: 1 }, (err) => (err ? reject(err) : resolve())),
+      )
     }
   }
   return Promise.all(Array.from({ length: inflight }, lane)).then(() => {})
@@ -72,7 +74,8 @@ async function run(mode: Mode, ctx: Context): Promise<ScenarioResult> {
     nextSeq += messages
     const shifted = jobs.map(([tp, s]) => [tp, s + base] as [string, number])
     if (oursProcess(side)) {
-      if (perDevice) await ours.call('fanOut', { ids, count: messages, bytes: BYTES, inflight, seqBase: base, direct: side === 'peer' }, 300_000)
+      if (perDevice)
+        await ours.call('fanOut', { ids, count: messages, bytes: BYTES, inflight, seqBase: base, direct: side === 'peer' }, 300_000)
       else await ours.call('broadcast', { count: messages, bytes: BYTES, inflight, seqBase: base }, 300_000)
     } else {
       await publishAll(service, shifted, inflight)
@@ -88,10 +91,28 @@ async function run(mode: Mode, ctx: Context): Promise<ScenarioResult> {
     m.p99[side].push(w.p99)
     m.lost[side].push(total - w.received)
     m.cpu[side].push((serviceCpu / Math.max(1, w.received)) * 1e6)
-    raw.push({ side, round, received: w.received, duplicates: w.duplicates, seconds, brokerCpu, publisherCpu, generatorCpu: genCpu, p50: w.p50, p99: w.p99, max: w.max })
-    ctx.log(`${mode} ${side} round ${round + 1}: ${Math.round(w.received / seconds)} deliveries/s, p99 ${w.p99.toFixed(1)} ms, lost ${total - w.received}`)
+    raw.push({
+      side,
+      round,
+      received: w.received,
+      duplicates: w.duplicates,
+      seconds,
+      brokerCpu,
+      publisherCpu,
+      generatorCpu: genCpu,
+      p50: w.p50,
+      p99: w.p99,
+      max: w.max,
+    })
+    ctx.log(
+      `${mode} ${side} round ${round + 1}: ${Math.round(w.received / seconds)} deliveries/s, p99 ${w.p99.toFixed(1)} ms, lost ${total - w.received}`,
+    )
   }
-  await alternate(rounds, (r) => measure('ours', r), (r) => measure('peer', r))
+  await alternate(
+    rounds,
+    (r) => measure('ours', r),
+    (r) => measure('peer', r),
+  )
 
   if (mode === 'outbox') {
     return {
@@ -124,6 +145,24 @@ async function run(mode: Mode, ctx: Context): Promise<ScenarioResult> {
   }
 }
 
-export const fanOut: Scenario = { name: 'fan-out', summary: "1,000 devices, 20 × 200-byte QoS 1 messages each to its own topic", uses: ['ours', 'rig'], prepare: sharedRig, run: (ctx) => run('fan-out', ctx) }
-export const broadcast: Scenario = { name: 'broadcast', summary: '1,000 devices on one shared topic (fleet/cmd), 100 QoS 1 messages', uses: ['ours', 'rig'], prepare: sharedRig, run: (ctx) => run('broadcast', ctx) }
-export const outbox: Scenario = { name: 'outbox', summary: 'the fan-out workload through the durable downlink and straight to the broker: what the outbox costs per delivery', uses: ['ours', 'rig'], prepare: sharedRig, run: (ctx) => run('outbox', ctx) }
+export const fanOut: Scenario = {
+  name: 'fan-out',
+  summary: '1,000 devices, 20 × 200-byte QoS 1 messages each to its own topic',
+  uses: ['ours', 'rig'],
+  prepare: sharedRig,
+  run: (ctx) => run('fan-out', ctx),
+}
+export const broadcast: Scenario = {
+  name: 'broadcast',
+  summary: '1,000 devices on one shared topic (fleet/cmd), 100 QoS 1 messages',
+  uses: ['ours', 'rig'],
+  prepare: sharedRig,
+  run: (ctx) => run('broadcast', ctx),
+}
+export const outbox: Scenario = {
+  name: 'outbox',
+  summary: 'the fan-out workload through the durable downlink and straight to the broker: what the outbox costs per delivery',
+  uses: ['ours', 'rig'],
+  prepare: sharedRig,
+  run: (ctx) => run('outbox', ctx),
+}

@@ -128,7 +128,11 @@ async function setup(ctx: Context) {
   // fresh folder.
   const pgDataDir = db ? mkdtempSync(join(dir, 'ours-')) : undefined
   const startRound = async (round: number): Promise<Ours> => {
-    const ours = await startOurs({ dataDir: pgDataDir ?? mkdtempSync(join(dir, 'ours-')), databaseUrl: db?.url, execArgv: ['--expose-gc', '--max-semi-space-size=1'] })
+    const ours = await startOurs({
+      dataDir: pgDataDir ?? mkdtempSync(join(dir, 'ours-')),
+      databaseUrl: db?.url,
+      execArgv: ['--expose-gc', '--max-semi-space-size=1'],
+    })
     if (!db || round === 0) await ours.call('seed', { file: credsFile }, 600_000)
     return ours
   }
@@ -141,10 +145,14 @@ async function setup(ctx: Context) {
 type Setup = Awaited<ReturnType<typeof setup>>
 
 const prepared = (ctx: Context) =>
-  ctx.shared<Setup>('scale-setup', () => setup(ctx), async (s) => {
-    await s.first.stop({ graceful: false }).catch(() => {})
-    await s.db?.drop()
-  })
+  ctx.shared<Setup>(
+    'scale-setup',
+    () => setup(ctx),
+    async (s) => {
+      await s.first.stop({ graceful: false }).catch(() => {})
+      await s.db?.drop()
+    },
+  )
 
 async function measure(ctx: Context) {
   const { pg, devices, wave, rounds, dir, all, db, startRound, first, auth } = await prepared(ctx)
@@ -195,7 +203,14 @@ async function measure(ctx: Context) {
       // Second wave: the growth from `devices` to `devices + wave` sessions. A fresh V8 process
       // keeps freed heap pages resident for a while and fills them first, so the growth from the
       // baseline understates ours; the growth between two populated sizes does not.
-      const r2 = await fleet.connect({ port, creds: more, clean: false, subscribe: [deviceFilter('{id}', '#')], concurrency: 200, localAddresses })
+      const r2 = await fleet.connect({
+        port,
+        creds: more,
+        clean: false,
+        subscribe: [deviceFilter('{id}', '#')],
+        concurrency: 200,
+        localAddresses,
+      })
       if (ours) await waitForEvents(ours, 'device.connected', since, devices + wave, 300_000)
       const rssMore = await steadyRss(pid, ours)
       const heapMore = ours ? await liveBytes(ours) : 0
@@ -216,7 +231,8 @@ async function measure(ctx: Context) {
         marginalLiveBytesPerSession: ours ? (heapMore - heapAfter) / r2.connected : null,
         failed: r.failed + r2.failed,
       }
-      if (row.failed) throw new Error(`${side}: ${row.failed} devices failed to connect: ${JSON.stringify(r.codes)} ${JSON.stringify(r2.codes)}`)
+      if (row.failed)
+        throw new Error(`${side}: ${row.failed} devices failed to connect: ${JSON.stringify(r.codes)} ${JSON.stringify(r2.codes)}`)
       results.push(row)
       ctx.log(
         `scale ${side} round ${round + 1}: ${Math.round(row.connectsPerSecond)} connects/s${storedSeconds ? ' (events stored)' : ''}, ${(row.marginalBytesPerSession / 1024).toFixed(1)} KiB per added session (RSS ${(rssBefore / 2 ** 20).toFixed(0)} → ${(rssAfter / 2 ** 20).toFixed(0)} → ${(rssMore / 2 ** 20).toFixed(0)} MiB)`,
@@ -231,7 +247,11 @@ async function measure(ctx: Context) {
   }
 
   try {
-    await alternate(rounds, (r) => storm('ours', r), (r) => storm('peer', r))
+    await alternate(
+      rounds,
+      (r) => storm('ours', r),
+      (r) => storm('peer', r),
+    )
   } finally {
     await fleet.stop()
     await admin?.end().catch(() => {})
@@ -241,7 +261,12 @@ async function measure(ctx: Context) {
 
 type Measured = Awaited<ReturnType<typeof measure>>
 
-const measured = (ctx: Context) => ctx.shared<Measured>('scale', () => measure(ctx), async () => {})
+const measured = (ctx: Context) =>
+  ctx.shared<Measured>(
+    'scale',
+    () => measure(ctx),
+    async () => {},
+  )
 
 const n = (x: number) => x.toLocaleString('en-US')
 
@@ -254,7 +279,12 @@ export const connectStorm: Scenario = {
   prepare: prepared,
   async run(ctx): Promise<ScenarioResult> {
     const m = await measured(ctx)
-    const metric = (name: string, better: Metric['better'], f: (r: Round) => number): Metric => ({ name, better, ours: pick(m, 'ours', f), peer: pick(m, 'peer', f) })
+    const metric = (name: string, better: Metric['better'], f: (r: Round) => number): Metric => ({
+      name,
+      better,
+      ours: pick(m, 'ours', f),
+      peer: pick(m, 'peer', f),
+    })
     return {
       scenario: 'connect-storm',
       ours: `our service (${m.pg ? 'PostgreSQL' : 'PGlite'}, every connect stored as an event)`,
@@ -264,12 +294,23 @@ export const connectStorm: Scenario = {
         metric('connects/s', 'higher', (r) => r.connectsPerSecond),
         metric('seconds until all CONNACKs', 'lower', (r) => r.connackSeconds),
         metric('broker CPU ms/connect', 'lower', (r) => (r.cpuSeconds / m.devices) * 1000),
-        ...(m.pg ? [{ name: 'PostgreSQL CPU ms/connect (ours only)', better: 'lower' as const, ours: pick(m, 'ours', (r) => ((r.dbCpuSeconds ?? NaN) / m.devices) * 1000), peer: [] }] : []),
+        ...(m.pg
+          ? [
+              {
+                name: 'PostgreSQL CPU ms/connect (ours only)',
+                better: 'lower' as const,
+                ours: pick(m, 'ours', (r) => ((r.dbCpuSeconds ?? NaN) / m.devices) * 1000),
+                peer: [],
+              },
+            ]
+          : []),
       ],
       notes: [
         `${m.devices.toLocaleString('en-US')} devices connect at once (at most 200 dialing at a time, 8 loopback source addresses), persistent sessions, each subscribing to devices/{id}/# with QoS 1; a fresh broker process per round.`,
         'Ours counts until the device.connected event of every device is in the database (presence: isActive, last seen, the event row, the retained state message); Mosquitto until the last CONNACK/SUBACK.',
-        m.pg ? 'Ours on PostgreSQL (local server); its backends\' CPU is reported separately.' : 'PostgreSQL was not reachable: ours on PGlite, with fewer devices.',
+        m.pg
+          ? "Ours on PostgreSQL (local server); its backends' CPU is reported separately."
+          : 'PostgreSQL was not reachable: ours on PGlite, with fewer devices.',
         'These rounds also give the sessions figures, so ours runs with --max-semi-space-size=1 (see sessions); a smaller young generation means more frequent scavenges, a few percent of CPU at most.',
         `The issue asks for 10,000 devices: the default run on PostgreSQL uses 10,000 (--quick 600, PGlite 1,500). BENCH_SCALE_DEVICES=N sets another size, up to 12,600, since the second wave adds half as many again and each process may hold at most ~19,900 connections.`,
       ],
@@ -291,15 +332,40 @@ export const sessions: Scenario = {
       peer: `Mosquitto ${mosquittoVersion()}`,
       rounds: m.rounds,
       metrics: [
-        { name: `resident KiB per added idle session, ${n(m.devices)} → ${n(m.devices + m.wave)}`, better: 'lower', ours: pick(m, 'ours', (r) => r.marginalBytesPerSession / 1024), peer: pick(m, 'peer', (r) => r.marginalBytesPerSession / 1024) },
-        { name: `resident KiB per idle session, 0 → ${n(m.devices)}`, better: 'lower', ours: pick(m, 'ours', (r) => r.bytesPerSession / 1024), peer: pick(m, 'peer', (r) => r.bytesPerSession / 1024) },
-        { name: `V8 heap used + buffers KiB per added session (ours only)`, better: 'lower', ours: pick(m, 'ours', (r) => (r.marginalLiveBytesPerSession ?? NaN) / 1024), peer: [] },
-        { name: 'resident MiB with no sessions', better: 'lower', ours: pick(m, 'ours', (r) => r.rssBefore / 2 ** 20), peer: pick(m, 'peer', (r) => r.rssBefore / 2 ** 20) },
-        { name: `resident MiB with ${n(m.devices + m.wave)} sessions`, better: 'lower', ours: pick(m, 'ours', (r) => r.rssMore / 2 ** 20), peer: pick(m, 'peer', (r) => r.rssMore / 2 ** 20) },
+        {
+          name: `resident KiB per added idle session, ${n(m.devices)} → ${n(m.devices + m.wave)}`,
+          better: 'lower',
+          ours: pick(m, 'ours', (r) => r.marginalBytesPerSession / 1024),
+          peer: pick(m, 'peer', (r) => r.marginalBytesPerSession / 1024),
+        },
+        {
+          name: `resident KiB per idle session, 0 → ${n(m.devices)}`,
+          better: 'lower',
+          ours: pick(m, 'ours', (r) => r.bytesPerSession / 1024),
+          peer: pick(m, 'peer', (r) => r.bytesPerSession / 1024),
+        },
+        {
+          name: `V8 heap used + buffers KiB per added session (ours only)`,
+          better: 'lower',
+          ours: pick(m, 'ours', (r) => (r.marginalLiveBytesPerSession ?? NaN) / 1024),
+          peer: [],
+        },
+        {
+          name: 'resident MiB with no sessions',
+          better: 'lower',
+          ours: pick(m, 'ours', (r) => r.rssBefore / 2 ** 20),
+          peer: pick(m, 'peer', (r) => r.rssBefore / 2 ** 20),
+        },
+        {
+          name: `resident MiB with ${n(m.devices + m.wave)} sessions`,
+          better: 'lower',
+          ours: pick(m, 'ours', (r) => r.rssMore / 2 ** 20),
+          peer: pick(m, 'peer', (r) => r.rssMore / 2 ** 20),
+        },
       ],
       notes: [
         `VmRSS of the broker process (/proc/<pid>/status) with no sessions, after the storm of ${n(m.devices)} and after ${n(m.wave)} more; each session is a persistent session with one QoS 1 subscription (devices/{id}/#).`,
-        'The first row (growth per added session between two populated sizes) is the one to read; growth from the empty baseline also carries one-off costs (tables and maps growing, code compiled on first use). Ours runs with --expose-gc and is collected before each reading, each reading waits until resident memory is steady, and ours runs with --max-semi-space-size=1 in these rounds: otherwise V8\'s young generation grows by tens of MiB during the storm and shrinks at unpredictable times, which swamps the per-session figure (its growth from the baseline even came out negative).',
+        "The first row (growth per added session between two populated sizes) is the one to read; growth from the empty baseline also carries one-off costs (tables and maps growing, code compiled on first use). Ours runs with --expose-gc and is collected before each reading, each reading waits until resident memory is steady, and ours runs with --max-semi-space-size=1 in these rounds: otherwise V8's young generation grows by tens of MiB during the storm and shrinks at unpredictable times, which swamps the per-session figure (its growth from the baseline even came out negative).",
         '50,000 and 100,000 sessions are not measured: this machine limits each process to 20,000 open files (RLIMIT_NOFILE hard limit, not raisable here), so neither broker can hold more than ~19,900 connections.',
       ],
       details: { devices: m.devices, wave: m.wave, database: m.pg ? 'postgresql' : 'pglite', rounds: m.results },

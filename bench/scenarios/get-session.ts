@@ -76,13 +76,26 @@ async function measure(ctx: Context, ours: Ours, label: string) {
     runs[side].push(r)
     ctx.log(`get-session ${label} ${side} round ${round + 1}: ${Math.round(r.rps)} req/s, p99 ${r.p99} ms`)
   }
-  await alternate(rounds, (r) => one('ours', r), (r) => one('peer', r))
-  const metric = (name: string, better: Metric['better'], f: (r: Run) => number): Metric => ({ name: `${name} (${label})`, better, ours: runs.ours.map(f), peer: runs.peer.map(f) })
+  await alternate(
+    rounds,
+    (r) => one('ours', r),
+    (r) => one('peer', r),
+  )
+  const metric = (name: string, better: Metric['better'], f: (r: Run) => number): Metric => ({
+    name: `${name} (${label})`,
+    better,
+    ours: runs.ours.map(f),
+    peer: runs.peer.map(f),
+  })
   return {
     rounds,
     seconds,
     runs,
-    metrics: [metric('requests/s', 'higher', (r) => r.rps), metric('latency p99 ms', 'lower', (r) => r.p99), metric('server CPU µs/request', 'lower', (r) => r.cpuUsPerRequest)],
+    metrics: [
+      metric('requests/s', 'higher', (r) => r.rps),
+      metric('latency p99 ms', 'lower', (r) => r.p99),
+      metric('server CPU µs/request', 'lower', (r) => r.cpuUsPerRequest),
+    ],
   }
 }
 
@@ -93,17 +106,25 @@ export const getSession: Scenario = {
   prepare: sharedOurs,
   async run(ctx): Promise<ScenarioResult> {
     const notes = [
-      'Same app process, same database, same session (Authorization: Bearer); autocannon with 50 connections in the benchmark process. Peer = Better Auth 1.7.25\'s own GET /api/auth/get-session as mounted in this app.',
+      "Same app process, same database, same session (Authorization: Bearer); autocannon with 50 connections in the benchmark process. Peer = Better Auth 1.7.25's own GET /api/auth/get-session as mounted in this app.",
       'Server CPU: the app process only (not PostgreSQL or Redis).',
     ]
     const embedded = await measure(ctx, await sharedOurs(ctx), 'PGlite')
     const metrics = [...embedded.metrics]
     const details: Record<string, unknown> = { pglite: embedded.runs, seconds: embedded.seconds }
     const { pg, redis } = ctx.quick ? { pg: false, redis: false } : await reachable()
-    if (ctx.quick) notes.push('--quick measures PGlite only (starting a second service would not fit in its time); the full run adds PostgreSQL + Redis.')
+    if (ctx.quick)
+      notes.push(
+        '--quick measures PGlite only (starting a second service would not fit in its time); the full run adds PostgreSQL + Redis.',
+      )
     else if (pg && redis) {
       const db = await freshPostgres(PG_URL)
-      const ours = await startOurs({ dataDir: mkdtempSync(join(ctx.workDir, 'get-session-pg-')), databaseUrl: db.url, redisUrl: REDIS_URL, env: OURS_BENCH_ENV })
+      const ours = await startOurs({
+        dataDir: mkdtempSync(join(ctx.workDir, 'get-session-pg-')),
+        databaseUrl: db.url,
+        redisUrl: REDIS_URL,
+        env: OURS_BENCH_ENV,
+      })
       try {
         const m = await measure(ctx, ours, 'PostgreSQL + Redis')
         metrics.push(...m.metrics)
@@ -113,8 +134,18 @@ export const getSession: Scenario = {
         await db.drop()
       }
     } else {
-      notes.push(`PostgreSQL + Redis skipped: PostgreSQL ${pg ? 'reachable' : 'not reachable'} at ${PG_URL}, Redis ${redis ? 'reachable' : 'not reachable'} at ${REDIS_URL}.`)
+      notes.push(
+        `PostgreSQL + Redis skipped: PostgreSQL ${pg ? 'reachable' : 'not reachable'} at ${PG_URL}, Redis ${redis ? 'reachable' : 'not reachable'} at ${REDIS_URL}.`,
+      )
     }
-    return { scenario: 'get-session', ours: 'GET /get-session', peer: 'Better Auth GET /api/auth/get-session', rounds: embedded.rounds, metrics, notes, details }
+    return {
+      scenario: 'get-session',
+      ours: 'GET /get-session',
+      peer: 'Better Auth GET /api/auth/get-session',
+      rounds: embedded.rounds,
+      metrics,
+      notes,
+      details,
+    }
   },
 }

@@ -61,15 +61,22 @@ async function pairPeer(url: string, mqttPort: number, token: string, cred: Cred
   const code = await post(`${url}/api/auth/device/code`, { client_id: 'bench-frame' })
   if (code.status !== 200) throw new Error(`device/code ${code.status} ${JSON.stringify(code.json)}`)
   const userCode = code.json.user_code as string
-  const verify = await fetch(`${url}/api/auth/device?user_code=${encodeURIComponent(userCode)}`, { headers: { authorization: `Bearer ${token}` } })
+  const verify = await fetch(`${url}/api/auth/device?user_code=${encodeURIComponent(userCode)}`, {
+    headers: { authorization: `Bearer ${token}` },
+  })
   await verify.arrayBuffer()
   if (verify.status !== 200) throw new Error(`device verify ${verify.status}`)
   const approve = await post(`${url}/api/auth/device/approve`, { userCode }, token)
   if (approve.status !== 200) throw new Error(`device/approve ${approve.status} ${JSON.stringify(approve.json)}`)
   for (let i = 0; i < MAX_POLLS; i++) {
-    const t = await post(`${url}/api/auth/device/token`, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: code.json.device_code, client_id: 'bench-frame' })
+    const t = await post(`${url}/api/auth/device/token`, {
+      grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+      device_code: code.json.device_code,
+      client_id: 'bench-frame',
+    })
     if (t.status === 200 && t.json.access_token) return mqttConnect(mqttPort, cred.id, cred.id, cred.secret)
-    if (t.json.error !== 'authorization_pending' && t.json.error !== 'slow_down') throw new Error(`device/token ${t.status} ${JSON.stringify(t.json)}`)
+    if (t.json.error !== 'authorization_pending' && t.json.error !== 'slow_down')
+      throw new Error(`device/token ${t.status} ${JSON.stringify(t.json)}`)
   }
   throw new Error('no token after polling')
 }
@@ -100,7 +107,8 @@ const ROUNDS = (ctx: Context) => (ctx.quick ? 2 : 3)
 
 export const pairing: Scenario = {
   name: 'pairing',
-  summary: 'complete pairings per second (init, validate, poll until credentials, first MQTT connect) vs Better Auth device authorization + Mosquitto',
+  summary:
+    'complete pairings per second (init, validate, poll until credentials, first MQTT connect) vs Better Auth device authorization + Mosquitto',
   uses: ['ours', 'pairing-peer'],
   prepare: (ctx) => peerServers(ctx),
   async run(ctx) {
@@ -126,15 +134,23 @@ export const pairing: Scenario = {
       const cpu0 = pids.map(cpuSeconds)
       const t0 = performance.now()
       const jobs = Array.from({ length: perRound }, () => (side === 'peer' ? pool[used++]! : null))
-      await bounded(jobs, concurrency, (cred) => (side === 'ours' ? pairOurs(ours.url, ours.mqttPort, token) : pairPeer(peerUrl, mosquitto.port, peerToken, cred!)))
+      await bounded(jobs, concurrency, (cred) =>
+        side === 'ours' ? pairOurs(ours.url, ours.mqttPort, token) : pairPeer(peerUrl, mosquitto.port, peerToken, cred!),
+      )
       const seconds = (performance.now() - t0) / 1000
       const cpu = pids.reduce((sum, p, i) => sum + cpuSeconds(p) - cpu0[i]!, 0)
       m.rate[side].push(perRound / seconds)
       m.cpu[side].push((cpu / perRound) * 1000)
       raw.push({ side, round, seconds, cpu })
-      ctx.log(`pairing ${side} round ${round + 1}: ${(perRound / seconds).toFixed(1)} pairings/s, ${((cpu / perRound) * 1000).toFixed(1)} ms CPU each`)
+      ctx.log(
+        `pairing ${side} round ${round + 1}: ${(perRound / seconds).toFixed(1)} pairings/s, ${((cpu / perRound) * 1000).toFixed(1)} ms CPU each`,
+      )
     }
-    await alternate(rounds, (r) => one('ours', r), (r) => one('peer', r))
+    await alternate(
+      rounds,
+      (r) => one('ours', r),
+      (r) => one('peer', r),
+    )
     return {
       scenario: 'pairing',
       ours: 'our pairing (PGlite) + our broker',
@@ -143,7 +159,7 @@ export const pairing: Scenario = {
       metrics: [m.rate, m.cpu],
       notes: [
         `${perRound} complete pairings per round, ${concurrency} in flight, no poll interval on either side; the owner is signed in once beforehand (Bearer session token).`,
-        "Ours: init → validate (PIN) → get-init-device until credentials → MQTT CONNECT with the issued secret (the connect also stores presence). Peer: device/code → GET /device (owner claims the code) → device/approve → device/token until a token → MQTT CONNECT to Mosquitto with a pre-provisioned password (Mosquitto cannot accept the new token without a plugin).",
+        'Ours: init → validate (PIN) → get-init-device until credentials → MQTT CONNECT with the issued secret (the connect also stores presence). Peer: device/code → GET /device (owner claims the code) → device/approve → device/token until a token → MQTT CONNECT to Mosquitto with a pre-provisioned password (Mosquitto cannot accept the new token without a plugin).',
         "Server CPU: ours = the app's process; peer = the Better Auth server's process plus Mosquitto's.",
       ],
       details: { perRound, concurrency, raw },

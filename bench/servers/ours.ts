@@ -29,7 +29,9 @@ let sessionToken: string | undefined
 
 async function owner(): Promise<{ userId: string; token: string }> {
   if (!ownerId || !sessionToken) {
-    const res = await app.auth.api.signUpEmail({ body: { email: `bench-${process.pid}@example.com`, password: 'bench-password-123', name: 'Bench' } })
+    const res = await app.auth.api.signUpEmail({
+      body: { email: `bench-${process.pid}@example.com`, password: 'bench-password-123', name: 'Bench' },
+    })
     ownerId = res.user.id
     sessionToken = res.token as string
   }
@@ -94,7 +96,10 @@ async function broadcast(count: number, bytes: number, inflight: number, seqBase
       const seq = seqBase + next++
       const payload = Buffer.from(JSON.stringify(timedBody(seq, bytes)))
       await new Promise<void>((resolve, reject) =>
-        aedes.publish({ cmd: 'publish', topic: FLEET_TOPIC, payload, qos: 1, retain: false, dup: false } as PublishPacket, (err?: Error | null) => (err ? reject(err) : resolve())),
+        aedes.publish(
+          { cmd: 'publish', topic: FLEET_TOPIC, payload, qos: 1, retain: false, dup: false } as PublishPacket,
+          (err?: Error | null) => (err ? reject(err) : resolve()),
+        ),
       )
       sent += 1
     }
@@ -110,7 +115,14 @@ async function handle(req: Request): Promise<unknown> {
     case 'session':
       return owner()
     case 'fanOut':
-      return fanOut(req.ids as string[], req.count as number, req.bytes as number, req.inflight as number, (req.seqBase as number) ?? 0, req.direct === true)
+      return fanOut(
+        req.ids as string[],
+        req.count as number,
+        req.bytes as number,
+        req.inflight as number,
+        (req.seqBase as number) ?? 0,
+        req.direct === true,
+      )
     case 'broadcast':
       return broadcast(req.count as number, req.bytes as number, req.inflight as number, (req.seqBase as number) ?? 0)
     case 'countEvents':

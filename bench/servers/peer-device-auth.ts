@@ -60,7 +60,9 @@ type Request = { id: number; cmd: string; [k: string]: unknown }
 async function handle(req: Request): Promise<unknown> {
   switch (req.cmd) {
     case 'session': {
-      const res = await auth.api.signUpEmail({ body: { email: `peer-${process.pid}@example.com`, password: 'bench-password-123', name: 'Bench' } })
+      const res = await auth.api.signUpEmail({
+        body: { email: `peer-${process.pid}@example.com`, password: 'bench-password-123', name: 'Bench' },
+      })
       return { token: res.token, userId: res.user.id }
     }
     case 'close':

@@ -28,7 +28,7 @@ import { grantConfiguredAdmin } from './users-repository.js'
 export const CLIENT_IP_HEADER = 'x-dps-client-ip'
 export const AUTH_BASE_PATH = '/api/auth'
 /** API keys start with it, so a leaked one is recognisable (secret scanners, logs). */
-export const API_KEY_PREFIX = 'dps_'
+const API_KEY_PREFIX = 'dps_'
 export const API_KEY_HEADER = 'x-api-key'
 
 // OWASP's argon2id baseline: 19 MiB, 2 passes, 1 lane.
@@ -235,7 +235,13 @@ export function createAuth({ config, db, mailer, redis, log }: AuthDeps) {
         expiresIn: 10 * 60,
         allowedAttempts: 3,
         sendVerificationOTP: async ({ email, otp, type }) =>
-          mailer.send({ kind: 'otp', to: email, subject: `Your code: ${otp}`, text: `Your ${type} code is ${otp}. It expires in 10 minutes.`, code: otp }),
+          mailer.send({
+            kind: 'otp',
+            to: email,
+            subject: `Your code: ${otp}`,
+            text: `Your ${type} code is ${otp}. It expires in 10 minutes.`,
+            code: otp,
+          }),
       }),
       passkey({ rpID: config.passkey.rpId, rpName: config.passkey.rpName, origin: config.baseUrl }),
       bearer(),

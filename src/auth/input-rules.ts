@@ -5,7 +5,7 @@
 import { APIError, createAuthMiddleware } from 'better-auth/api'
 import { z } from 'zod'
 
-export const LIMITS = { name: 200, email: 254, url: 2048, slug: 100, reason: 1000 } as const
+const LIMITS = { name: 200, email: 254, url: 2048, slug: 100, reason: 1000 } as const
 
 /** A hundred years. */
 const MAX_BAN_SECONDS = 100 * 365 * 24 * 3600
@@ -49,13 +49,26 @@ const rules: Record<string, z.ZodType> = {
   '/sign-up/email': z.looseObject(userInput),
   '/update-user': z.looseObject(userInput),
   '/change-email': z.looseObject({ newEmail: email }),
-  '/admin/create-user': z.looseObject({ name: name.optional(), email: email.optional(), role: role.optional(), data: adminUserData.optional() }),
+  '/admin/create-user': z.looseObject({
+    name: name.optional(),
+    email: email.optional(),
+    role: role.optional(),
+    data: adminUserData.optional(),
+  }),
   '/admin/update-user': z.looseObject({ data: adminUserData }),
   // Seconds; a ban past the year 9999 is no date the database (or JavaScript) can store.
-  '/admin/ban-user': z.looseObject({ banReason: z.string().max(LIMITS.reason).optional(), banExpiresIn: z.number().int().positive().max(MAX_BAN_SECONDS).optional() }),
+  '/admin/ban-user': z.looseObject({
+    banReason: z.string().max(LIMITS.reason).optional(),
+    banExpiresIn: z.number().int().positive().max(MAX_BAN_SECONDS).optional(),
+  }),
   '/organization/create': z.looseObject(organizationInput),
   // An update of nothing would be an UPDATE with no columns, which the database refuses.
-  '/organization/update': z.looseObject({ data: z.looseObject(organizationInput).refine((d) => Object.keys(d).length > 0, 'data: name at least one field to change').optional() }),
+  '/organization/update': z.looseObject({
+    data: z
+      .looseObject(organizationInput)
+      .refine((d) => Object.keys(d).length > 0, 'data: name at least one field to change')
+      .optional(),
+  }),
   '/organization/check-slug': z.looseObject({ slug }),
   '/organization/create-team': z.looseObject({ name: name.optional() }),
   '/organization/update-team': z.looseObject({ data: z.looseObject({ name: name.optional() }).optional() }),

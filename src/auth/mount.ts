@@ -51,7 +51,10 @@ function isJson(req: FastifyRequest) {
   return /^application\/([\w.+-]*\+)?json/i.test(req.headers['content-type'] ?? '')
 }
 
-export async function mountAuth(app: FastifyInstance, opts: { auth: Auth; baseUrl: string; secret: string; bodyLimit: number; onAccountChange?: () => Promise<void> }) {
+export async function mountAuth(
+  app: FastifyInstance,
+  opts: { auth: Auth; baseUrl: string; secret: string; bodyLimit: number; onAccountChange?: () => Promise<void> },
+) {
   const { auth, baseUrl } = opts
 
   app.removeAllContentTypeParsers()
@@ -177,16 +180,21 @@ export async function mountAuth(app: FastifyInstance, opts: { auth: Auth; baseUr
 
   // Better Auth 1.3's names, still part of the interface.
   app.post('/forget-password', { config: { auth: 'none' } }, (req, reply) => forward(req, reply, { path: '/request-password-reset' }))
-  app.post('/account-info', { config: { auth: 'none' }, preParsing: async (req) => refuseAnonymous(req, '/account-info', 'GET') }, (req, reply) => {
-    let accountId = ''
-    try {
-      const parsed = JSON.parse((req.body as Buffer | undefined)?.toString('utf8') || '{}')
-      accountId = typeof parsed.accountId === 'string' ? parsed.accountId : ''
-    } catch {
-      accountId = ''
-    }
-    // A lone surrogate cannot be URI-encoded (encodeURIComponent throws): no account has such an id.
-    if (!accountId || /[\uD800-\uDFFF]/u.test(accountId)) return reply.code(400).send({ message: 'accountId is required (a well-formed string)', code: 'VALIDATION_ERROR' })
-    return forward(req, reply, { path: `/account-info?accountId=${encodeURIComponent(accountId)}`, method: 'GET' })
-  })
+  app.post(
+    '/account-info',
+    { config: { auth: 'none' }, preParsing: async (req) => refuseAnonymous(req, '/account-info', 'GET') },
+    (req, reply) => {
+      let accountId = ''
+      try {
+        const parsed = JSON.parse((req.body as Buffer | undefined)?.toString('utf8') || '{}')
+        accountId = typeof parsed.accountId === 'string' ? parsed.accountId : ''
+      } catch {
+        accountId = ''
+      }
+      // A lone surrogate cannot be URI-encoded (encodeURIComponent throws): no account has such an id.
+      if (!accountId || /[\uD800-\uDFFF]/u.test(accountId))
+        return reply.code(400).send({ message: 'accountId is required (a well-formed string)', code: 'VALIDATION_ERROR' })
+      return forward(req, reply, { path: `/account-info?accountId=${encodeURIComponent(accountId)}`, method: 'GET' })
+    },
+  )
 }

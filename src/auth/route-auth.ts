@@ -32,7 +32,7 @@ declare module 'fastify' {
 type Security = ReadonlyArray<Record<string, unknown>> | undefined
 
 /** What a route's OpenAPI security requirement means here. */
-export function authFromSecurity(security: Security): RouteAuth | undefined {
+function authFromSecurity(security: Security): RouteAuth | undefined {
   if (!security?.length) return undefined
   // `{}` among the alternatives: a credential is optional.
   if (security.some((s) => Object.keys(s).length === 0)) return 'none'
@@ -43,7 +43,8 @@ export function authFromSecurity(security: Security): RouteAuth | undefined {
 }
 
 /** Routes of plugins that cannot carry our config: the docs page (public by nature) and CORS preflights. */
-const isPluginRoute = (route: RouteOptions, docsPath: string) => route.method === 'OPTIONS' || route.url === docsPath || route.url.startsWith(`${docsPath}/`)
+const isPluginRoute = (route: RouteOptions, docsPath: string) =>
+  route.method === 'OPTIONS' || route.url === docsPath || route.url.startsWith(`${docsPath}/`)
 
 const safeMethods = new Set(['GET', 'HEAD', 'OPTIONS'])
 
@@ -52,13 +53,16 @@ const safeMethods = new Set(['GET', 'HEAD', 'OPTIONS'])
  * needs no preflight: a write that carries the cookie must come from an origin we trust, as Better
  * Auth requires on its own routes. Bearer tokens are not sent by browsers on their own.
  */
-export function checkCookieOrigin(req: FastifyRequest, allowed: ReadonlySet<string>) {
+function checkCookieOrigin(req: FastifyRequest, allowed: ReadonlySet<string>) {
   if (safeMethods.has(req.method) || !req.headers.cookie) return
   const origin = req.headers.origin
   if (origin !== undefined && !allowed.has(origin)) throw appError('FORBIDDEN_ORIGIN')
 }
 
-export function installRouteAuth(app: FastifyInstance, deps: { auth: Auth; db: Database; docsPath: string; allowedOrigins: ReadonlySet<string> }) {
+export function installRouteAuth(
+  app: FastifyInstance,
+  deps: { auth: Auth; db: Database; docsPath: string; allowedOrigins: ReadonlySet<string> },
+) {
   // preParsing: after every onRequest hook (the rate limit counts anonymous requests too) and
   // before the body is read, parsed or validated.
   const check = {
@@ -74,7 +78,10 @@ export function installRouteAuth(app: FastifyInstance, deps: { auth: Auth; db: D
   app.addHook('onRoute', (route) => {
     const declared = route.config?.auth ?? authFromSecurity((route.schema as { security?: Security } | undefined)?.security)
     const auth = declared ?? (isPluginRoute(route, deps.docsPath) ? 'none' : undefined)
-    if (!auth) throw new Error(`${String(route.method)} ${route.url} declares no authentication: give it an OpenAPI security requirement or config.auth`)
+    if (!auth)
+      throw new Error(
+        `${String(route.method)} ${route.url} declares no authentication: give it an OpenAPI security requirement or config.auth`,
+      )
     route.config = { ...route.config, auth }
     if (auth === 'user' || auth === 'session') route.preParsing = [check[auth], ...toArray(route.preParsing)]
   })

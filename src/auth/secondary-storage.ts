@@ -21,7 +21,11 @@ export function redisSecondaryStorage({ client, prefix }: RedisHandle): Secondar
     },
     async increment(key, ttl) {
       // INCR then EXPIRE NX in one round trip: the window starts at the first hit and is never extended.
-      const replies = await client.multi().incr(k(key)).expire(k(key), Math.max(1, Math.ceil(ttl)), 'NX').exec()
+      const replies = await client
+        .multi()
+        .incr(k(key))
+        .expire(k(key), Math.max(1, Math.ceil(ttl)), 'NX')
+        .exec()
       return Number(firstReply(replies))
     },
   }

@@ -50,7 +50,11 @@ export type SessionCache = {
 
 const MAX_ENTRIES = 50_000
 
-export async function createSessionCache(opts: { ttlMs: number; redis?: RedisHandle; onError?: (err: unknown) => void }): Promise<SessionCache> {
+export async function createSessionCache(opts: {
+  ttlMs: number
+  redis?: RedisHandle
+  onError?: (err: unknown) => void
+}): Promise<SessionCache> {
   const entries = new Map<string, Entry>()
   const listeners: Array<() => void> = []
   const redis = opts.redis

@@ -3,10 +3,8 @@ import { callerOf } from './route-auth.js'
 import type { FastifyInstance } from 'fastify'
 import { Type, type Static } from 'typebox'
 import type { Database } from '../db/client.js'
-import { AppError } from '../errors.js'
 import type { Auth } from './auth.js'
 import { toSessionRecord, toUserRecord } from './session-shape.js'
-import { findUserById } from './users-repository.js'
 
 const errorResponses = { 401: { $ref: 'Error#' }, 403: { $ref: 'Error#' }, 429: { $ref: 'Error#' } }
 
@@ -15,9 +13,7 @@ const errorQuery = Type.Object({ error: Type.Optional(Type.String({ maxLength: 2
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string)
 
-export async function sessionRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database }) {
-  const { auth, db } = opts
-
+export async function sessionRoutes(app: FastifyInstance, _opts: { auth: Auth; db: Database }) {
   app.get(
     '/get-session',
     {

@@ -43,6 +43,12 @@ export async function liveSessionIds(db: Database, ids: readonly string[]): Prom
     .select({ id: session.id })
     .from(session)
     .innerJoin(user, eq(user.id, session.userId))
-    .where(and(inArray(session.id, [...ids]), gt(session.expiresAt, now), or(eq(user.banned, false), and(isNotNull(user.banExpires), lte(user.banExpires, now)))))
+    .where(
+      and(
+        inArray(session.id, [...ids]),
+        gt(session.expiresAt, now),
+        or(eq(user.banned, false), and(isNotNull(user.banExpires), lte(user.banExpires, now))),
+      ),
+    )
   return new Set(rows.map((r) => r.id))
 }

@@ -22,7 +22,13 @@ export type Membership = { close(): void }
  * live as long as some node keeps refreshing them (every `refreshMs`, for three intervals), so
  * a cluster that is stopped entirely may come back with a new secret or store.
  */
-export async function joinCluster(deps: { redis: RedisHandle; db: Database; storage: ObjectStore; authSecret: string; refreshMs: number }): Promise<Membership> {
+export async function joinCluster(deps: {
+  redis: RedisHandle
+  db: Database
+  storage: ObjectStore
+  authSecret: string
+  refreshMs: number
+}): Promise<Membership> {
   const { redis, refreshMs } = deps
   const ttl = refreshMs * 3
   const key = (name: string) => `${redis.prefix}cluster:${name}`
@@ -47,7 +53,8 @@ export async function joinCluster(deps: { redis: RedisHandle; db: Database; stor
     const stored = await redis.client.set(key(f.name), f.value, 'PX', ttl, 'NX')
     if (stored === 'OK') return
     const current = await redis.client.get(key(f.name))
-    if (current !== null && current !== f.value) throw new ConfigError(`Cannot join the cluster on REDIS_URL (REDIS_PREFIX=${redis.prefix}): ${f.fix}`)
+    if (current !== null && current !== f.value)
+      throw new ConfigError(`Cannot join the cluster on REDIS_URL (REDIS_PREFIX=${redis.prefix}): ${f.fix}`)
     if (current === null) return claim(f)
   }
 

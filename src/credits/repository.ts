@@ -16,7 +16,9 @@ export async function debit(db: Executor, userId: string, amount: string, jobId:
     .where(and(eq(user.id, userId), gte(user.balance, sql`${amount}::numeric`)))
     .returning({ balance: user.balance })
   if (!row) return null
-  await db.insert(creditLedger).values({ id: randomUUID(), userId, amount: `-${amount}`, balanceAfter: row.balance, reason: 'generation', jobId })
+  await db
+    .insert(creditLedger)
+    .values({ id: randomUUID(), userId, amount: `-${amount}`, balanceAfter: row.balance, reason: 'generation', jobId })
   return row.balance
 }
 
@@ -42,5 +44,10 @@ export async function balanceOf(db: Executor, userId: string): Promise<string | 
 }
 
 export async function listLedger(db: Executor, userId: string, limit: number): Promise<LedgerRow[]> {
-  return db.select().from(creditLedger).where(eq(creditLedger.userId, userId)).orderBy(desc(creditLedger.createdAt), desc(creditLedger.id)).limit(limit)
+  return db
+    .select()
+    .from(creditLedger)
+    .where(eq(creditLedger.userId, userId))
+    .orderBy(desc(creditLedger.createdAt), desc(creditLedger.id))
+    .limit(limit)
 }

@@ -20,9 +20,20 @@ import * as settingTables from '../settings/tables.js'
 import * as notificationTables from '../notifications/tables.js'
 import * as downlinkTables from '../downlink/tables.js'
 
-const schema = { ...authTables, ...deviceTables, ...eventTables, ...promptTables, ...generationTables, ...imageTables, ...creditTables, ...settingTables, ...notificationTables, ...downlinkTables }
+const schema = {
+  ...authTables,
+  ...deviceTables,
+  ...eventTables,
+  ...promptTables,
+  ...generationTables,
+  ...imageTables,
+  ...creditTables,
+  ...settingTables,
+  ...notificationTables,
+  ...downlinkTables,
+}
 
-export type Schema = typeof schema
+type Schema = typeof schema
 export type Database = PgDatabase<PgQueryResultHKT, Schema>
 
 export type DatabaseHandle = {
@@ -62,6 +73,6 @@ export function rowsOf<T>(result: unknown): T[] {
   return (result as { rows?: T[] }).rows ?? (result as T[])
 }
 
-export type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0]
+type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0]
 /** Either the database or an open transaction: repositories accept both. */
 export type Executor = Database | Transaction

@@ -5,7 +5,7 @@ import type { PgColumn } from 'drizzle-orm/pg-core'
 
 export type Cursor = { createdAt: Date; id: string }
 
-export function encodeCursor(c: Cursor): string {
+function encodeCursor(c: Cursor): string {
   return Buffer.from(`${c.createdAt.toISOString()}|${c.id}`).toString('base64url')
 }
 

@@ -210,7 +210,11 @@ export const apikey = pgTable(
     permissions: text('permissions'),
     metadata: text('metadata'),
   },
-  (t) => [index('apikey_reference_id_idx').on(t.referenceId), index('apikey_key_idx').on(t.key), index('apikey_config_id_idx').on(t.configId)],
+  (t) => [
+    index('apikey_reference_id_idx').on(t.referenceId),
+    index('apikey_key_idx').on(t.key),
+    index('apikey_config_id_idx').on(t.configId),
+  ],
 )
 
 export const jwks = pgTable('jwks', {
@@ -224,4 +228,17 @@ export const jwks = pgTable('jwks', {
 })
 
 /** The object Better Auth's drizzle adapter looks models up in, keyed by model name. */
-export const authSchema = { user, session, account, verification, organization, team, teamMember, member, invitation, passkey, apikey, jwks }
+export const authSchema = {
+  user,
+  session,
+  account,
+  verification,
+  organization,
+  team,
+  teamMember,
+  member,
+  invitation,
+  passkey,
+  apikey,
+  jwks,
+}

@@ -8,10 +8,14 @@ export type DeviceAccess = 'manage' | 'read'
 
 const managerRoles = new Set(['owner', 'admin'])
 
-export const rolesOf = (role: string | null) => (role ?? '').split(',').map((r) => r.trim()).filter(Boolean)
+export const rolesOf = (role: string | null) =>
+  (role ?? '')
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean)
 export const canManageWithRole = (role: string | null) => rolesOf(role).some((r) => managerRoles.has(r))
 
-export async function accessTo(db: Executor, dev: DeviceRow, userId: string): Promise<DeviceAccess | null> {
+async function accessTo(db: Executor, dev: DeviceRow, userId: string): Promise<DeviceAccess | null> {
   if (dev.userId === userId) return 'manage'
   if (!dev.organizationId) return null
   const role = await findMemberRole(db, dev.organizationId, userId)
@@ -23,6 +27,7 @@ export async function accessTo(db: Executor, dev: DeviceRow, userId: string): Pr
 export async function requireAccess(db: Executor, dev: DeviceRow | undefined, userId: string, need: DeviceAccess): Promise<DeviceRow> {
   const access = dev ? await accessTo(db, dev, userId) : null
   if (!dev || !access) throw appError('DEVICE_NOT_FOUND')
-  if (need === 'manage' && access !== 'manage') throw appError('FORBIDDEN', 'Only the owner or an organization admin may change this device')
+  if (need === 'manage' && access !== 'manage')
+    throw appError('FORBIDDEN', 'Only the owner or an organization admin may change this device')
   return dev
 }

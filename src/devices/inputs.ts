@@ -9,7 +9,7 @@ export const icon = Type.String({ minLength: 1, maxLength: 32, pattern: '^[a-z0-
 export const color = Type.String({ pattern: '^#[0-9a-fA-F]{6}$', description: 'hex colour #RRGGBB' })
 export const description = Type.String({ maxLength: 500 })
 export const selectedModel = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._:/-]*$' })
-export const codeProps = {
+const codeProps = {
   pinCode: Type.Optional(Type.String({ minLength: 1, maxLength: 16, description: 'XXXX-XXXX, case and dash ignored' })),
   userCode: Type.Optional(Type.String({ format: 'uuid' })),
 }

@@ -9,9 +9,21 @@ const str = { type: 'string' } as const
 const nstr = { type: ['string', 'null'] } as const
 const dateTime = { type: 'string', format: 'date-time' } as const
 
-const deviceFields = ['id', 'name', 'userId', 'pinCode', 'isSynced', 'icon', 'description', 'color', 'created_at', 'isActive', 'selectedModel'] as const
+const deviceFields = [
+  'id',
+  'name',
+  'userId',
+  'pinCode',
+  'isSynced',
+  'icon',
+  'description',
+  'color',
+  'created_at',
+  'isActive',
+  'selectedModel',
+] as const
 
-export const deviceRecordSchema = {
+const deviceRecordSchema = {
   $id: 'Device',
   type: 'object',
   required: [...deviceFields],
@@ -59,7 +71,7 @@ export const deviceInformationSchema = Shared(
   ),
 )
 
-export const deviceDetailSchema = {
+const deviceDetailSchema = {
   $id: 'DeviceDetail',
   type: 'object',
   required: [...deviceFields, 'organization_id', 'display', 'info', 'last_seen_at'],
@@ -72,7 +84,7 @@ export const deviceDetailSchema = {
   },
 } as const
 
-export const credentialsSchema = {
+const credentialsSchema = {
   $id: 'DeviceCredentials',
   type: 'object',
   required: ['mqttUrl', 'username', 'password', 'clientId', 'topics'],
@@ -89,7 +101,7 @@ export const credentialsSchema = {
   },
 } as const
 
-export const initRecordSchema = {
+const initRecordSchema = {
   $id: 'DeviceInitRecord',
   description: 'Device initialisation record',
   type: 'object',
@@ -117,7 +129,14 @@ export const initRecordSchema = {
   },
 } as const
 
-export const sharedDeviceSchemas = [displayProfileSchema, deviceInformationSchema, deviceRecordSchema, deviceDetailSchema, credentialsSchema, initRecordSchema]
+export const sharedDeviceSchemas = [
+  displayProfileSchema,
+  deviceInformationSchema,
+  deviceRecordSchema,
+  deviceDetailSchema,
+  credentialsSchema,
+  initRecordSchema,
+]
 
 export function toDeviceRecord(d: DeviceRow) {
   return {

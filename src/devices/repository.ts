@@ -40,13 +40,20 @@ export async function findDeviceInit(db: Executor, id: string): Promise<DeviceIn
  * otherwise the newest record with that pin, so a pin that was just used (or expired, swept or not)
  * is answered 409/410 like a userCode, not as a wrong code.
  */
-export async function findDeviceInitByCode(db: Executor, code: { pinCode?: string; userCode?: string }): Promise<DeviceInitRow | undefined> {
+export async function findDeviceInitByCode(
+  db: Executor,
+  code: { pinCode?: string; userCode?: string },
+): Promise<DeviceInitRow | undefined> {
   if (code.userCode) {
     const [row] = await db.select().from(deviceInit).where(eq(deviceInit.userCode, code.userCode)).limit(1)
     return row
   }
   const pin = code.pinCode ?? ''
-  const [pending] = await db.select().from(deviceInit).where(and(eq(deviceInit.pinCode, pin), eq(deviceInit.status, 'pending'))).limit(1)
+  const [pending] = await db
+    .select()
+    .from(deviceInit)
+    .where(and(eq(deviceInit.pinCode, pin), eq(deviceInit.status, 'pending')))
+    .limit(1)
   if (pending) return pending
   const [latest] = await db.select().from(deviceInit).where(eq(deviceInit.pinCode, pin)).orderBy(desc(deviceInit.createdAt)).limit(1)
   return latest
@@ -63,7 +70,13 @@ export async function transitionDeviceInit(
   const [row] = await db
     .update(deviceInit)
     .set({ ...set, status: to })
-    .where(and(eq(deviceInit.id, id), inArray(deviceInit.status, from), opts.unexpiredAt ? gt(deviceInit.expiresAt, opts.unexpiredAt) : undefined))
+    .where(
+      and(
+        eq(deviceInit.id, id),
+        inArray(deviceInit.status, from),
+        opts.unexpiredAt ? gt(deviceInit.expiresAt, opts.unexpiredAt) : undefined,
+      ),
+    )
     .returning()
   return row
 }
@@ -110,7 +123,13 @@ export async function findDevice(db: Executor, id: string): Promise<DeviceRow | 
 
 /** Devices the user owns, plus those of `organizationId` when given. */
 /** The user's own devices and those of `organizationId`, newest first; `cursor` is the last row of the previous page. */
-export async function listDevices(db: Executor, userId: string, organizationId: string | null, limit: number, cursor?: Cursor): Promise<DeviceRow[]> {
+export async function listDevices(
+  db: Executor,
+  userId: string,
+  organizationId: string | null,
+  limit: number,
+  cursor?: Cursor,
+): Promise<DeviceRow[]> {
   const whose = organizationId ? or(eq(device.userId, userId), eq(device.organizationId, organizationId)) : eq(device.userId, userId)
   const after = olderThan(device.createdAt, device.id, cursor)
   return db.select().from(device).where(and(whose, after)).orderBy(desc(device.createdAt), desc(device.id)).limit(limit)
@@ -128,7 +147,11 @@ export async function updateDevice(db: Executor, id: string, patch: DevicePatch)
 export async function setDeviceSecret(db: Executor, id: string, secretHash: string | null): Promise<DeviceRow | undefined> {
   const [row] = await db
     .update(device)
-    .set(secretHash ? { secretHash, secretIssuedAt: new Date(), updatedAt: new Date() } : { secretHash: null, isActive: false, updatedAt: new Date() })
+    .set(
+      secretHash
+        ? { secretHash, secretIssuedAt: new Date(), updatedAt: new Date() }
+        : { secretHash: null, isActive: false, updatedAt: new Date() },
+    )
     .where(eq(device.id, id))
     .returning()
   return row
@@ -174,13 +197,22 @@ export type DeviceCredentialRow = Pick<DeviceRow, 'id' | 'userId' | 'organizatio
 export async function findDeviceCredentials(db: Executor, ids: readonly string[]): Promise<DeviceCredentialRow[]> {
   if (!ids.length) return []
   return db
-    .select({ id: device.id, userId: device.userId, organizationId: device.organizationId, name: device.name, secretHash: device.secretHash })
+    .select({
+      id: device.id,
+      userId: device.userId,
+      organizationId: device.organizationId,
+      name: device.name,
+      secretHash: device.secretHash,
+    })
     .from(device)
     .where(inArray(device.id, [...ids]))
 }
 
 export type PresenceUpdate = { id: string; active: boolean; at: Date; connectionId: string }
-export type PresenceUpdated = Pick<DeviceRow, 'id' | 'userId' | 'organizationId' | 'name'> & { wasActive: boolean; previousConnectionId?: string | null }
+export type PresenceUpdated = Pick<DeviceRow, 'id' | 'userId' | 'organizationId' | 'name'> & {
+  wasActive: boolean
+  previousConnectionId?: string | null
+}
 
 /**
  * Sets isActive, last_seen_at and the live connection of several devices in one statement and
@@ -202,7 +234,14 @@ export async function setPresenceMany(db: Executor, updates: readonly PresenceUp
     from (values ${values}) as v(id, active, at, conn), ${device} as o
     where d.id = v.id and o.id = d.id and (v.active or o.connection_id is null or o.connection_id = v.conn)
     returning d.id, d.user_id, d.organization_id, d.name, o.is_active as was_active, o.connection_id as previous_connection_id`)
-  return rowsOf<{ id: string; user_id: string; organization_id: string | null; name: string; was_active: boolean; previous_connection_id: string | null }>(rows).map((r) => ({
+  return rowsOf<{
+    id: string
+    user_id: string
+    organization_id: string | null
+    name: string
+    was_active: boolean
+    previous_connection_id: string | null
+  }>(rows).map((r) => ({
     id: r.id,
     userId: r.user_id,
     organizationId: r.organization_id,
@@ -219,7 +258,14 @@ export async function releaseNodeConnections(db: Executor, brokerId: string, at:
     from ${device} as o
     where o.id = d.id and d.connection_id like ${`${brokerId.replace(/[\\%_]/g, (c) => `\\${c}`)}/%`}
     returning d.id, d.user_id, d.organization_id, d.name, o.is_active as was_active, o.connection_id as previous_connection_id`)
-  return rowsOf<{ id: string; user_id: string; organization_id: string | null; name: string; was_active: boolean; previous_connection_id: string | null }>(rows).map((r) => ({
+  return rowsOf<{
+    id: string
+    user_id: string
+    organization_id: string | null
+    name: string
+    was_active: boolean
+    previous_connection_id: string | null
+  }>(rows).map((r) => ({
     id: r.id,
     userId: r.user_id,
     organizationId: r.organization_id,
@@ -231,7 +277,9 @@ export async function releaseNodeConnections(db: Executor, brokerId: string, at:
 
 /** The nodes ("<broker id>" of connection ids) the database shows holding device connections. */
 export async function nodesHoldingDevices(db: Executor): Promise<string[]> {
-  const rows = await db.execute(sql`select distinct split_part(connection_id, '/', 1) as node from ${device} where connection_id is not null`)
+  const rows = await db.execute(
+    sql`select distinct split_part(connection_id, '/', 1) as node from ${device} where connection_id is not null`,
+  )
   return rowsOf<{ node: string }>(rows).map((r) => r.node)
 }
 
@@ -252,7 +300,11 @@ export async function applyDeviceReport(db: Executor, id: string, report: Device
 }
 
 /** A new desired config version or image: the device is out of sync until it reports it. */
-export async function setDesiredState(db: Executor, id: string, change: { bumpConfig?: boolean; imageId?: string | null }): Promise<DeviceRow | undefined> {
+export async function setDesiredState(
+  db: Executor,
+  id: string,
+  change: { bumpConfig?: boolean; imageId?: string | null },
+): Promise<DeviceRow | undefined> {
   const [row] = await db
     .update(device)
     .set({
@@ -273,16 +325,16 @@ export async function insertCommand(db: Executor, row: typeof deviceCommand.$inf
   return created as DeviceCommandRow
 }
 
-export async function ackCommand(db: Executor, deviceId: string, commandId: string, result: Record<string, unknown>): Promise<DeviceCommandRow | undefined> {
+export async function ackCommand(
+  db: Executor,
+  deviceId: string,
+  commandId: string,
+  result: Record<string, unknown>,
+): Promise<DeviceCommandRow | undefined> {
   const [row] = await db
     .update(deviceCommand)
     .set({ status: result.ok === false ? 'failed' : 'acked', ackedAt: new Date(), result })
     .where(and(eq(deviceCommand.id, commandId), eq(deviceCommand.deviceId, deviceId), eq(deviceCommand.status, 'sent')))
     .returning()
-  return row
-}
-
-export async function findCommand(db: Executor, deviceId: string, commandId: string): Promise<DeviceCommandRow | undefined> {
-  const [row] = await db.select().from(deviceCommand).where(and(eq(deviceCommand.id, commandId), eq(deviceCommand.deviceId, deviceId))).limit(1)
   return row
 }

@@ -26,7 +26,7 @@ const idBody = Type.Object({ deviceId }, { additionalProperties: false })
 export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth; db: Database; devices: DeviceService }) {
   // Request types are inferred from the TypeBox schemas below.
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const { auth, db, devices } = opts
+  const { db, devices } = opts
 
   app.post(
     '/api/device/init',
@@ -35,12 +35,22 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
       schema: {
         tags,
         summary: 'Init remote device',
-        description: 'Called by the device (no account). Starts pairing and returns the codes to show. Fields this service does not know are ignored (here and in `display`), so a newer firmware pairs with an older service.',
+        description:
+          'Called by the device (no account). Starts pairing and returns the codes to show. Fields this service does not know are ignored (here and in `display`), so a newer firmware pairs with an older service.',
         body: initBody,
         response: {
           200: {
             type: 'object',
-            required: ['deviceId', 'deviceCode', 'userCode', 'pinCode', 'verification_uri', 'verification_uri_complete', 'expires_at', 'interval'],
+            required: [
+              'deviceId',
+              'deviceCode',
+              'userCode',
+              'pinCode',
+              'verification_uri',
+              'verification_uri_complete',
+              'expires_at',
+              'interval',
+            ],
             properties: {
               deviceId: { type: 'string' },
               deviceCode: { type: 'string', description: 'secret the device polls with' },
@@ -119,7 +129,8 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
       schema: {
         tags,
         summary: 'Get the initialisation record of a device',
-        description: 'Polled by the device. Once approved, the answer carries the MQTT credentials exactly once. Fields this service does not know are ignored.',
+        description:
+          'Polled by the device. Once approved, the answer carries the MQTT credentials exactly once. Fields this service does not know are ignored.',
         body: Type.Object({ deviceId, deviceCode: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: true }),
         response: { 200: { $ref: 'DeviceInitRecord#' }, ...errors(400, 404, 429) },
       },
@@ -139,7 +150,12 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
         response: {
           200: {
             type: 'object',
-            properties: { success: { type: 'boolean' }, message: { type: 'string' }, kicked: { type: 'boolean' }, device: { $ref: 'Device#' } },
+            properties: {
+              success: { type: 'boolean' },
+              message: { type: 'string' },
+              kicked: { type: 'boolean' },
+              device: { $ref: 'Device#' },
+            },
           },
           ...errors(400, 401, 403, 404),
         },
@@ -185,7 +201,7 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
         tags,
         summary: "The caller's devices and those of an organization",
         description:
-          'Newest first. Organization devices come from `organizationId` (the caller must be a member) or else the session\'s active organization; a JWT has no active organization, so it names one.',
+          "Newest first. Organization devices come from `organizationId` (the caller must be a member) or else the session's active organization; a JWT has no active organization, so it names one.",
         security: callerSecurity,
         querystring: Type.Object(
           {
@@ -199,7 +215,10 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
           200: {
             type: 'object',
             required: ['devices', 'nextCursor'],
-            properties: { devices: { type: 'array', items: { $ref: 'DeviceDetail#' } }, nextCursor: { type: ['string', 'null'], description: 'pass as `cursor` for the next page' } },
+            properties: {
+              devices: { type: 'array', items: { $ref: 'DeviceDetail#' } },
+              nextCursor: { type: ['string', 'null'], description: 'pass as `cursor` for the next page' },
+            },
           },
           ...errors(400, 401, 403),
         },
@@ -209,7 +228,8 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
       const who = principalOf(req)
       let orgId: string | null = null
       if (req.query.organizationId) {
-        if (!(await findMemberRole(db, req.query.organizationId, who.userId))) throw appError('FORBIDDEN', 'You are not a member of this organization')
+        if (!(await findMemberRole(db, req.query.organizationId, who.userId)))
+          throw appError('FORBIDDEN', 'You are not a member of this organization')
         orgId = req.query.organizationId
       } else if (who.activeOrganizationId && (await findMemberRole(db, who.activeOrganizationId, who.userId))) {
         orgId = who.activeOrganizationId
@@ -225,7 +245,13 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
   app.get(
     '/api/device/:id',
     {
-      schema: { tags, summary: 'Get a device', security: callerSecurity, params: idParams, response: { 200: { $ref: 'DeviceDetail#' }, ...errors(401, 404) } },
+      schema: {
+        tags,
+        summary: 'Get a device',
+        security: callerSecurity,
+        params: idParams,
+        response: { 200: { $ref: 'DeviceDetail#' }, ...errors(401, 404) },
+      },
     },
     async (req) => {
       const who = principalOf(req)
@@ -266,7 +292,8 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
       schema: {
         tags,
         summary: 'Send a command to a device',
-        description: 'Published with QoS 1 to devices/{id}/cmd; a sleeping device gets it when it reconnects. Its ack is recorded against the command id.',
+        description:
+          'Published with QoS 1 to devices/{id}/cmd; a sleeping device gets it when it reconnects. Its ack is recorded against the command id.',
         security: callerSecurity,
         params: idParams,
         body: Type.Object(
@@ -277,7 +304,11 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
           { additionalProperties: false },
         ),
         response: {
-          202: { type: 'object', required: ['commandId', 'status'], properties: { commandId: { type: 'string' }, status: { type: 'string' }, command: { type: 'string' } } },
+          202: {
+            type: 'object',
+            required: ['commandId', 'status'],
+            properties: { commandId: { type: 'string' }, status: { type: 'string' }, command: { type: 'string' } },
+          },
           ...errors(400, 401, 403, 404),
         },
       },
@@ -300,7 +331,10 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
         security: callerSecurity,
         params: idParams,
         querystring: Type.Object(
-          { limit: Defaulted(Type.Integer({ minimum: 1, maximum: 100, default: 20 })), cursor: Type.Optional(Type.String({ maxLength: 200 })) },
+          {
+            limit: Defaulted(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+            cursor: Type.Optional(Type.String({ maxLength: 200 })),
+          },
           { additionalProperties: false },
         ),
         response: {

@@ -36,8 +36,8 @@ import { deviceTopics } from '../mqtt/contract.js'
 import type { DeviceCommandName, DeviceInfo } from './tables.js'
 
 /** Failed code submissions allowed per user (and per record) in the window below. */
-export const MAX_FAILED_ATTEMPTS = 5
-export const ATTEMPT_WINDOW_SECONDS = 15 * 60
+const MAX_FAILED_ATTEMPTS = 5
+const ATTEMPT_WINDOW_SECONDS = 15 * 60
 
 export type DeviceServiceDeps = { db: Database; config: Config; counters: Counters; link: DeviceLink }
 
@@ -65,7 +65,13 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
         expiresAt: new Date(now.getTime() + config.devices.codeTtl * 1000),
         interval: config.devices.pollInterval,
         // Only what this service knows: a newer firmware may send more (ignored, see the route).
-        display: { width: input.display.width, height: input.display.height, palette: input.display.palette, fit: input.display.fit ?? 'cover', ...(input.display.inline !== undefined ? { inline: input.display.inline } : {}) },
+        display: {
+          width: input.display.width,
+          height: input.display.height,
+          palette: input.display.palette,
+          fit: input.display.fit ?? 'cover',
+          ...(input.display.inline !== undefined ? { inline: input.display.inline } : {}),
+        },
         info: JSON.parse(JSON.stringify(info)),
         createdAt: now,
       },
@@ -108,7 +114,8 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
     appError('TOO_MANY_ATTEMPTS', message, { 'retry-after': String((await counters.secondsLeft(key)) || ATTEMPT_WINDOW_SECONDS) })
 
   /** Counts a failed attempt against the record it named, so many accounts cannot share one guessing budget. */
-  const failOnRecord = (rec: DeviceInitRow) => Promise.all([counters.hit(`pair-fail-record:${rec.id}`, ATTEMPT_WINDOW_SECONDS), countFailedAttempt(db, rec.id)])
+  const failOnRecord = (rec: DeviceInitRow) =>
+    Promise.all([counters.hit(`pair-fail-record:${rec.id}`, ATTEMPT_WINDOW_SECONDS), countFailedAttempt(db, rec.id)])
 
   /**
    * One code submission per user at a time (in this process): the failure count is read before
@@ -139,7 +146,8 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
       throw wrongCode()
     }
     const recordKey = `pair-fail-record:${found.id}`
-    if ((await counters.get(recordKey)) >= MAX_FAILED_ATTEMPTS) throw await tooMany(recordKey, 'This code is locked after too many failed attempts, try again later')
+    if ((await counters.get(recordKey)) >= MAX_FAILED_ATTEMPTS)
+      throw await tooMany(recordKey, 'This code is locked after too many failed attempts, try again later')
     // Both codes given: they must name the same device, or neither counts as right.
     if (code.userCode && pinCode !== undefined && pinCode !== found.pinCode) {
       await Promise.all([counters.hit(userKey, ATTEMPT_WINDOW_SECONDS), failOnRecord(found)])
@@ -165,7 +173,14 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
     })
     const result = await db.transaction(async (tx) => {
       const now = new Date()
-      const approved = await transitionDeviceInit(tx, rec.id, ['pending'], 'approved', { userId, organizationId: input.organizationId ?? null, decidedAt: now }, { unexpiredAt: now })
+      const approved = await transitionDeviceInit(
+        tx,
+        rec.id,
+        ['pending'],
+        'approved',
+        { userId, organizationId: input.organizationId ?? null, decidedAt: now },
+        { unexpiredAt: now },
+      )
       if (!approved) return null
       const dev = await insertDevice(tx, {
         id: rec.id,
@@ -222,7 +237,13 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
         if (!active) return null
         const secret = newDeviceSecret()
         const dev = await setDeviceSecret(tx, rec.id, sha256(secret))
-        await insertEvent(tx, { type: 'device.credentials_issued', deviceId: rec.id, userId: dev?.userId, organizationId: dev?.organizationId, data: {} })
+        await insertEvent(tx, {
+          type: 'device.credentials_issued',
+          deviceId: rec.id,
+          userId: dev?.userId,
+          organizationId: dev?.organizationId,
+          data: {},
+        })
         return { active, dev, secret }
       })
       if (issued) {
@@ -249,7 +270,13 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
     const revoked = await db.transaction(async (tx) => {
       const updated = await setDeviceSecret(tx, dev.id, null)
       await transitionDeviceInit(tx, dev.id, ['approved', 'active'], 'disconnected')
-      await insertEvent(tx, { type: 'device.credentials_revoked', deviceId: dev.id, userId, organizationId: dev.organizationId, data: { by: userId } })
+      await insertEvent(tx, {
+        type: 'device.credentials_revoked',
+        deviceId: dev.id,
+        userId,
+        organizationId: dev.organizationId,
+        data: { by: userId },
+      })
       return updated ?? dev
     })
     const kicked = await link.kick(dev.id, 'kicked')
@@ -283,14 +310,27 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
 
   /** The retained desired config on devices/{id}/config. */
   async function publishConfig(dev: DeviceRow) {
-    const config = { version: dev.desiredConfigVersion, name: dev.name, selectedModel: dev.selectedModel, color: dev.color, icon: dev.icon, display: dev.display }
+    const config = {
+      version: dev.desiredConfigVersion,
+      name: dev.name,
+      selectedModel: dev.selectedModel,
+      color: dev.color,
+      icon: dev.icon,
+      display: dev.display,
+    }
     await link.publish(dev.id, 'config', config, { retain: true })
   }
 
   async function sendCommand(userId: string, deviceId: string, command: DeviceCommandName, args: Record<string, unknown>) {
     const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
     const row = await insertCommand(db, { id: randomUUID(), deviceId: dev.id, userId, command, args })
-    await insertEvent(db, { type: 'device.command', deviceId: dev.id, userId, organizationId: dev.organizationId, data: { commandId: row.id, command, args } })
+    await insertEvent(db, {
+      type: 'device.command',
+      deviceId: dev.id,
+      userId,
+      organizationId: dev.organizationId,
+      data: { commandId: row.id, command, args },
+    })
     // QoS 1 on a persistent session: a sleeping device gets it when it reconnects.
     await link.publish(dev.id, 'cmd', { commandId: row.id, command, args, issuedAt: row.createdAt.toISOString() })
     return row

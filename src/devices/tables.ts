@@ -13,7 +13,13 @@ export type DisplayProfile = {
   inline?: boolean
 }
 
-export type DeviceReport = { battery?: number; firmware?: string; shownImageId?: string | null; configVersion?: number; reportedAt?: string }
+export type DeviceReport = {
+  battery?: number
+  firmware?: string
+  shownImageId?: string | null
+  configVersion?: number
+  reportedAt?: string
+}
 
 export type DeviceInfo = { model?: string; firmware?: string; manufacturer?: string; serial?: string }
 

@@ -29,7 +29,16 @@ document.getElementById('deny').onclick = () => send('/api/device/deny', {});
 </script></body></html>`
 
 export async function verificationPage(app: FastifyInstance) {
-  app.get('/device', { config: { auth: 'none' }, schema: { tags: ['device module'], summary: 'Page where a person enters a device code', response: { 200: { type: 'string', description: 'text/html' } } } }, async (_req, reply) =>
-    reply.type('text/html; charset=utf-8').send(page),
+  app.get(
+    '/device',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags: ['device module'],
+        summary: 'Page where a person enters a device code',
+        response: { 200: { type: 'string', description: 'text/html' } },
+      },
+    },
+    async (_req, reply) => reply.type('text/html; charset=utf-8').send(page),
   )
 }

@@ -13,7 +13,10 @@ export type AckWriter = {
   flush(deviceId?: string): Promise<void>
 }
 
-export function ackWriter(write: (acks: ReadonlyArray<{ deviceId: string; seq: number }>) => Promise<Map<string, string>>, opts: { windowMs: number; maxBatch: number }): AckWriter {
+export function ackWriter(
+  write: (acks: ReadonlyArray<{ deviceId: string; seq: number }>) => Promise<Map<string, string>>,
+  opts: { windowMs: number; maxBatch: number },
+): AckWriter {
   let queue: Ack[] = []
   let timer: NodeJS.Timeout | undefined
   let writing: Promise<void> = Promise.resolve()

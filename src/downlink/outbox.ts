@@ -8,7 +8,15 @@ import type { DeviceLink } from '../devices/sessions.js'
 import type { DownlinkKind } from '../mqtt/contract.js'
 import { insertEvents } from '../events/repository.js'
 import { ackWriter } from './acks.js'
-import { markDelivered, markReported, pendingMessages, pruneMessages, recordMessages, type NewMessage, type StoredMessage } from './repository.js'
+import {
+  markDelivered,
+  markReported,
+  pendingMessages,
+  pruneMessages,
+  recordMessages,
+  type NewMessage,
+  type StoredMessage,
+} from './repository.js'
 
 /** How long acknowledgements gather before they are written (see acks.ts). */
 const ACK_WINDOW_MS = 50
@@ -25,7 +33,7 @@ export type OutboxLimits = {
   keepDeliveredMs: number
 }
 
-export type OutboxStats = { recorded: number; delivered: number; resent: number; dropped: number; unknownDevice: number }
+type OutboxStats = { recorded: number; delivered: number; resent: number; dropped: number; unknownDevice: number }
 
 /** The transport side: publishes one numbered message. */
 export type Transport = Pick<DeviceLink, 'publish' | 'kick'>
@@ -58,7 +66,7 @@ export type Outbox = DeviceLink & {
 }
 
 /** `{"seq":N,...}`: the seq goes first, so the broker's acknowledgement hook reads it without parsing the message. */
-export function numbered(seq: number, payload: object): Record<string, unknown> {
+function numbered(seq: number, payload: object): Record<string, unknown> {
   return { seq, ...payload }
 }
 
@@ -67,19 +75,33 @@ const SEQ_PREFIX = /^\{"seq":(\d{1,15})[,}]/
 /** The seq of a message this service published, read from the first bytes of its payload. */
 export function seqOf(payload: Buffer | Uint8Array | string | undefined): number | undefined {
   if (!payload) return undefined
-  const head = typeof payload === 'string' ? payload.slice(0, 32) : Buffer.from(payload.buffer, payload.byteOffset, Math.min(32, payload.byteLength)).toString('latin1')
+  const head =
+    typeof payload === 'string'
+      ? payload.slice(0, 32)
+      : Buffer.from(payload.buffer, payload.byteOffset, Math.min(32, payload.byteLength)).toString('latin1')
   const m = SEQ_PREFIX.exec(head)
   return m ? Number(m[1]) : undefined
 }
 
-export function createOutbox(deps: { db: Database; transport: Transport; limits: OutboxLimits; log: { warn: (o: object, m: string) => void } }): Outbox {
+export function createOutbox(deps: {
+  db: Database
+  transport: Transport
+  limits: OutboxLimits
+  log: { warn: (o: object, m: string) => void }
+}): Outbox {
   const { db, transport, limits } = deps
   const stats: OutboxStats = { recorded: 0, delivered: 0, resent: 0, dropped: 0, unknownDevice: 0 }
 
   // Concurrent publishes (a fan-out, a schedule firing for a fleet) share one transaction; each
   // caller publishes once its batch is stored, in the order the seqs were given.
-  const recorder = batched<NewMessage, number | undefined>((messages) => recordMessages(db, messages), { concurrency: 1, maxBatchSize: 1000 })
-  const acks = ackWriter(async (batch) => new Map((await markDelivered(db, batch)).map((r) => [`${r.deviceId}:${r.seq}`, r.kind])), { windowMs: ACK_WINDOW_MS, maxBatch: 2000 })
+  const recorder = batched<NewMessage, number | undefined>((messages) => recordMessages(db, messages), {
+    concurrency: 1,
+    maxBatchSize: 1000,
+  })
+  const acks = ackWriter(async (batch) => new Map((await markDelivered(db, batch)).map((r) => [`${r.deviceId}:${r.seq}`, r.kind])), {
+    windowMs: ACK_WINDOW_MS,
+    maxBatch: 2000,
+  })
   const pending = batched<string, StoredMessage[]>(
     async (ids) => {
       const rows = await pendingMessages(db, ids, limits.maxPerDevice, new Date(Date.now() - limits.maxAgeMs))
@@ -96,7 +118,13 @@ export function createOutbox(deps: { db: Database; transport: Transport; limits:
 
   async function publish(deviceId: string, kind: DownlinkKind, payload: object, opts: { retain?: boolean } = {}) {
     const retain = opts.retain ?? false
-    const seq = await recorder.load({ deviceId, kind, payload: payload as Record<string, unknown>, retain, replacesOlder: REPLACING.has(kind) })
+    const seq = await recorder.load({
+      deviceId,
+      kind,
+      payload: payload as Record<string, unknown>,
+      retain,
+      replacesOlder: REPLACING.has(kind),
+    })
     if (seq === undefined) {
       // The device was deleted meanwhile: nobody is left to receive it.
       stats.unknownDevice += 1
@@ -129,7 +157,8 @@ export function createOutbox(deps: { db: Database; transport: Transport; limits:
       const rows = await pending.load(deviceId)
       let sent = 0
       for (const m of rows) {
-        if (opts.holding?.has(m.seq) || (opts.after !== undefined && m.seq <= opts.after) || (opts.kinds && !opts.kinds.has(m.kind))) continue
+        if (opts.holding?.has(m.seq) || (opts.after !== undefined && m.seq <= opts.after) || (opts.kinds && !opts.kinds.has(m.kind)))
+          continue
         if (active.live.has(m.seq)) continue
         active.resent.add(m.seq)
         await transport.publish(deviceId, m.kind as DownlinkKind, numbered(m.seq, m.payload), { retain: m.retain })
@@ -144,13 +173,24 @@ export function createOutbox(deps: { db: Database; transport: Transport; limits:
 
   async function sweep(): Promise<number> {
     const now = Date.now()
-    const { limit, expired } = await pruneMessages(db, { limit: limits.maxPerDevice, before: new Date(now - limits.maxAgeMs), deliveredBefore: new Date(now - limits.keepDeliveredMs) })
+    const { limit, expired } = await pruneMessages(db, {
+      limit: limits.maxPerDevice,
+      before: new Date(now - limits.maxAgeMs),
+      deliveredBefore: new Date(now - limits.keepDeliveredMs),
+    })
     const runs = [...limit.map((r) => ({ ...r, reason: 'limit' })), ...expired.map((r) => ({ ...r, reason: 'expired' }))]
     if (runs.length) {
       const at = new Date()
       await insertEvents(
         db,
-        runs.map((r) => ({ type: 'device.downlink_dropped', deviceId: r.deviceId, userId: r.userId, organizationId: r.organizationId, data: { reason: r.reason, count: r.count, firstSeq: r.firstSeq, lastSeq: r.lastSeq }, at })),
+        runs.map((r) => ({
+          type: 'device.downlink_dropped',
+          deviceId: r.deviceId,
+          userId: r.userId,
+          organizationId: r.organizationId,
+          data: { reason: r.reason, count: r.count, firstSeq: r.firstSeq, lastSeq: r.lastSeq },
+          at,
+        })),
       )
     }
     const dropped = runs.reduce((n, r) => n + r.count, 0)

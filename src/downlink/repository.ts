@@ -60,7 +60,10 @@ export async function recordMessages(db: Executor, messages: readonly NewMessage
  * their status (a PUBACK may have delivered one before its up/ack came), so an up/ack can tell a
  * real message from a made-up one.
  */
-export async function markDelivered(db: Executor, acks: ReadonlyArray<{ deviceId: string; seq: number }>): Promise<Array<{ deviceId: string; seq: number; kind: string }>> {
+export async function markDelivered(
+  db: Executor,
+  acks: ReadonlyArray<{ deviceId: string; seq: number }>,
+): Promise<Array<{ deviceId: string; seq: number; kind: string }>> {
   if (!acks.length) return []
   const batch = JSON.stringify(acks.map((a) => ({ d: a.deviceId, s: a.seq })))
   const rows = await db.execute(sql`
@@ -69,7 +72,11 @@ export async function markDelivered(db: Executor, acks: ReadonlyArray<{ deviceId
       update ${deviceMessage} as m set status = 'delivered', delivered_at = now()
       from a where m.device_id = a.d and m.seq = a.s and m.status = 'pending')
     select m.device_id, m.seq, m.kind from ${deviceMessage} m join a on m.device_id = a.d and m.seq = a.s`)
-  return rowsOf<{ device_id: string; seq: string | number; kind: string }>(rows).map((r) => ({ deviceId: r.device_id, seq: Number(r.seq), kind: r.kind }))
+  return rowsOf<{ device_id: string; seq: string | number; kind: string }>(rows).map((r) => ({
+    deviceId: r.device_id,
+    seq: Number(r.seq),
+    kind: r.kind,
+  }))
 }
 
 /**
@@ -77,9 +84,15 @@ export async function markDelivered(db: Executor, acks: ReadonlyArray<{ deviceId
  * and the pending image it shows, have arrived, whether or not their acknowledgement did (a
  * retained config reaches a new subscriber without one the broker can match).
  */
-export async function markReported(db: Executor, deviceId: string, report: { configVersion?: number; shownImageId?: string | null }): Promise<number> {
+export async function markReported(
+  db: Executor,
+  deviceId: string,
+  report: { configVersion?: number; shownImageId?: string | null },
+): Promise<number> {
   const conditions = [
-    ...(Number.isSafeInteger(report.configVersion) ? [sql`(m.kind = 'config' and (m.payload->>'version')::bigint <= ${report.configVersion})`] : []),
+    ...(Number.isSafeInteger(report.configVersion)
+      ? [sql`(m.kind = 'config' and (m.payload->>'version')::bigint <= ${report.configVersion})`]
+      : []),
     ...(report.shownImageId ? [sql`(m.kind = 'image' and m.payload->>'imageId' = ${report.shownImageId})`] : []),
   ]
   if (!conditions.length) return 0
@@ -108,7 +121,9 @@ export async function pendingMessages(db: Executor, deviceIds: readonly string[]
     join ${deviceMessage} m on m.device_id = dl.device_id and m.seq > dl.last_seq - ${limit}
     where m.status = 'pending' and m.created_at > ${since.toISOString()}::timestamptz
     order by m.device_id, m.seq`)
-  return rowsOf<{ device_id: string; seq: string | number; kind: string; payload: Record<string, unknown> | string; retain: boolean }>(rows).map((r) => ({
+  return rowsOf<{ device_id: string; seq: string | number; kind: string; payload: Record<string, unknown> | string; retain: boolean }>(
+    rows,
+  ).map((r) => ({
     deviceId: r.device_id,
     seq: Number(r.seq),
     kind: r.kind,
@@ -117,17 +132,36 @@ export async function pendingMessages(db: Executor, deviceIds: readonly string[]
   }))
 }
 
-export type DroppedRun = { deviceId: string; userId: string; organizationId: string | null; count: number; firstSeq: number; lastSeq: number }
+export type DroppedRun = {
+  deviceId: string
+  userId: string
+  organizationId: string | null
+  count: number
+  firstSeq: number
+  lastSeq: number
+}
 
 /**
  * Enforces the bound: pending messages beyond the newest `limit` of a device, or older than
  * `before`, are deleted and reported per device (each run becomes an Event); superseded
  * messages, and delivered ones older than `deliveredBefore`, are deleted silently.
  */
-export async function pruneMessages(db: Executor, opts: { limit: number; before: Date; deliveredBefore: Date }): Promise<{ limit: DroppedRun[]; expired: DroppedRun[] }> {
-  await db.execute(sql`delete from ${deviceMessage} where status = 'superseded' or (status = 'delivered' and created_at < ${opts.deliveredBefore.toISOString()}::timestamptz)`)
+export async function pruneMessages(
+  db: Executor,
+  opts: { limit: number; before: Date; deliveredBefore: Date },
+): Promise<{ limit: DroppedRun[]; expired: DroppedRun[] }> {
+  await db.execute(
+    sql`delete from ${deviceMessage} where status = 'superseded' or (status = 'delivered' and created_at < ${opts.deliveredBefore.toISOString()}::timestamptz)`,
+  )
   const summarise = (result: unknown): DroppedRun[] =>
-    rowsOf<{ device_id: string; user_id: string; organization_id: string | null; n: string | number; first: string | number; last: string | number }>(result).map((r) => ({
+    rowsOf<{
+      device_id: string
+      user_id: string
+      organization_id: string | null
+      n: string | number
+      first: string | number
+      last: string | number
+    }>(result).map((r) => ({
       deviceId: r.device_id,
       userId: r.user_id,
       organizationId: r.organization_id,
@@ -163,7 +197,9 @@ export async function listMessages(db: Executor, deviceId: string, limit: number
     select seq, kind, status, created_at, delivered_at from ${deviceMessage}
     where device_id = ${deviceId} ${beforeSeq !== undefined ? sql`and seq < ${beforeSeq}` : sql``}
     order by seq desc limit ${limit}`)
-  return rowsOf<{ seq: string | number; kind: string; status: string; created_at: Date | string; delivered_at: Date | string | null }>(rows).map((r) => ({
+  return rowsOf<{ seq: string | number; kind: string; status: string; created_at: Date | string; delivered_at: Date | string | null }>(
+    rows,
+  ).map((r) => ({
     seq: Number(r.seq),
     kind: r.kind,
     status: r.status,

@@ -18,7 +18,11 @@ const messageSchema = {
   properties: {
     seq: { type: 'integer', description: "the device's sequence number; the MQTT message carries it as `seq`" },
     kind: { type: 'string', enum: ['prompt', 'image', 'config', 'cmd'] },
-    status: { type: 'string', enum: [...downlinkStatuses], description: 'pending until the device acknowledges it; superseded when a newer config or image replaced it first' },
+    status: {
+      type: 'string',
+      enum: [...downlinkStatuses],
+      description: 'pending until the device acknowledges it; superseded when a newer config or image replaced it first',
+    },
     createdAt: { type: 'string', format: 'date-time' },
     deliveredAt: { type: ['string', 'null'], format: 'date-time' },
   },
@@ -34,7 +38,7 @@ const querystring = Type.Object(
 )
 
 export async function downlinkRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database }) {
-  const { auth, db } = opts
+  const { db } = opts
   // Static types rather than the TypeBox type provider, which would also type the answer from the
   // response schema: the stored rows' kind and status are plain strings, not its enums.
   app.get<{ Params: Static<typeof params>; Querystring: Static<typeof querystring> }>(
@@ -42,7 +46,7 @@ export async function downlinkRoutes(app: FastifyInstance, opts: { auth: Auth; d
     {
       schema: {
         tags: ['device module'],
-        summary: "Messages sent to a device, newest first, and whether each arrived",
+        summary: 'Messages sent to a device, newest first, and whether each arrived',
         security: callerSecurity,
         params,
         querystring,

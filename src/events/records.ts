@@ -6,7 +6,11 @@ export const eventRecordSchema = {
   required: ['id', 'type', 'deviceId', 'userId', 'organization_id', 'data', 'created_at'],
   properties: {
     id: { type: 'string' },
-    type: { type: 'string', description: 'device.paired, device.denied, device.credentials_issued, device.credentials_revoked, device.connected, device.disconnected, …' },
+    type: {
+      type: 'string',
+      description:
+        'device.paired, device.denied, device.credentials_issued, device.credentials_revoked, device.connected, device.disconnected, …',
+    },
     deviceId: { type: ['string', 'null'] },
     userId: { type: ['string', 'null'] },
     organization_id: { type: ['string', 'null'] },
@@ -16,5 +20,13 @@ export const eventRecordSchema = {
 } as const
 
 export function toEventRecord(e: EventRow) {
-  return { id: e.id, type: e.type, deviceId: e.deviceId, userId: e.userId, organization_id: e.organizationId, data: e.data, created_at: e.createdAt.toISOString() }
+  return {
+    id: e.id,
+    type: e.type,
+    deviceId: e.deviceId,
+    userId: e.userId,
+    organization_id: e.organizationId,
+    data: e.data,
+    created_at: e.createdAt.toISOString(),
+  }
 }

@@ -5,12 +5,25 @@ import { olderThan, type Cursor } from '../db/paging.js'
 import { event } from './tables.js'
 
 export type EventRow = typeof event.$inferSelect
-export type NewEvent = { type: string; deviceId?: string | null; userId?: string | null; organizationId?: string | null; data?: Record<string, unknown> }
+export type NewEvent = {
+  type: string
+  deviceId?: string | null
+  userId?: string | null
+  organizationId?: string | null
+  data?: Record<string, unknown>
+}
 
 export async function insertEvent(db: Executor, e: NewEvent): Promise<EventRow> {
   const [row] = await db
     .insert(event)
-    .values({ id: randomUUID(), type: e.type, deviceId: e.deviceId ?? null, userId: e.userId ?? null, organizationId: e.organizationId ?? null, data: e.data ?? {} })
+    .values({
+      id: randomUUID(),
+      type: e.type,
+      deviceId: e.deviceId ?? null,
+      userId: e.userId ?? null,
+      organizationId: e.organizationId ?? null,
+      data: e.data ?? {},
+    })
     .returning()
   return row as EventRow
 }
@@ -28,7 +41,17 @@ export async function insertEvents(db: Executor, events: ReadonlyArray<NewEvent 
     rows.push(
       ...(await db
         .insert(event)
-        .values(chunk.map((e) => ({ id: randomUUID(), type: e.type, deviceId: e.deviceId ?? null, userId: e.userId ?? null, organizationId: e.organizationId ?? null, data: e.data ?? {}, createdAt: e.at })))
+        .values(
+          chunk.map((e) => ({
+            id: randomUUID(),
+            type: e.type,
+            deviceId: e.deviceId ?? null,
+            userId: e.userId ?? null,
+            organizationId: e.organizationId ?? null,
+            data: e.data ?? {},
+            createdAt: e.at,
+          })),
+        )
         // A connection's disconnect already recorded by another node is not recorded twice.
         .onConflictDoNothing()
         .returning()),
@@ -52,7 +75,15 @@ export async function lastDeviceEvents(db: Executor, deviceIds: readonly string[
     cross join lateral (
       select * from ${event} where ${event.deviceId} = d.id order by ${event.createdAt} desc, ${event.id} desc limit 1
     ) as e`)
-  return rowsOf<{ id: string; type: string; device_id: string; user_id: string | null; organization_id: string | null; data: Record<string, unknown> | string; created_at: Date | string }>(rows).map((r) => ({
+  return rowsOf<{
+    id: string
+    type: string
+    device_id: string
+    user_id: string | null
+    organization_id: string | null
+    data: Record<string, unknown> | string
+    created_at: Date | string
+  }>(rows).map((r) => ({
     id: r.id,
     type: r.type,
     deviceId: r.device_id,
@@ -80,6 +111,9 @@ export async function deleteDeviceEvents(db: Executor, deviceId: string): Promis
 
 /** How many events of `type` were recorded at or after `since` (the benchmarks wait on this). */
 export async function countEvents(db: Executor, type: string, since: Date): Promise<number> {
-  const [row] = await db.select({ n: count() }).from(event).where(and(eq(event.type, type), gte(event.createdAt, since)))
+  const [row] = await db
+    .select({ n: count() })
+    .from(event)
+    .where(and(eq(event.type, type), gte(event.createdAt, since)))
   return row?.n ?? 0
 }

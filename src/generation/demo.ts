@@ -17,7 +17,7 @@ const SAMPLE = 'a lighthouse on a rocky coast at dusk'
  * Open to anyone, and each new prompt stores an image set: a tighter limit per client address
  * than the API's general one keeps it a demo rather than free storage.
  */
-export const DEMO_RATE_LIMIT = { max: 20, timeWindow: 60_000 }
+const DEMO_RATE_LIMIT = { max: 20, timeWindow: 60_000 }
 const profiles: Record<string, DisplayProfile> = {
   bw: { width: 800, height: 480, palette: 'bw' },
   gray4: { width: 800, height: 480, palette: 'gray4' },
@@ -32,7 +32,10 @@ function demoId(prompt: string, palette: string): string {
 }
 
 const demoQuery = Type.Object(
-  { prompt: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), palette: Type.Optional(Type.String({ enum: Object.keys(profiles), default: 'bw' })) },
+  {
+    prompt: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    palette: Type.Optional(Type.String({ enum: Object.keys(profiles), default: 'bw' })),
+  },
   { additionalProperties: false },
 )
 
@@ -71,12 +74,22 @@ export async function demoRoutes(app: FastifyInstance, opts: { db: Database; sto
       const id = demoId(prompt, palette)
       const existing = await findImage(opts.db, id)
       if (existing) {
-        return { prompt, model: 'local', profile, cached: true, result: toResult(opts.baseUrl, existing, await findVariants(opts.db, id)), steps: [] }
+        return {
+          prompt,
+          model: 'local',
+          profile,
+          cached: true,
+          result: toResult(opts.baseUrl, existing, await findVariants(opts.db, id)),
+          steps: [],
+        }
       }
       const t0 = performance.now()
       const original = await renderLocalImage({ prompt, width: 1024, height: 1024, seed: seedFor(prompt) })
       const t1 = performance.now()
-      const stored = await storeImage({ db: opts.db, storage: opts.storage }, { userId: 'demo', source: 'demo', original, profile, imageId: id }).catch(async (err) => {
+      const stored = await storeImage(
+        { db: opts.db, storage: opts.storage },
+        { userId: 'demo', source: 'demo', original, profile, imageId: id },
+      ).catch(async (err) => {
         // Two first requests for the same demo raced: the other one stored it.
         const again = await findImage(opts.db, id)
         if (!again) throw err

@@ -13,7 +13,7 @@ export type GenerationInput = {
 }
 
 /** What a provider keeps between calls; stored on the job row so polling survives restarts. */
-export type ProviderState = Record<string, unknown>
+type ProviderState = Record<string, unknown>
 
 export type StartResult = { providerJobId: string; state?: ProviderState }
 

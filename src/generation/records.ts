@@ -50,7 +50,21 @@ export const generationResponseSchema = {
   $id: 'ImageGenerationResponse',
   description: 'The image-generation response: the job and, once it succeeded, its result.',
   type: 'object',
-  required: ['id', 'status', 'progress', 'model', 'provider', 'price', 'deviceId', 'promptId', 'error', 'result', 'created_at', 'updated_at', 'finished_at'],
+  required: [
+    'id',
+    'status',
+    'progress',
+    'model',
+    'provider',
+    'price',
+    'deviceId',
+    'promptId',
+    'error',
+    'result',
+    'created_at',
+    'updated_at',
+    'finished_at',
+  ],
   properties: {
     id: { type: 'string' },
     status: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed', 'canceled'] },
@@ -60,7 +74,12 @@ export const generationResponseSchema = {
     price: { type: 'string', description: 'credits (numeric text)' },
     deviceId: { type: ['string', 'null'] },
     promptId: { type: ['string', 'null'] },
-    error: { anyOf: [{ type: 'null' }, { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } }] },
+    error: {
+      anyOf: [
+        { type: 'null' },
+        { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } },
+      ],
+    },
     result: { anyOf: [{ type: 'null' }, { $ref: 'ImageGenerationResult#' }] },
     created_at: { type: 'string', format: 'date-time' },
     updated_at: { type: 'string', format: 'date-time' },
@@ -71,14 +90,35 @@ export const generationResponseSchema = {
 export function toResult(baseUrl: string, image: ImageRow, variants: VariantRow[]) {
   return {
     imageId: image.id,
-    original: { format: 'original', url: imageUrl(baseUrl, image.id, 'original'), contentType: image.contentType, width: image.width, height: image.height, bytes: image.bytes, sha256: image.sha256 },
-    images: variants.map((v) => ({ format: v.format, url: imageUrl(baseUrl, image.id, v.format), contentType: v.contentType, width: v.width, height: v.height, bytes: v.bytes, sha256: v.sha256 })),
+    original: {
+      format: 'original',
+      url: imageUrl(baseUrl, image.id, 'original'),
+      contentType: image.contentType,
+      width: image.width,
+      height: image.height,
+      bytes: image.bytes,
+      sha256: image.sha256,
+    },
+    images: variants.map((v) => ({
+      format: v.format,
+      url: imageUrl(baseUrl, image.id, v.format),
+      contentType: v.contentType,
+      width: v.width,
+      height: v.height,
+      bytes: v.bytes,
+      sha256: v.sha256,
+    })),
   }
 }
 
 export function toGenerationResponse(baseUrl: string, job: JobRow, image?: ImageRow, variants: VariantRow[] = []) {
   // A retryable provider error is shown while the job is still trying; it is not the outcome.
-  const error = job.status === 'failed' || job.status === 'canceled' ? (job.errorCode ? { code: job.errorCode, message: job.errorMessage ?? '' } : null) : null
+  const error =
+    job.status === 'failed' || job.status === 'canceled'
+      ? job.errorCode
+        ? { code: job.errorCode, message: job.errorMessage ?? '' }
+        : null
+      : null
   return {
     id: job.id,
     status: job.status,

@@ -31,7 +31,14 @@ export async function claimDueJobs(db: Executor, now: Date, limit: number, lease
   const which =
     'provider' in filter
       ? sql`AND provider = ${filter.provider} AND provider_job_id IS ${filter.started ? sql`NOT NULL` : sql`NULL`}`
-      : sql`AND deadline_at <= ${at}::timestamptz ${filter.overdueOutside.length ? sql`AND provider NOT IN (${sql.join(filter.overdueOutside.map((p) => sql`${p}`), sql`, `)})` : sql``}`
+      : sql`AND deadline_at <= ${at}::timestamptz ${
+          filter.overdueOutside.length
+            ? sql`AND provider NOT IN (${sql.join(
+                filter.overdueOutside.map((p) => sql`${p}`),
+                sql`, `,
+              )})`
+            : sql``
+        }`
   const rows = await db.execute(sql`
     UPDATE generation_job SET lease_until = ${leaseUntil.toISOString()}::timestamptz
     WHERE id IN (
@@ -53,7 +60,13 @@ export async function countStartedJobs(db: Executor, provider: string): Promise<
   const [row] = await db
     .select({ n: sql<number>`count(*)::int` })
     .from(generationJob)
-    .where(and(eq(generationJob.provider, provider), inArray(generationJob.status, ['queued', 'running']), isNotNull(generationJob.providerJobId)))
+    .where(
+      and(
+        eq(generationJob.provider, provider),
+        inArray(generationJob.status, ['queued', 'running']),
+        isNotNull(generationJob.providerJobId),
+      ),
+    )
   return Number(row?.n ?? 0)
 }
 
@@ -65,11 +78,6 @@ export async function updateJob(db: Executor, id: string, from: JobStatus[], set
     .where(and(eq(generationJob.id, id), inArray(generationJob.status, from)))
     .returning()
   return row
-}
-
-export async function countUnfinished(db: Executor): Promise<number> {
-  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(generationJob).where(inArray(generationJob.status, ['queued', 'running']))
-  return Number(row?.n ?? 0)
 }
 
 /** Ends every unfinished job's lease: for a runner that knows it is the only one (no cluster). */

@@ -18,11 +18,18 @@ const idParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) 
 
 export async function generationRoutes(
   fastify: FastifyInstance,
-  opts: { auth: Auth; db: Database; generation: GenerationService; baseUrl: string; providers: Set<string>; balanceChanged?: () => Promise<void> },
+  opts: {
+    auth: Auth
+    db: Database
+    generation: GenerationService
+    baseUrl: string
+    providers: Set<string>
+    balanceChanged?: () => Promise<void>
+  },
 ) {
   // Request types are inferred from the TypeBox schemas below.
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const { auth, db, generation, baseUrl } = opts
+  const { db, generation, baseUrl } = opts
 
   app.post(
     '/api/generate',
@@ -30,7 +37,8 @@ export async function generationRoutes(
       schema: {
         tags: ['admin API'],
         summary: 'Generate image with the image-generation provider',
-        description: 'Starts a job and answers 202 at once; poll GET /api/generate/{id}. The model price is taken from the balance now and refunded if the job fails or is canceled.',
+        description:
+          'Starts a job and answers 202 at once; poll GET /api/generate/{id}. The model price is taken from the balance now and refunded if the job fails or is canceled.',
         security,
         body: SharedRef(generationRequestSchema),
         response: { 202: { $ref: 'ImageGenerationResponse#' }, ...errors(400, 401, 402, 403, 404) },
@@ -93,14 +101,31 @@ export async function generationRoutes(
             properties: {
               models: {
                 type: 'array',
-                items: { type: 'object', properties: { id: { type: 'string' }, title: { type: 'string' }, provider: { type: 'string' }, price: { type: 'string' }, available: { type: 'boolean' } } },
+                items: {
+                  type: 'object',
+                  properties: {
+                    id: { type: 'string' },
+                    title: { type: 'string' },
+                    provider: { type: 'string' },
+                    price: { type: 'string' },
+                    available: { type: 'boolean' },
+                  },
+                },
               },
             },
           },
         },
       },
     },
-    async () => ({ models: MODELS.map((m) => ({ id: m.id, title: m.title, provider: m.provider, price: m.price, available: opts.providers.has(m.provider) })) }),
+    async () => ({
+      models: MODELS.map((m) => ({
+        id: m.id,
+        title: m.title,
+        provider: m.provider,
+        price: m.price,
+        available: opts.providers.has(m.provider),
+      })),
+    }),
   )
 
   const ledgerEntry = {
@@ -123,7 +148,10 @@ export async function generationRoutes(
         tags: ['admin API'],
         summary: "The caller's balance and its latest ledger entries",
         security,
-        response: { 200: { type: 'object', properties: { balance: { type: 'string' }, ledger: { type: 'array', items: ledgerEntry } } }, ...errors(401) },
+        response: {
+          200: { type: 'object', properties: { balance: { type: 'string' }, ledger: { type: 'array', items: ledgerEntry } } },
+          ...errors(401),
+        },
       },
     },
     async (req) => {
@@ -131,7 +159,15 @@ export async function generationRoutes(
       const rows = await listLedger(db, who.userId, 50)
       return {
         balance: (await balanceOf(db, who.userId)) ?? '0',
-        ledger: rows.map((r) => ({ id: r.id, amount: r.amount, balanceAfter: r.balanceAfter, reason: r.reason, jobId: r.jobId, note: r.note, created_at: r.createdAt.toISOString() })),
+        ledger: rows.map((r) => ({
+          id: r.id,
+          amount: r.amount,
+          balanceAfter: r.balanceAfter,
+          reason: r.reason,
+          jobId: r.jobId,
+          note: r.note,
+          created_at: r.createdAt.toISOString(),
+        })),
       }
     },
   )
@@ -146,20 +182,28 @@ export async function generationRoutes(
         body: Type.Object(
           {
             userId: Type.String({ minLength: 1, maxLength: 64 }),
-            amount: Type.String({ pattern: '^(?:0|[1-9]\\d{0,9})(?:\\.\\d{1,2})?$', description: 'positive credits, at most two decimals' }),
+            amount: Type.String({
+              pattern: '^(?:0|[1-9]\\d{0,9})(?:\\.\\d{1,2})?$',
+              description: 'positive credits, at most two decimals',
+            }),
             note: Type.Optional(Type.String({ maxLength: 200 })),
           },
           { additionalProperties: false },
         ),
-        response: { 200: { type: 'object', properties: { userId: { type: 'string' }, balance: { type: 'string' } } }, ...errors(400, 401, 403, 404) },
+        response: {
+          200: { type: 'object', properties: { userId: { type: 'string' }, balance: { type: 'string' } } },
+          ...errors(400, 401, 403, 404),
+        },
       },
     },
     async (req) => {
       const who = principalOf(req)
       const actor = await findUserById(db, who.userId)
-      if (!actor || !actor.role.split(',').includes('admin')) throw appError('FORBIDDEN', 'Only admins may credit accounts')
+      if (!actor?.role.split(',').includes('admin')) throw appError('FORBIDDEN', 'Only admins may credit accounts')
       if (Number(req.body.amount) <= 0) throw appError('VALIDATION_ERROR', 'amount must be positive')
-      const balance = await db.transaction((tx) => credit(tx, req.body.userId, req.body.amount, { reason: 'admin_credit', actorId: who.userId, note: req.body.note }))
+      const balance = await db.transaction((tx) =>
+        credit(tx, req.body.userId, req.body.amount, { reason: 'admin_credit', actorId: who.userId, note: req.body.note }),
+      )
       if (balance === null) throw appError('USER_NOT_FOUND')
       await opts.balanceChanged?.()
       return { userId: req.body.userId, balance }

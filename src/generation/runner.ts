@@ -46,11 +46,16 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
   let current: Promise<void> | undefined
   let ticking = false
 
-  const providerJob = (job: JobRow) => ({ providerJobId: job.providerJobId ?? '', state: job.providerState, input: job.input as unknown as GenerationInput })
+  const providerJob = (job: JobRow) => ({
+    providerJobId: job.providerJobId ?? '',
+    state: job.providerState,
+    input: job.input as unknown as GenerationInput,
+  })
 
   async function handle(job: JobRow): Promise<void> {
     const provider = providers.get(job.provider)
-    if (!provider) return hooks.fail(job, 'failed', { code: 'PROVIDER_NOT_CONFIGURED', message: `provider ${job.provider} is not configured` })
+    if (!provider)
+      return hooks.fail(job, 'failed', { code: 'PROVIDER_NOT_CONFIGURED', message: `provider ${job.provider} is not configured` })
     if (job.deadlineAt.getTime() <= Date.now()) {
       if (job.providerJobId) await provider.cancel(providerJob(job)).catch(() => {})
       return hooks.fail(job, 'failed', { code: 'TIMEOUT', message: 'the provider did not finish before the deadline' })
@@ -71,7 +76,10 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
           leaseUntil: null,
         })
         // Canceled while the provider was starting it: stop it there too.
-        if (!recorded) await provider.cancel({ providerJobId: started.providerJobId, state: started.state ?? {}, input: job.input as unknown as GenerationInput }).catch(() => {})
+        if (!recorded)
+          await provider
+            .cancel({ providerJobId: started.providerJobId, state: started.state ?? {}, input: job.input as unknown as GenerationInput })
+            .catch(() => {})
         return
       }
       const result: PollResult = await provider.poll(providerJob(job))
@@ -93,7 +101,10 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
         // the renewal matches no row: it only updates a job still queued or running.)
         const hold = () => updateJob(db, job.id, live, { leaseUntil: new Date(Date.now() + SUCCEED_HOLD_MS) })
         await hold()
-        const renew = setInterval(() => void hold().catch((err) => hooks.log.warn({ err, jobId: job.id }, 'could not renew a generation job lease')), SUCCEED_HOLD_MS / 3)
+        const renew = setInterval(
+          () => void hold().catch((err) => hooks.log.warn({ err, jobId: job.id }, 'could not renew a generation job lease')),
+          SUCCEED_HOLD_MS / 3,
+        )
         try {
           await hooks.succeed(job, result.outputs)
         } finally {
@@ -105,12 +116,21 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
     } catch (err) {
       if (err instanceof ProviderError && err.retryable) {
         const wait = Math.max(err.retryAfterMs ?? 0, backoffMs(job.attempts + 1, opts))
-        await updateJob(db, job.id, live, { attempts: job.attempts + 1, nextPollAt: pollAt(wait), leaseUntil: null, errorCode: err.code, errorMessage: err.message })
+        await updateJob(db, job.id, live, {
+          attempts: job.attempts + 1,
+          nextPollAt: pollAt(wait),
+          leaseUntil: null,
+          errorCode: err.code,
+          errorMessage: err.message,
+        })
         return
       }
       const e = err as Error & { code?: string }
       hooks.log.warn({ err, jobId: job.id }, 'generation job failed')
-      return hooks.fail(job, 'failed', { code: err instanceof ProviderError ? err.code : 'GENERATION_FAILED', message: e.message || 'generation failed' })
+      return hooks.fail(job, 'failed', {
+        code: err instanceof ProviderError ? err.code : 'GENERATION_FAILED',
+        message: e.message || 'generation failed',
+      })
     }
   }
 
@@ -199,5 +219,3 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
     },
   }
 }
-
-export type Runner = ReturnType<typeof createRunner>

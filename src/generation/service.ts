@@ -23,7 +23,7 @@ import { findJob, insertJob, releaseLeases, updateJob, type JobRow } from './rep
 import { createRunner } from './runner.js'
 import { defaultModelId } from './setup.js'
 
-export type Notify = (userId: string, kind: 'generation', message: { title: string; body: string; url?: string }) => Promise<unknown>
+type Notify = (userId: string, kind: 'generation', message: { title: string; body: string; url?: string }) => Promise<unknown>
 
 export type GenerationDeps = {
   db: Database
@@ -54,7 +54,12 @@ async function fetchOutput(output: ProviderOutput): Promise<Buffer> {
   } catch (err) {
     throw new ProviderError(`downloading the output failed: ${(err as Error).message}`, 'OUTPUT_DOWNLOAD_FAILED', true)
   }
-  if (!res.ok) throw new ProviderError(`downloading the output failed with ${res.status}`, 'OUTPUT_DOWNLOAD_FAILED', res.status >= 500 || res.status === 429)
+  if (!res.ok)
+    throw new ProviderError(
+      `downloading the output failed with ${res.status}`,
+      'OUTPUT_DOWNLOAD_FAILED',
+      res.status >= 500 || res.status === 429,
+    )
   const declared = Number(res.headers.get('content-length') ?? 0)
   if (declared > MAX_OUTPUT_BYTES) throw new ProviderError('output too large', 'OUTPUT_TOO_LARGE', false)
   const body = Buffer.from(await res.arrayBuffer())
@@ -86,7 +91,8 @@ export function createGenerationService(deps: GenerationDeps) {
     const modelId = req.model ?? stored?.model ?? req.prompt?.model ?? dev?.selectedModel ?? defaultModelId(config)
     const model = findModel(modelId)
     if (!model) throw appError('UNKNOWN_MODEL', `Unknown model ${modelId}`)
-    if (!providers.has(model.provider)) throw appError('PROVIDER_NOT_CONFIGURED', `Model ${model.id} needs the ${model.provider} provider, which has no key configured`)
+    if (!providers.has(model.provider))
+      throw appError('PROVIDER_NOT_CONFIGURED', `Model ${model.id} needs the ${model.provider} provider, which has no key configured`)
     const insufficient = () => appError('INSUFFICIENT_BALANCE', `This model costs ${model.price} credits; your balance is too low`)
     if (Number(model.price) > 0 && Number((await balanceOf(db, userId)) ?? 0) < Number(model.price)) throw insufficient()
     // A new prompt is stored with its job, in one transaction: a refused generation leaves none.
@@ -139,30 +145,56 @@ export function createGenerationService(deps: GenerationDeps) {
     try {
       stored = kept
         ? { image: kept, variants: await findVariants(db, imageId) }
-        : await storeImage({ db, storage }, { userId: job.userId, deviceId: dev?.id, jobId: job.id, source: 'generation', original, profile, imageId })
+        : await storeImage(
+            { db, storage },
+            { userId: job.userId, deviceId: dev?.id, jobId: job.id, source: 'generation', original, profile, imageId },
+          )
     } catch (err) {
       throw new ProviderError(`the output is not a usable image: ${(err as Error).message}`, 'BAD_OUTPUT', false)
     }
-    const done = await updateJob(db, job.id, ['queued', 'running'], { status: 'succeeded', progress: 100, imageId: stored.image.id, finishedAt: new Date(), leaseUntil: null, errorCode: null, errorMessage: null })
+    const done = await updateJob(db, job.id, ['queued', 'running'], {
+      status: 'succeeded',
+      progress: 100,
+      imageId: stored.image.id,
+      finishedAt: new Date(),
+      leaseUntil: null,
+      errorCode: null,
+      errorMessage: null,
+    })
     // Canceled while we were downloading: keep the image, deliver nothing.
     if (!done) return stored.image.id
-    if (dev && profile) await deliverImage({ db, link, storage, baseUrl: config.baseUrl }, dev.id, profile, stored, { userId: job.userId, jobId: job.id })
+    if (dev && profile)
+      await deliverImage({ db, link, storage, baseUrl: config.baseUrl }, dev.id, profile, stored, { userId: job.userId, jobId: job.id })
     await deps
-      .notify?.()?.(job.userId, 'generation', { title: 'Your image is ready', body: String((job.input as { prompt?: string }).prompt ?? '').slice(0, 120), url: `${config.baseUrl}/api/generate/${job.id}` })
+      .notify?.()?.(job.userId, 'generation', {
+        title: 'Your image is ready',
+        body: String((job.input as { prompt?: string }).prompt ?? '').slice(0, 120),
+        url: `${config.baseUrl}/api/generate/${job.id}`,
+      })
       .catch((err) => log.warn({ err, jobId: job.id }, 'notification failed'))
     return stored.image.id
   }
 
   async function fail(job: JobRow, status: 'failed' | 'canceled', error?: { code: string; message: string }): Promise<void> {
     const ended = await db.transaction(async (tx) => {
-      const row = await updateJob(tx, job.id, ['queued', 'running'], { status, finishedAt: new Date(), leaseUntil: null, errorCode: error?.code ?? null, errorMessage: error?.message ?? null })
+      const row = await updateJob(tx, job.id, ['queued', 'running'], {
+        status,
+        finishedAt: new Date(),
+        leaseUntil: null,
+        errorCode: error?.code ?? null,
+        errorMessage: error?.message ?? null,
+      })
       if (row && Number(row.price) > 0) await credit(tx, row.userId, row.price, { reason: 'refund', jobId: row.id })
       return row
     })
     if (ended && Number(ended.price) > 0) await deps.balanceChanged?.()
     if (ended && status === 'failed') {
       await deps
-        .notify?.()?.(job.userId, 'generation', { title: 'Image generation failed', body: error?.message ?? 'failed', url: `${config.baseUrl}/api/generate/${job.id}` })
+        .notify?.()?.(job.userId, 'generation', {
+          title: 'Image generation failed',
+          body: error?.message ?? 'failed',
+          url: `${config.baseUrl}/api/generate/${job.id}`,
+        })
         .catch((err) => log.warn({ err, jobId: job.id }, 'notification failed'))
     }
   }
@@ -181,7 +213,9 @@ export function createGenerationService(deps: GenerationDeps) {
     if (job.status !== 'queued' && job.status !== 'running') throw appError('JOB_FINISHED', `The job is already ${job.status}`)
     const provider = providers.get(job.provider)
     if (provider && job.providerJobId) {
-      await provider.cancel({ providerJobId: job.providerJobId, state: job.providerState, input: job.input as unknown as GenerationInput }).catch((err) => log.warn({ err, jobId }, 'provider cancel failed'))
+      await provider
+        .cancel({ providerJobId: job.providerJobId, state: job.providerState, input: job.input as unknown as GenerationInput })
+        .catch((err) => log.warn({ err, jobId }, 'provider cancel failed'))
     }
     await fail(job, 'canceled', { code: 'CANCELED', message: 'canceled by the user' })
     return get(userId, jobId)

@@ -12,5 +12,7 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
   if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) return
   const [status, code, message] = answers[err.code ?? ''] ?? [400, 'BAD_REQUEST', 'Malformed HTTP request']
   const body = JSON.stringify({ message, code })
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  )
 }

@@ -50,7 +50,7 @@ export function redisCounters({ client, prefix }: RedisHandle): Counters {
     },
     async secondsLeft(key) {
       const ttl = await client.ttl(k(key))
-      return ttl > 0 ? ttl : 0
+      return Math.max(ttl, 0)
     },
   }
 }

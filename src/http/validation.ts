@@ -4,7 +4,7 @@ import { Ajv } from 'ajv'
 import addFormats from 'ajv-formats'
 import type { FastifyInstance } from 'fastify'
 import sjson from 'secure-json-parse'
-import { AppError, appError } from '../errors.js'
+import { type AppError, appError } from '../errors.js'
 
 /**
  * JSON bodies: an empty body with a JSON content type is no body (clients often send the header
@@ -46,7 +46,8 @@ export function nestingDepth(text: string): number {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (inString) {
-      if (c === 0x5c) i++ // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++ // backslash: skip the escaped character
       else if (c === 0x22) inString = false
     } else if (c === 0x22) inString = true
     else if (c === 0x7b || c === 0x5b) {

@@ -20,7 +20,7 @@ export type DisplayPixels = { data: Buffer; width: number; height: number }
  * Largest source accepted, in pixels (about 10k × 10k). Far above any provider's output, and it
  * stops a tiny compressed "decompression bomb" from making libvips allocate gigabytes.
  */
-export const MAX_INPUT_PIXELS = 100_000_000
+const MAX_INPUT_PIXELS = 100_000_000
 
 /** Largest side we render to; device profiles are validated to 4096, this guards direct callers. */
 const MAX_SIDE = 8192
@@ -36,7 +36,7 @@ export class ImageInputError extends AppError {
 }
 
 /** The palette actually used for a profile: anything we do not know is treated as full colour. */
-export function paletteOf(profile: DisplayProfile): Palette {
+function paletteOf(profile: DisplayProfile): Palette {
   const p = profile.palette
   return p === 'bw' || p === 'gray4' || p === 'spectra6' || p === 'acep7' ? p : 'color'
 }
@@ -67,10 +67,6 @@ const CONTENT_TYPES: Record<VariantFormat, Variant['contentType']> = {
   'png-acep7': 'image/png',
   jpeg: 'image/jpeg',
   png: 'image/png',
-}
-
-export function contentTypeOf(format: VariantFormat): Variant['contentType'] {
-  return CONTENT_TYPES[format]
 }
 
 /** Decode `input` and produce the display's pixels: oriented, resized, alpha on white, sRGB. */
@@ -159,7 +155,11 @@ function asInputError(err: unknown): Error {
   // libvips messages sometimes end in a dangling ":" or a newline.
   const msg = (err instanceof Error ? err.message : String(err)).trim().replace(/:$/, '')
   // sharp / libvips wording for undecodable, truncated or oversized input.
-  if (/unsupported image format|input buffer|corrupt|premature end|pixel limit|bad seek|not a known file format|improper image header|vipsload|read error/i.test(msg)) {
+  if (
+    /unsupported image format|input buffer|corrupt|premature end|pixel limit|bad seek|not a known file format|improper image header|vipsload|read error/i.test(
+      msg,
+    )
+  ) {
     return new ImageInputError(`not a usable image: ${msg}`)
   }
   return err instanceof Error ? err : new Error(msg)

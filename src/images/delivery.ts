@@ -11,16 +11,39 @@ import type { DisplayProfile } from './profiles.js'
 import { imageUrl, type StoredImage } from './pipeline.js'
 
 /** Inline bytes only below this size: MQTT messages cross the cluster through Redis pub/sub. */
-export const INLINE_LIMIT = 64 * 1024
+const INLINE_LIMIT = 64 * 1024
 
-export type ImageMessage = { imageId: string; url: string; format: string; width: number; height: number; bytes: number; sha256: string; contentType: string; data?: string }
+export type ImageMessage = {
+  imageId: string
+  url: string
+  format: string
+  width: number
+  height: number
+  bytes: number
+  sha256: string
+  contentType: string
+  data?: string
+}
 
 /** The devices/{id}/image message for a stored image on a display: its main variant's URL, size and digest. */
-export async function imageMessage(deps: { storage: ObjectStore; baseUrl: string }, profile: DisplayProfile, stored: StoredImage): Promise<ImageMessage> {
+async function imageMessage(
+  deps: { storage: ObjectStore; baseUrl: string },
+  profile: DisplayProfile,
+  stored: StoredImage,
+): Promise<ImageMessage> {
   const wanted = mainVariant(profile)
   const v = stored.variants.find((x) => x.format === wanted) ?? stored.variants[0]
   const message: ImageMessage = v
-    ? { imageId: stored.image.id, url: imageUrl(deps.baseUrl, stored.image.id, v.format), format: v.format, width: v.width, height: v.height, bytes: v.bytes, sha256: v.sha256, contentType: v.contentType }
+    ? {
+        imageId: stored.image.id,
+        url: imageUrl(deps.baseUrl, stored.image.id, v.format),
+        format: v.format,
+        width: v.width,
+        height: v.height,
+        bytes: v.bytes,
+        sha256: v.sha256,
+        contentType: v.contentType,
+      }
     : {
         imageId: stored.image.id,
         url: imageUrl(deps.baseUrl, stored.image.id, 'original'),
@@ -47,7 +70,13 @@ export async function deliverImage(
 ): Promise<ImageMessage> {
   const message = await imageMessage(deps, profile, stored)
   const dev = await setDesiredState(deps.db, deviceId, { imageId: stored.image.id })
-  await insertEvent(deps.db, { type: 'device.image', deviceId, userId: by.userId, organizationId: dev?.organizationId, data: { imageId: stored.image.id, format: message.format, jobId: by.jobId ?? null } })
+  await insertEvent(deps.db, {
+    type: 'device.image',
+    deviceId,
+    userId: by.userId,
+    organizationId: dev?.organizationId,
+    data: { imageId: stored.image.id, format: message.format, jobId: by.jobId ?? null },
+  })
   await deps.link.publish(deviceId, 'image', message)
   return message
 }

@@ -172,9 +172,9 @@ function ditherColour(rgb: PixelSource, width: number, height: number, palette: 
       let r = rgb[p]! + ((cur[c]! + 8) >> 4)
       let g = rgb[p + 1]! + ((cur[c + 1]! + 8) >> 4)
       let b = rgb[p + 2]! + ((cur[c + 2]! + 8) >> 4)
-      r = r < 0 ? 0 : r > 255 ? 255 : r
-      g = g < 0 ? 0 : g > 255 ? 255 : g
-      b = b < 0 ? 0 : b > 255 ? 255 : b
+      r = r < 0 ? 0 : Math.min(r, 255)
+      g = g < 0 ? 0 : Math.min(g, 255)
+      b = b < 0 ? 0 : Math.min(b, 255)
 
       let best: number
       const cell = ((r >> 2) << 12) | ((g >> 2) << 6) | (b >> 2)

@@ -9,7 +9,14 @@ import type { DisplayProfile } from './profiles.js'
 import { insertImage, type ImageRow, type VariantRow } from './repository.js'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
-const extFor: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp', 'image/gif': 'gif', 'image/avif': 'avif', 'image/bmp': 'bmp' }
+const extFor: Record<string, string> = {
+  'image/png': 'png',
+  'image/jpeg': 'jpg',
+  'image/webp': 'webp',
+  'image/gif': 'gif',
+  'image/avif': 'avif',
+  'image/bmp': 'bmp',
+}
 // One queue for the process: sharp works on one image at a time here, so conversions of
 // several jobs are scheduled in parallel up to the number of cores.
 const conversions = createConversionQueue()
@@ -24,7 +31,15 @@ export function imageUrl(baseUrl: string, imageId: string, format: string): stri
 
 export async function storeImage(
   deps: { db: Database; storage: ObjectStore },
-  input: { userId: string; deviceId?: string | null; jobId?: string | null; source: ImageRow['source']; original: Buffer; profile?: DisplayProfile | null; imageId?: string },
+  input: {
+    userId: string
+    deviceId?: string | null
+    jobId?: string | null
+    source: ImageRow['source']
+    original: Buffer
+    profile?: DisplayProfile | null
+    imageId?: string
+  },
 ): Promise<StoredImage> {
   const meta = await sharp(input.original).metadata()
   const contentType = meta.format === 'jpeg' ? 'image/jpeg' : `image/${meta.format ?? 'png'}`
@@ -36,7 +51,16 @@ export async function storeImage(
   for (const v of converted) {
     const key = `images/${id}/${v.format}.${extFor[v.contentType] ?? 'bin'}`
     await deps.storage.put(key, v.data, { contentType: v.contentType, cacheControl: IMMUTABLE })
-    variants.push({ imageId: id, format: v.format, key, contentType: v.contentType, width: v.width, height: v.height, bytes: v.data.length, sha256: sha256(v.data) })
+    variants.push({
+      imageId: id,
+      format: v.format,
+      key,
+      contentType: v.contentType,
+      width: v.width,
+      height: v.height,
+      bytes: v.data.length,
+      sha256: sha256(v.data),
+    })
   }
   const image = await insertImage(
     deps.db,

@@ -2,7 +2,7 @@
 // these colours (sharp's palette output is adaptive, so it cannot be used for this).
 export const PALETTE_NAMES = ['bw', 'gray4', 'spectra6', 'acep7', 'color'] as const
 export type Palette = (typeof PALETTE_NAMES)[number]
-export type Fit = 'cover' | 'contain'
+type Fit = 'cover' | 'contain'
 export type DisplayProfile = { width: number; height: number; palette: Palette | string; fit?: Fit; inline?: boolean }
 
 /**

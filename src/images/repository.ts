@@ -6,11 +6,18 @@ import { image, imageVariant } from './tables.js'
 export type ImageRow = typeof image.$inferSelect
 export type VariantRow = typeof imageVariant.$inferSelect
 
-export async function insertImage(db: Executor, row: typeof image.$inferInsert, variants: Array<typeof imageVariant.$inferInsert>): Promise<ImageRow> {
+export async function insertImage(
+  db: Executor,
+  row: typeof image.$inferInsert,
+  variants: Array<typeof imageVariant.$inferInsert>,
+): Promise<ImageRow> {
   // A job stores its image seconds or minutes after it looked its device up; a device deleted meanwhile leaves
   // the image without one (as its deletion does to stored images) instead of failing the job.
   const deviceId = row.deviceId ? sql`(select ${device.id} from ${device} where ${device.id} = ${row.deviceId})` : null
-  const [created] = await db.insert(image).values({ ...row, deviceId }).returning()
+  const [created] = await db
+    .insert(image)
+    .values({ ...row, deviceId })
+    .returning()
   if (variants.length) await db.insert(imageVariant).values(variants)
   return created as ImageRow
 }

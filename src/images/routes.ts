@@ -23,7 +23,12 @@ export async function imageRoutes(app: FastifyInstance, opts: { db: Database; st
         tags: ['device module'],
         summary: 'An image file: the original or a display format (bmp1, png1, png-gray4, png-spectra6, png-acep7, jpeg, png)',
         params,
-        response: { 200: { type: 'string', format: 'binary', description: 'image bytes' }, 304: { type: 'null', description: 'not modified' }, 400: { $ref: 'Error#' }, 404: { $ref: 'Error#' } },
+        response: {
+          200: { type: 'string', format: 'binary', description: 'image bytes' },
+          304: { type: 'null', description: 'not modified' },
+          400: { $ref: 'Error#' },
+          404: { $ref: 'Error#' },
+        },
       },
     },
     async (req, reply) => {

@@ -29,7 +29,12 @@ export async function invitationRoutes(app: FastifyInstance, opts: { auth: Auth;
         tags,
         summary: 'The page an invitation e-mail links to: sign in, then accept',
         params,
-        response: { 200: { type: 'string', description: 'text/html' }, 404: { type: 'string' }, 409: { type: 'string' }, 410: { type: 'string' } },
+        response: {
+          200: { type: 'string', description: 'text/html' },
+          404: { type: 'string' },
+          409: { type: 'string' },
+          410: { type: 'string' },
+        },
       },
     },
     async (req, reply) => {
@@ -57,11 +62,20 @@ export async function invitationRoutes(app: FastifyInstance, opts: { auth: Auth;
             required: ['success', 'organization', 'member'],
             properties: {
               success: { type: 'boolean' },
-              organization: { type: 'object', required: ['id', 'name', 'slug'], properties: { id: { type: 'string' }, name: { type: 'string' }, slug: { type: 'string' } } },
+              organization: {
+                type: 'object',
+                required: ['id', 'name', 'slug'],
+                properties: { id: { type: 'string' }, name: { type: 'string' }, slug: { type: 'string' } },
+              },
               member: {
                 type: 'object',
                 required: ['id', 'organizationId', 'userId', 'role'],
-                properties: { id: { type: 'string' }, organizationId: { type: 'string' }, userId: { type: 'string' }, role: { type: 'string' } },
+                properties: {
+                  id: { type: 'string' },
+                  organizationId: { type: 'string' },
+                  userId: { type: 'string' },
+                  role: { type: 'string' },
+                },
               },
             },
           },
@@ -81,7 +95,11 @@ export async function invitationRoutes(app: FastifyInstance, opts: { auth: Auth;
       const m = result.member as { id: string; organizationId: string; userId: string; role: string }
       return {
         success: true,
-        organization: { id: result.invitation.organizationId, name: result.invitation.organizationName, slug: result.invitation.organizationSlug },
+        organization: {
+          id: result.invitation.organizationId,
+          name: result.invitation.organizationName,
+          slug: result.invitation.organizationSlug,
+        },
         member: { id: m.id, organizationId: m.organizationId, userId: m.userId, role: m.role },
       }
     },

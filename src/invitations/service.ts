@@ -15,7 +15,7 @@ export function stateOf(inv: InvitationDetails, now = new Date()): InvitationSta
 }
 
 /** Loads an invitation that can still be accepted, or throws the 4xx that says why not. */
-export async function pendingInvitation(db: Database, id: string): Promise<InvitationDetails> {
+async function pendingInvitation(db: Database, id: string): Promise<InvitationDetails> {
   const inv = await findInvitationDetails(db, id)
   if (!inv) throw appError('INVITATION_NOT_FOUND')
   const state = stateOf(inv)
@@ -24,7 +24,7 @@ export async function pendingInvitation(db: Database, id: string): Promise<Invit
   return inv
 }
 
-export function checkRecipient(inv: InvitationDetails, who: Caller): void {
+function checkRecipient(inv: InvitationDetails, who: Caller): void {
   if (inv.email.toLowerCase() !== who.user.email.toLowerCase()) {
     throw appError('NOT_INVITATION_RECIPIENT')
   }
@@ -35,7 +35,11 @@ export async function acceptInvitation(opts: { auth: Auth; db: Database; who: Ca
   const inv = await pendingInvitation(opts.db, opts.invitationId)
   checkRecipient(inv, opts.who)
   try {
-    const { headers, response } = await opts.auth.api.acceptInvitation({ body: { invitationId: inv.id }, headers: opts.headers, returnHeaders: true })
+    const { headers, response } = await opts.auth.api.acceptInvitation({
+      body: { invitationId: inv.id },
+      headers: opts.headers,
+      returnHeaders: true,
+    })
     if (!response?.member) throw appError('INVITATION_NOT_PENDING')
     return { invitation: inv, member: response.member, setCookies: headers.getSetCookie() }
   } catch (err) {
@@ -44,6 +48,10 @@ export async function acceptInvitation(opts: { auth: Auth; db: Database; who: Ca
     const status = typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : undefined
     if (!status) throw err
     // Better Auth's own status and code pass through: they are not in the catalogue.
-    throw new AppError(status, e.body?.code ?? 'INVITATION_NOT_ACCEPTED', e.body?.message ?? e.message ?? 'The invitation could not be accepted')
+    throw new AppError(
+      status,
+      e.body?.code ?? 'INVITATION_NOT_ACCEPTED',
+      e.body?.message ?? e.message ?? 'The invitation could not be accepted',
+    )
   }
 }

@@ -7,14 +7,7 @@ import { join } from 'node:path'
 import type { Transporter } from 'nodemailer'
 import type { FastifyBaseLogger } from 'fastify'
 
-export type MailKind =
-  | 'verify-email'
-  | 'reset-password'
-  | 'change-email'
-  | 'delete-account'
-  | 'magic-link'
-  | 'otp'
-  | 'invitation'
+export type MailKind = 'verify-email' | 'reset-password' | 'change-email' | 'delete-account' | 'magic-link' | 'otp' | 'invitation'
 
 export type Mail = {
   kind: MailKind

@@ -71,7 +71,8 @@ export async function mqttAuthRoutes(app: FastifyInstance, opts: { auth: Auth; d
       schema: {
         tags: ['device module'],
         summary: 'Authentication and ACL hook for an external MQTT broker',
-        description: 'Protected by `Authorization: Bearer <MQTT_AUTH_SECRET>`. Without a topic it authenticates; with topic and action it authorizes.',
+        description:
+          'Protected by `Authorization: Bearer <MQTT_AUTH_SECRET>`. Without a topic it authenticates; with topic and action it authorizes.',
         security: [{ mqttAuthSecret: [] }],
         body: {
           type: 'object',
@@ -85,7 +86,11 @@ export async function mqttAuthRoutes(app: FastifyInstance, opts: { auth: Auth; d
           },
         },
         response: {
-          200: { type: 'object', required: ['result'], properties: { result: { type: 'string', enum: ['allow', 'deny', 'ignore'] }, is_superuser: { type: 'boolean' } } },
+          200: {
+            type: 'object',
+            required: ['result'],
+            properties: { result: { type: 'string', enum: ['allow', 'deny', 'ignore'] }, is_superuser: { type: 'boolean' } },
+          },
           401: { $ref: 'Error#' },
           503: { $ref: 'Error#' },
         },
@@ -96,12 +101,16 @@ export async function mqttAuthRoutes(app: FastifyInstance, opts: { auth: Auth; d
       // The service's own connection to the external broker may do anything. It proves itself with
       // its password when it connects; an authorization request is about a connection that did.
       const isService = Boolean(service?.username) && username === service?.username
-      if (isService && (topic && action ? true : service?.password !== undefined && timingSafeEqual(digest(password), digest(service.password)))) {
+      if (
+        isService &&
+        (topic && action ? true : service?.password !== undefined && timingSafeEqual(digest(password), digest(service.password)))
+      ) {
         return { result: 'allow', is_superuser: true }
       }
       if (!topic || !action) {
         const check = await checkCredentials(db, auth, clientid, username, password)
-        if (check.ok && check.identity.kind === 'app' && check.session) await grants.remember(clientid, check.session.id, check.session.expiresAt)
+        if (check.ok && check.identity.kind === 'app' && check.session)
+          await grants.remember(clientid, check.session.id, check.session.expiresAt)
         return { result: check.ok ? 'allow' : 'deny', is_superuser: false }
       }
       const identity = await identityOf(clientid, username)

@@ -46,7 +46,14 @@ export function parseDeviceTopic(topic: string): { deviceId: string; rest: strin
 }
 
 /** Why a device went offline: in its retained state, its disconnect events and the owner's notification. */
-export type DisconnectReason = 'client_disconnect' | 'keepalive_timeout' | 'takeover' | 'kicked' | 'socket_error' | 'server_shutdown' | 'node_lost'
+export type DisconnectReason =
+  | 'client_disconnect'
+  | 'keepalive_timeout'
+  | 'takeover'
+  | 'kicked'
+  | 'socket_error'
+  | 'server_shutdown'
+  | 'node_lost'
 
 /** A device that really went online or offline: not a takeover, not a shutdown or the reconnect after one. */
 export type PresenceChange = { deviceId: string; deviceName: string; userId: string; online: boolean; reason?: DisconnectReason; at: Date }

@@ -37,7 +37,14 @@ export function batchedLookup(db: Database): DeviceLookup {
 export const APP_USERNAME = 'user'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-export async function checkCredentials(db: Database, auth: Auth, clientId: string, username: string | undefined, password: string, lookup: DeviceLookup = directLookup(db)): Promise<CredentialCheck> {
+export async function checkCredentials(
+  db: Database,
+  auth: Auth,
+  clientId: string,
+  username: string | undefined,
+  password: string,
+  lookup: DeviceLookup = directLookup(db),
+): Promise<CredentialCheck> {
   if (!username || !password) return { ok: false, returnCode: 4, reason: 'username and password are required' }
   if (username === APP_USERNAME) {
     // Companion apps: the password is a Better Auth session token. Their client ids must not
@@ -45,7 +52,11 @@ export async function checkCredentials(db: Database, auth: Auth, clientId: strin
     if (UUID.test(clientId)) return { ok: false, returnCode: 2, reason: 'app client ids must not look like device ids' }
     const session = await auth.api.getSession({ headers: new Headers({ authorization: `Bearer ${password}` }) }).catch(() => null)
     return session
-      ? { ok: true, identity: { kind: 'app', userId: session.user.id }, session: { id: session.session.id, expiresAt: new Date(session.session.expiresAt) } }
+      ? {
+          ok: true,
+          identity: { kind: 'app', userId: session.user.id },
+          session: { id: session.session.id, expiresAt: new Date(session.session.expiresAt) },
+        }
       : { ok: false, returnCode: 4, reason: 'invalid session token' }
   }
   if (clientId !== username) return { ok: false, returnCode: 2, reason: 'the client id must be the device id' }
@@ -54,7 +65,11 @@ export async function checkCredentials(db: Database, auth: Auth, clientId: strin
   if (!dev) return { ok: false, returnCode: 4, reason: 'unknown device or wrong secret' }
   if (!dev.secretHash) return { ok: false, returnCode: 5, reason: 'device credentials were revoked; pair again' }
   if (!matchesHash(password, dev.secretHash)) return { ok: false, returnCode: 4, reason: 'unknown device or wrong secret' }
-  return { ok: true, identity: { kind: 'device', deviceId: dev.id }, device: { userId: dev.userId, organizationId: dev.organizationId, name: dev.name } }
+  return {
+    ok: true,
+    identity: { kind: 'device', deviceId: dev.id },
+    device: { userId: dev.userId, organizationId: dev.organizationId, name: dev.name },
+  }
 }
 
 export function mayPublish(identity: Identity, topic: string): boolean {

@@ -11,14 +11,34 @@ import type { DownlinkHooks } from './downlink-hooks.js'
 import { nodesHoldingDevices, releaseNodeConnections } from '../devices/repository.js'
 import { insertEvents } from '../events/repository.js'
 import { liveSessionIds } from '../auth/users-repository.js'
-import { activeWill, connectedClients, dropWillOnClose, emitterOf, onClientRegistered, pendingWill, sessionStore, setPendingWill, subscriptionsOf, type Emitter, type StoredPacket } from '../../broker/aedes-internals.js'
+import {
+  activeWill,
+  connectedClients,
+  dropWillOnClose,
+  emitterOf,
+  onClientRegistered,
+  pendingWill,
+  sessionStore,
+  setPendingWill,
+  subscriptionsOf,
+  type Emitter,
+  type StoredPacket,
+} from '../../broker/aedes-internals.js'
 import { Publisher } from '../../broker/publisher.js'
 import { attachPresence } from './presence.js'
 import { connackError, createMqttServer, DROP_TOPIC, type BrokerLimits, type MqttServer } from '../../broker/server.js'
-import { deviceFilter, downlinkKinds, parseDeviceTopic, topicFor, type DisconnectReason, type DownlinkKind, type PresenceChange } from './contract.js'
+import {
+  deviceFilter,
+  downlinkKinds,
+  parseDeviceTopic,
+  topicFor,
+  type DisconnectReason,
+  type DownlinkKind,
+  type PresenceChange,
+} from './contract.js'
 import { attachUplink, type UplinkStats } from './uplink.js'
 
-export type BrokerStats = { droppedPublishes: number; refusedSubscriptions: number; refusedConnections: number; droppedOffline: number }
+type BrokerStats = { droppedPublishes: number; refusedSubscriptions: number; refusedConnections: number; droppedOffline: number }
 
 export type DeviceBroker = DeviceLink & {
   server: MqttServer
@@ -79,7 +99,9 @@ const WILL_PAYLOAD = Buffer.from(JSON.stringify({ online: false, since: null, re
 function isDeviceWill(packet: PublishPacket): boolean {
   const t = parseDeviceTopic(packet.topic)
   const payload = packet.payload
-  return Boolean(t && t.rest.length === 1 && t.rest[0] === 'state' && packet.retain && Buffer.isBuffer(payload) && payload.equals(WILL_PAYLOAD))
+  return Boolean(
+    t && t.rest.length === 1 && t.rest[0] === 'state' && packet.retain && Buffer.isBuffer(payload) && payload.equals(WILL_PAYLOAD),
+  )
 }
 
 /**
@@ -207,12 +229,29 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
 
   const { aedes } = server
   const publisher = new Publisher(aedes, 512)
-  const presence = attachPresence({ aedes, db, meta, current, publisher, remoteAddress: server.remoteAddress, log, onPresence: deps.onPresence })
-  const uplink = attachUplink({ aedes, db, meta, log, queue: presence.queue, hooks: { delivered: downlink?.delivered, reported: downlink?.reported } })
+  const presence = attachPresence({
+    aedes,
+    db,
+    meta,
+    current,
+    publisher,
+    remoteAddress: server.remoteAddress,
+    log,
+    onPresence: deps.onPresence,
+  })
+  const uplink = attachUplink({
+    aedes,
+    db,
+    meta,
+    log,
+    queue: presence.queue,
+    hooks: { delivered: downlink?.delivered, reported: downlink?.reported },
+  })
 
   aedes.on('connackSent', (packet, client) => {
     const m = meta.get(client)
-    if (m?.kind === 'device') m.session = { resumed: Boolean((packet as { sessionPresent?: boolean }).sessionPresent), resent: new Set(), maxAcked: 0 }
+    if (m?.kind === 'device')
+      m.session = { resumed: Boolean((packet as { sessionPresent?: boolean }).sessionPresent), resent: new Set(), maxAcked: 0 }
   })
   aedes.on('clientReady', (client) => {
     const m = meta.get(client)
@@ -344,7 +383,15 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
 
   async function kick(deviceId: string, reason: DisconnectReason = 'kicked') {
     if (await kickLocal(deviceId, reason)) return true
-    if (deps.mq) await publisher.publish({ cmd: 'publish', topic: KICK_TOPIC, payload: Buffer.from(deviceId), qos: 0, retain: false, dup: false } as PublishPacket)
+    if (deps.mq)
+      await publisher.publish({
+        cmd: 'publish',
+        topic: KICK_TOPIC,
+        payload: Buffer.from(deviceId),
+        qos: 0,
+        retain: false,
+        dup: false,
+      } as PublishPacket)
     return false
   }
 
@@ -357,10 +404,12 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
       revalidating = checkApps().finally(() => (revalidating = undefined))
       return revalidating
     }
-    again ??= revalidating.catch(() => 0).then(() => {
-      again = undefined
-      return revalidateApps()
-    })
+    again ??= revalidating
+      .catch(() => 0)
+      .then(() => {
+        again = undefined
+        return revalidateApps()
+      })
     return again
   }
   async function checkApps(): Promise<number> {
@@ -394,7 +443,14 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
       const rows = await releaseNodeConnections(tx, node, at)
       await insertEvents(
         tx,
-        rows.map((d) => ({ type: 'device.disconnected', deviceId: d.id, userId: d.userId, organizationId: d.organizationId, data: { reason, clean: false, connectionId: d.previousConnectionId ?? null }, at })),
+        rows.map((d) => ({
+          type: 'device.disconnected',
+          deviceId: d.id,
+          userId: d.userId,
+          organizationId: d.organizationId,
+          data: { reason, clean: false, connectionId: d.previousConnectionId ?? null },
+          at,
+        })),
       )
       return rows
     })
@@ -402,9 +458,15 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     for (const d of released) {
       await presence.retainedState(d.id, { online: false, since: at.toISOString(), reason })
       // A restart is not news to the owner; a node that died under a device is.
-      if (reason === 'node_lost' && d.wasActive) deps.onPresence?.({ deviceId: d.id, deviceName: d.name, userId: d.userId, online: false, reason, at })
+      if (reason === 'node_lost' && d.wasActive)
+        deps.onPresence?.({ deviceId: d.id, deviceName: d.name, userId: d.userId, online: false, reason, at })
     }
-    log.warn({ devices: released.length, node }, reason === 'node_lost' ? 'a cluster node went silent: its devices are now offline' : 'devices still shown connected through this node from its last run are now offline')
+    log.warn(
+      { devices: released.length, node },
+      reason === 'node_lost'
+        ? 'a cluster node went silent: its devices are now offline'
+        : 'devices still shown connected through this node from its last run are now offline',
+    )
   }
 
   /**
@@ -421,11 +483,17 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     const round = async () => {
       const now = Date.now()
       const brokers = aedes.brokers
-      const alive = new Set([deps.id, ...Object.entries(brokers).filter(([, at]) => at + 3 * every >= now).map(([id]) => id)])
+      const alive = new Set([
+        deps.id,
+        ...Object.entries(brokers)
+          .filter(([, at]) => at + 3 * every >= now)
+          .map(([id]) => id),
+      ])
       const dead = new Set([...heard].filter((id) => !alive.has(id)))
       for (const id of alive) heard.add(id)
       for (const id of dead) heard.delete(id)
-      if (now - startedAt > 3 * every && rounds++ % 6 === 0) for (const id of await nodesHoldingDevices(db)) if (!alive.has(id)) dead.add(id)
+      if (now - startedAt > 3 * every && rounds++ % 6 === 0)
+        for (const id of await nodesHoldingDevices(db)) if (!alive.has(id)) dead.add(id)
       for (const id of dead) await releaseNode(id, 'node_lost')
     }
     const timer = setInterval(() => {

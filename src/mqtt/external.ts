@@ -41,7 +41,7 @@ export async function connectExternalBroker(opts: {
   }
   client.on('message', (topic, payload) => {
     const t = parseDeviceTopic(topic)
-    if (!t || t.rest[0] !== 'up' || t.rest.length !== 2) return
+    if (t?.rest[0] !== 'up' || t.rest.length !== 2) return
     const task = applyUplink(opts.db, t.deviceId, t.rest[1] as string, payload, hooks)
       .then(() => {})
       .catch((err) => opts.log.warn({ err, topic }, 'uplink failed'))

@@ -38,7 +38,14 @@ async function writeBatch(db: Database, writes: readonly PresenceWrite[]): Promi
   return db.transaction(async (tx) => {
     // The same device appears at most once per batch: writes of one device are chained (presence.ts).
     const updated = new Map(
-      (await setPresenceMany(tx, writes.filter((w) => w.setActive !== undefined).map((w) => ({ id: w.deviceId, active: w.setActive!, at: w.at, connectionId: w.connectionId })))).map((d) => [d.id, d]),
+      (
+        await setPresenceMany(
+          tx,
+          writes
+            .filter((w) => w.setActive !== undefined)
+            .map((w) => ({ id: w.deviceId, active: w.setActive!, at: w.at, connectionId: w.connectionId })),
+        )
+      ).map((d) => [d.id, d]),
     )
     const superseded = new Set(writes.filter((w) => w.setActive === false && !updated.has(w.deviceId)).map((w) => w.deviceId))
     const comeBack = writes.filter((w) => w.previousWhenInactive && updated.get(w.deviceId)?.wasActive === false).map((w) => w.deviceId)
@@ -51,7 +58,16 @@ async function writeBatch(db: Database, writes: readonly PresenceWrite[]): Promi
       const before = w.setActive ? updated.get(w.deviceId)?.previousConnectionId : undefined
       if (!before || before === w.connectionId) return []
       const data = { reason: 'takeover', clientId: w.deviceId, connectionId: before, replacedBy: w.connectionId }
-      return [{ type: 'device.disconnected', deviceId: w.deviceId, userId: w.owner?.userId ?? null, organizationId: w.owner?.organizationId ?? null, data, at: new Date(w.at.getTime() - 1) }]
+      return [
+        {
+          type: 'device.disconnected',
+          deviceId: w.deviceId,
+          userId: w.owner?.userId ?? null,
+          organizationId: w.owner?.organizationId ?? null,
+          data,
+          at: new Date(w.at.getTime() - 1),
+        },
+      ]
     })
     const rows = await insertEvents(tx, [
       ...replaced,
@@ -84,7 +100,14 @@ export function createPresenceStore(db: Database) {
       } catch (err) {
         if (writes.length === 1) throw err
         // One bad row (or a deadlock with another instance) must not cost the others their events.
-        return Promise.all(writes.map((w) => writeBatch(db, [w]).then((r) => r[0]!, (e: unknown) => (e instanceof Error ? e : new Error(String(e))))))
+        return Promise.all(
+          writes.map((w) =>
+            writeBatch(db, [w]).then(
+              (r) => r[0]!,
+              (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+            ),
+          ),
+        )
       }
     },
     { concurrency: 2, maxBatchSize: 500 },

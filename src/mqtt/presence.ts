@@ -49,10 +49,24 @@ export function attachPresence({ aedes, db, meta, current, publisher, remoteAddr
   }
 
   const retained = (deviceId: string, body: object) =>
-    publisher.publish({ cmd: 'publish', topic: topicFor(deviceId, 'state'), payload: unpooled(JSON.stringify(body)), qos: 1, retain: true, dup: false } as PublishPacket)
+    publisher.publish({
+      cmd: 'publish',
+      topic: topicFor(deviceId, 'state'),
+      payload: unpooled(JSON.stringify(body)),
+      qos: 1,
+      retain: true,
+      dup: false,
+    } as PublishPacket)
 
   const announce = (deviceId: string, row: Parameters<typeof toEventRecord>[0]) =>
-    publisher.publish({ cmd: 'publish', topic: topicFor(deviceId, 'events'), payload: Buffer.from(JSON.stringify(toEventRecord(row))), qos: 0, retain: false, dup: false } as PublishPacket)
+    publisher.publish({
+      cmd: 'publish',
+      topic: topicFor(deviceId, 'events'),
+      payload: Buffer.from(JSON.stringify(toEventRecord(row))),
+      qos: 0,
+      retain: false,
+      dup: false,
+    } as PublishPacket)
 
   aedes.on('keepaliveTimeout', (client) => {
     const m = meta.get(client)
@@ -67,7 +81,12 @@ export function attachPresence({ aedes, db, meta, current, publisher, remoteAddr
     const m = meta.get(client)
     if (m?.kind !== 'device') return
     const at = new Date()
-    const data = { clientId: client.id, connectionId: m.connectionId, remoteAddress: remoteAddress(client) ?? null, cleanSession: client.clean }
+    const data = {
+      clientId: client.id,
+      connectionId: m.connectionId,
+      remoteAddress: remoteAddress(client) ?? null,
+      cleanSession: client.clean,
+    }
     void queue(m.subject, async () => {
       // The previous event is only needed when someone listens: was the device offline, and not just restarted with the service?
       const { event, device, previous } = await store.write({
@@ -81,7 +100,8 @@ export function attachPresence({ aedes, db, meta, current, publisher, remoteAddr
         previousWhenInactive: Boolean(onPresence),
       })
       const afterShutdown = previous?.type === 'device.disconnected' && previous.data.reason === 'server_shutdown'
-      if (device && !device.wasActive && !afterShutdown) onPresence?.({ deviceId: device.id, deviceName: device.name, userId: device.userId, online: true, at })
+      if (device && !device.wasActive && !afterShutdown)
+        onPresence?.({ deviceId: device.id, deviceName: device.name, userId: device.userId, online: true, at })
       await retained(m.subject, { online: true, since: at.toISOString() })
       if (event) await announce(m.subject, event)
     })
@@ -109,7 +129,8 @@ export function attachPresence({ aedes, db, meta, current, publisher, remoteAddr
         setActive: takenOver ? undefined : false,
       })
       const offline = !takenOver && !superseded
-      if (offline && device && reason !== 'server_shutdown') onPresence?.({ deviceId: device.id, deviceName: device.name, userId: device.userId, online: false, reason, at })
+      if (offline && device && reason !== 'server_shutdown')
+        onPresence?.({ deviceId: device.id, deviceName: device.name, userId: device.userId, online: false, reason, at })
       if (offline && reason !== 'server_shutdown') await retained(m.subject, { online: false, since: at.toISOString(), reason })
       if (reason !== 'server_shutdown' && event) await announce(m.subject, event)
     })

@@ -22,18 +22,37 @@ declare module 'fastify' {
 
 export async function startBroker(
   app: FastifyInstance,
-  deps: { config: Config; db: Database; auth: Auth; redis?: RedisHandle; onPresence?: (change: PresenceChange) => void; downlink: DownlinkHooks },
+  deps: {
+    config: Config
+    db: Database
+    auth: Auth
+    redis?: RedisHandle
+    onPresence?: (change: PresenceChange) => void
+    downlink: DownlinkHooks
+  },
 ): Promise<DeviceLink> {
   const { config } = deps
   if (config.mqtt.external) {
     const ext = config.mqtt.external
     // The MQTT client library is needed only in this mode.
     const { connectExternalBroker } = await import('./external.js')
-    const link = await connectExternalBroker({ url: ext.url, username: ext.username, password: ext.password, clientId: `dps-service-${config.mqtt.brokerId}`, db: deps.db, log: app.log, downlink: deps.downlink })
+    const link = await connectExternalBroker({
+      url: ext.url,
+      username: ext.username,
+      password: ext.password,
+      clientId: `dps-service-${config.mqtt.brokerId}`,
+      db: deps.db,
+      log: app.log,
+      downlink: deps.downlink,
+    })
     app.addHook('preClose', async () => link.close())
     return link
   }
-  const cluster = config.redisUrl ? redisClusterParts(config.redisUrl, config.redisPrefix, (err, part) => app.log.warn({ err, part }, 'MQTT cluster: Redis error (reconnecting)')) : undefined
+  const cluster = config.redisUrl
+    ? redisClusterParts(config.redisUrl, config.redisPrefix, (err, part) =>
+        app.log.warn({ err, part }, 'MQTT cluster: Redis error (reconnecting)'),
+      )
+    : undefined
   const broker = await createDeviceBroker({
     id: config.mqtt.brokerId,
     db: deps.db,
@@ -59,7 +78,9 @@ export async function startBroker(
       if (config.mqtt.tls) app.mqttTlsPort = await broker.listenTls(config.mqtt.tls.port, config.host)
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-        throw new ConfigError(`An MQTT port (MQTT_PORT ${config.mqttPort}${config.mqtt.tls ? ` or MQTT_TLS_PORT ${config.mqtt.tls.port}` : ''}) is already in use: set it to a free port (0 picks one)`)
+        throw new ConfigError(
+          `An MQTT port (MQTT_PORT ${config.mqttPort}${config.mqtt.tls ? ` or MQTT_TLS_PORT ${config.mqtt.tls.port}` : ''}) is already in use: set it to a free port (0 picks one)`,
+        )
       }
       throw err
     }

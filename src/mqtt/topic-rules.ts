@@ -22,7 +22,13 @@ export function deviceMaySubscribe(deviceId: string, filter: string): boolean {
 /** A device publishes only to devices/{own}/up/status and devices/{own}/up/ack. */
 export function deviceMayPublish(deviceId: string, topic: string): boolean {
   const t = parseDeviceTopic(topic)
-  return !!t && t.deviceId === deviceId && t.rest.length === 2 && t.rest[0] === 'up' && (uplinkKinds as readonly string[]).includes(t.rest[1] as string)
+  return (
+    !!t &&
+    t.deviceId === deviceId &&
+    t.rest.length === 2 &&
+    t.rest[0] === 'up' &&
+    (uplinkKinds as readonly string[]).includes(t.rest[1] as string)
+  )
 }
 
 /** The device whose state or events an app filter names, or null when the filter is not one an app may use. */

@@ -11,7 +11,7 @@ import type { ClientMeta } from './client-meta.js'
 import { parseDeviceTopic } from './contract.js'
 
 /** Largest payload accepted per uplink topic; a status or an ack is a few hundred bytes. */
-export const UPLINK_MAX_BYTES: Readonly<Record<string, number>> = { status: 4096, ack: 4096 }
+const UPLINK_MAX_BYTES: Readonly<Record<string, number>> = { status: 4096, ack: 4096 }
 
 export type UplinkStats = { applied: number; invalid: number; oversized: number; unmatchedAcks: number }
 
@@ -37,7 +37,7 @@ type Deps = {
   hooks: UplinkHooks
 }
 
-export function parseJson(buf: Buffer): Record<string, unknown> | null {
+function parseJson(buf: Buffer): Record<string, unknown> | null {
   try {
     const v = JSON.parse(buf.toString('utf8'))
     return v && typeof v === 'object' && !Array.isArray(v) ? v : null
@@ -75,7 +75,13 @@ export type UplinkOutcome = 'applied' | 'invalid' | 'oversized' | 'unmatched'
  * Applies one uplink message of a device; used by the embedded broker and the external-broker
  * client. `payload` is the raw message, checked for size before it is parsed.
  */
-export async function applyUplink(db: Database, deviceId: string, kind: string, payload: Buffer, hooks: UplinkHooks): Promise<UplinkOutcome> {
+export async function applyUplink(
+  db: Database,
+  deviceId: string,
+  kind: string,
+  payload: Buffer,
+  hooks: UplinkHooks,
+): Promise<UplinkOutcome> {
   const max = UPLINK_MAX_BYTES[kind]
   if (max === undefined) return 'invalid'
   if (payload.length > max) return 'oversized'

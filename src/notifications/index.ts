@@ -12,13 +12,18 @@ import { loadVapidKeys } from './vapid.js'
 
 export { notificationRoutes } from './routes.js'
 export type { Notifier } from './service.js'
-export type { NotificationKind, NotificationMessage } from './message.js'
 
-export async function createNotifications(opts: { config: Config; db: Database; log: FastifyBaseLogger }): Promise<{ notifier: Notifier; close(): Promise<void> }> {
+export async function createNotifications(opts: {
+  config: Config
+  db: Database
+  log: FastifyBaseLogger
+}): Promise<{ notifier: Notifier; close(): Promise<void> }> {
   const { config } = opts
   const vapid = await loadVapidKeys({ db: opts.db, configured: config.vapid, authSecret: config.authSecret, subject: config.push.subject })
   // The public roots stay trusted next to the extra CA, so real push services keep working.
-  const agent = config.push.caFile ? new Agent({ keepAlive: true, ca: [...rootCertificates, readFileSync(config.push.caFile, 'utf8')] }) : new Agent({ keepAlive: true })
+  const agent = config.push.caFile
+    ? new Agent({ keepAlive: true, ca: [...rootCertificates, readFileSync(config.push.caFile, 'utf8')] })
+    : new Agent({ keepAlive: true })
   const sender = createPushSender({
     vapid,
     agent,

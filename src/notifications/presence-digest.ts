@@ -32,7 +32,11 @@ export function digestMessage(changes: PresenceChange[]): NotificationMessage {
   const online = changes.filter((c) => c.online)
   const offline = changes.filter((c) => !c.online)
   const count = (n: number) => `${n} device${n === 1 ? '' : 's'}`
-  const title = !offline.length ? `${count(online.length)} are online` : !online.length ? `${count(offline.length)} are offline` : `${count(online.length)} online, ${count(offline.length)} offline`
+  const title = !offline.length
+    ? `${count(online.length)} are online`
+    : !online.length
+      ? `${count(offline.length)} are offline`
+      : `${count(online.length)} online, ${count(offline.length)} offline`
   const parts = [online.length ? `Online: ${names(online)}.` : '', offline.length ? `Offline: ${names(offline)}.` : ''].filter(Boolean)
   return { title, body: parts.join(' '), url: '/devices' }
 }
@@ -60,7 +64,11 @@ export function createPresenceDigest(opts: { windowMs: number; send: (notice: Pr
     // Something was sent: keep coalescing while changes keep coming.
     if (reopen) open(userId)
     // A digest names other devices than the next one will, so it must not replace it: no topic.
-    opts.send({ userId, message: digestMessage(changes), topicScope: changes.length === 1 ? `presence:${changes[0]!.deviceId}` : undefined })
+    opts.send({
+      userId,
+      message: digestMessage(changes),
+      topicScope: changes.length === 1 ? `presence:${changes[0]!.deviceId}` : undefined,
+    })
   }
 
   return {

@@ -8,7 +8,7 @@ import type { VapidKeys } from './vapid.js'
 
 export type Urgency = 'very-low' | 'low' | 'normal' | 'high'
 export type PushTarget = { id: string; endpoint: string; p256dh: string; auth: string }
-export type DeliveryStatus = 'sent' | 'gone' | 'failed'
+type DeliveryStatus = 'sent' | 'gone' | 'failed'
 export type Delivery = {
   subscriptionId: string
   status: DeliveryStatus
@@ -23,8 +23,8 @@ export type Delivery = {
  * padding delimiter and a 16-byte tag; push services accept at most 4096 bytes of body
  * (RFC 8030 §7.2), so 3993 bytes of plaintext is the most that fits.
  */
-export const MAX_PUSH_BODY = 4096
-export const AES128GCM_OVERHEAD = 86 + 1 + 16
+const MAX_PUSH_BODY = 4096
+const AES128GCM_OVERHEAD = 86 + 1 + 16
 export const MAX_PUSH_PLAINTEXT = MAX_PUSH_BODY - AES128GCM_OVERHEAD
 
 export type PushSenderOptions = {
@@ -38,10 +38,16 @@ export type PushSenderOptions = {
   sleep?: (ms: number) => Promise<void>
 }
 
-type PushError = { statusCode?: number; headers?: Record<string, string | string[] | undefined>; body?: string; message?: string; code?: string }
+type PushError = {
+  statusCode?: number
+  headers?: Record<string, string | string[] | undefined>
+  body?: string
+  message?: string
+  code?: string
+}
 
 /** Seconds or an HTTP date (RFC 9110 §10.2.3), as milliseconds from now; undefined when absent or unreadable. */
-export function retryAfterMs(value: string | string[] | undefined, now = Date.now()): number | undefined {
+function retryAfterMs(value: string | string[] | undefined, now = Date.now()): number | undefined {
   const v = Array.isArray(value) ? value[0] : value
   if (!v) return undefined
   if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000
@@ -62,15 +68,19 @@ export function createPushSender(o: PushSenderOptions) {
       let error: string | undefined
       let wait: number | undefined
       try {
-        const res = await webpush.sendNotification({ endpoint: target.endpoint, keys: { p256dh: target.p256dh, auth: target.auth } }, payload, {
-          vapidDetails: o.vapid,
-          TTL: opts.ttl,
-          urgency: opts.urgency,
-          topic: opts.topic,
-          agent: o.agent,
-          timeout: o.timeoutMs,
-          contentEncoding: 'aes128gcm',
-        })
+        const res = await webpush.sendNotification(
+          { endpoint: target.endpoint, keys: { p256dh: target.p256dh, auth: target.auth } },
+          payload,
+          {
+            vapidDetails: o.vapid,
+            TTL: opts.ttl,
+            urgency: opts.urgency,
+            topic: opts.topic,
+            agent: o.agent,
+            timeout: o.timeoutMs,
+            contentEncoding: 'aes128gcm',
+          },
+        )
         return { subscriptionId: target.id, status: 'sent', statusCode: res.statusCode, attempts }
       } catch (err) {
         const e = err as PushError
@@ -79,9 +89,16 @@ export function createPushSender(o: PushSenderOptions) {
         wait = statusCode === null ? undefined : retryAfterMs(e.headers?.['retry-after'])
       }
       if (statusCode === 404 || statusCode === 410) return { subscriptionId: target.id, status: 'gone', statusCode, attempts }
-      if (!retryable(statusCode) || attempts >= o.maxAttempts) return { subscriptionId: target.id, status: 'failed', statusCode, attempts, error }
+      if (!retryable(statusCode) || attempts >= o.maxAttempts)
+        return { subscriptionId: target.id, status: 'failed', statusCode, attempts, error }
       if (wait !== undefined && wait > o.maxRetryWaitMs) {
-        return { subscriptionId: target.id, status: 'failed', statusCode, attempts, error: `push service asked to retry after ${Math.ceil(wait / 1000)} s` }
+        return {
+          subscriptionId: target.id,
+          status: 'failed',
+          statusCode,
+          attempts,
+          error: `push service asked to retry after ${Math.ceil(wait / 1000)} s`,
+        }
       }
       // Full jitter on the exponential part, so many senders do not retry in step.
       const backoff = Math.min(o.maxRetryWaitMs, 250 * 2 ** (attempts - 1) * (0.5 + Math.random() / 2))

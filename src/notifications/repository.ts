@@ -5,15 +5,19 @@ import type { Executor } from '../db/client.js'
 import { notificationPreference, pushSubscription } from './tables.js'
 
 export type PushSubscriptionRow = typeof pushSubscription.$inferSelect
-export type PreferenceRow = typeof notificationPreference.$inferSelect
+type PreferenceRow = typeof notificationPreference.$inferSelect
 export type Preferences = Pick<PreferenceRow, 'generationResults' | 'devicePresence'>
 
-export const defaultPreferences: Preferences = { generationResults: true, devicePresence: true }
+const defaultPreferences: Preferences = { generationResults: true, devicePresence: true }
 
 export type NewSubscription = { endpoint: string; p256dh: string; auth: string; expirationTime: Date | null; userAgent: string | null }
 
 /** Inserts or takes over the subscription with this endpoint (a browser re-subscribing, maybe as another user). */
-export async function upsertSubscription(db: Executor, userId: string, s: NewSubscription): Promise<{ row: PushSubscriptionRow; created: boolean }> {
+export async function upsertSubscription(
+  db: Executor,
+  userId: string,
+  s: NewSubscription,
+): Promise<{ row: PushSubscriptionRow; created: boolean }> {
   const id = randomUUID()
   const [row] = await db
     .insert(pushSubscription)
@@ -27,7 +31,11 @@ export async function upsertSubscription(db: Executor, userId: string, s: NewSub
 }
 
 export async function listSubscriptions(db: Executor, userId: string): Promise<PushSubscriptionRow[]> {
-  return db.select().from(pushSubscription).where(eq(pushSubscription.userId, userId)).orderBy(asc(pushSubscription.createdAt), asc(pushSubscription.id))
+  return db
+    .select()
+    .from(pushSubscription)
+    .where(eq(pushSubscription.userId, userId))
+    .orderBy(asc(pushSubscription.createdAt), asc(pushSubscription.id))
 }
 
 /** Deletes the user's oldest subscriptions beyond `keep`. */
@@ -46,9 +54,16 @@ export async function trimSubscriptions(db: Executor, userId: string, keep: numb
 }
 
 /** Deletes one of the user's subscriptions, named by id or endpoint; undefined when it is not theirs. */
-export async function deleteOwnSubscription(db: Executor, userId: string, by: { id?: string; endpoint?: string }): Promise<PushSubscriptionRow | undefined> {
+export async function deleteOwnSubscription(
+  db: Executor,
+  userId: string,
+  by: { id?: string; endpoint?: string },
+): Promise<PushSubscriptionRow | undefined> {
   const match = by.id ? eq(pushSubscription.id, by.id) : eq(pushSubscription.endpoint, by.endpoint ?? '')
-  const [row] = await db.delete(pushSubscription).where(and(eq(pushSubscription.userId, userId), match)).returning()
+  const [row] = await db
+    .delete(pushSubscription)
+    .where(and(eq(pushSubscription.userId, userId), match))
+    .returning()
   return row
 }
 

@@ -13,7 +13,6 @@ import { findUserById } from '../auth/users-repository.js'
 import { appError } from '../errors.js'
 import { StringEnum } from '../http/typebox.js'
 import { subscriptionBody } from './inputs.js'
-import type { Urgency } from './push-sender.js'
 import type { PushSubscriptionRow } from './repository.js'
 import type { Notifier } from './service.js'
 
@@ -48,7 +47,7 @@ const toSubscription = (s: PushSubscriptionRow) => ({
 export async function notificationRoutes(fastify: FastifyInstance, opts: { auth: Auth; db: Database; notifier: Notifier }) {
   // Request types are inferred from the TypeBox schemas below.
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const { auth, db, notifier } = opts
+  const { db, notifier } = opts
   const caller = async (req: FastifyRequest) => principalOf(req)
 
   app.get(
@@ -58,7 +57,13 @@ export async function notificationRoutes(fastify: FastifyInstance, opts: { auth:
       schema: {
         tags,
         summary: "The VAPID public key, for the browser's pushManager.subscribe({ applicationServerKey })",
-        response: { 200: { type: 'object', required: ['publicKey'], properties: { publicKey: { type: 'string', description: 'base64url, 65-byte uncompressed P-256 point' } } } },
+        response: {
+          200: {
+            type: 'object',
+            required: ['publicKey'],
+            properties: { publicKey: { type: 'string', description: 'base64url, 65-byte uncompressed P-256 point' } },
+          },
+        },
       },
     },
     async () => ({ publicKey: notifier.vapidPublicKey }),
@@ -71,7 +76,10 @@ export async function notificationRoutes(fastify: FastifyInstance, opts: { auth:
         tags,
         summary: "The caller's push subscriptions",
         security,
-        response: { 200: { type: 'object', required: ['subscriptions'], properties: { subscriptions: { type: 'array', items: subscriptionRecord } } }, ...errors(401) },
+        response: {
+          200: { type: 'object', required: ['subscriptions'], properties: { subscriptions: { type: 'array', items: subscriptionRecord } } },
+          ...errors(401),
+        },
       },
     },
     async (req) => {
@@ -86,7 +94,8 @@ export async function notificationRoutes(fastify: FastifyInstance, opts: { auth:
       schema: {
         tags,
         summary: 'Subscribe this browser to notifications',
-        description: "The body is the browser's PushSubscription as JSON (subscription.toJSON()). Subscribing an endpoint again updates it (201 the first time, 200 after).",
+        description:
+          "The body is the browser's PushSubscription as JSON (subscription.toJSON()). Subscribing an endpoint again updates it (201 the first time, 200 after).",
         security,
         body: subscriptionBody,
         response: { 200: subscriptionRecord, 201: subscriptionRecord, ...errors(400, 401) },
@@ -107,10 +116,16 @@ export async function notificationRoutes(fastify: FastifyInstance, opts: { auth:
         summary: 'Unsubscribe one of your push subscriptions, by id or endpoint',
         security,
         body: Type.Object(
-          { id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })), endpoint: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })) },
+          {
+            id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+            endpoint: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+          },
           { minProperties: 1, maxProperties: 1, additionalProperties: false },
         ),
-        response: { 200: { type: 'object', required: ['success', 'id'], properties: { success: { type: 'boolean' }, id: { type: 'string' } } }, ...errors(400, 401, 404) },
+        response: {
+          200: { type: 'object', required: ['success', 'id'], properties: { success: { type: 'boolean' }, id: { type: 'string' } } },
+          ...errors(400, 401, 404),
+        },
       },
     },
     async (req) => {
@@ -128,17 +143,25 @@ export async function notificationRoutes(fastify: FastifyInstance, opts: { auth:
         summary: 'Send notification via the push-notification service',
         description:
           'Sends to every push subscription of the target user: yourself by default, the owner of `deviceId` (a device you may see), or `userId` (admins only, or yourself). ' +
-          'Subscriptions the push service answers 404/410 for are removed. The JSON message must fit the protocol\'s 4 KiB encrypted body (413 otherwise).',
+          "Subscriptions the push service answers 404/410 for are removed. The JSON message must fit the protocol's 4 KiB encrypted body (413 otherwise).",
         security,
         body: Type.Object(
           {
             title: Type.String({ minLength: 1, maxLength: 4000 }),
             body: Type.String({ maxLength: 4000 }),
-            url: Type.Optional(Type.String({ maxLength: 2048, pattern: '^(/|https?://)', description: 'opened when the notification is clicked: a path or an http(s) URL' })),
+            url: Type.Optional(
+              Type.String({
+                maxLength: 2048,
+                pattern: '^(/|https?://)',
+                description: 'opened when the notification is clicked: a path or an http(s) URL',
+              }),
+            ),
             deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
             userId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
             urgency: Type.Optional(StringEnum(['very-low', 'low', 'normal', 'high'])),
-            ttl: Type.Optional(Type.Integer({ minimum: 0, maximum: 2419200, description: 'seconds the push service keeps an undelivered message' })),
+            ttl: Type.Optional(
+              Type.Integer({ minimum: 0, maximum: 2419200, description: 'seconds the push service keeps an undelivered message' }),
+            ),
           },
           { additionalProperties: false },
         ),

@@ -23,7 +23,13 @@ import { createPresenceDigest } from './presence-digest.js'
 import { MAX_PUSH_PLAINTEXT, type Delivery, type PushSender, type Urgency } from './push-sender.js'
 
 export type SendOptions = { ttl?: number; urgency?: Urgency; topic?: string }
-export type SendReport = { userId: string; sent: number; failed: number; removed: number; results: Array<Delivery & { endpointOrigin: string }> }
+export type SendReport = {
+  userId: string
+  sent: number
+  failed: number
+  removed: number
+  results: Array<Delivery & { endpointOrigin: string }>
+}
 
 // The input type comes from its schema, so it is what the subscribe route validates.
 export type { SubscriptionInput } from './inputs.js'
@@ -51,13 +57,13 @@ function base64urlBytes(value: string): Buffer | null {
   return /^[A-Za-z0-9_-]+={0,2}$/.test(value) ? Buffer.from(value.replace(/=+$/, ''), 'base64url') : null
 }
 
-export function hostAllowed(hostname: string, allowed: string[]): boolean {
+function hostAllowed(hostname: string, allowed: string[]): boolean {
   const host = hostname.toLowerCase().replace(/^\[|\]$/g, '')
   return allowed.some((a) => a === '*' || (a.startsWith('.') ? host.endsWith(a) : host === a))
 }
 
 /** Checks a browser PushSubscription; throws a 400 naming what is wrong. */
-export function validateSubscription(input: SubscriptionInput, endpointHosts: string[]): void {
+function validateSubscription(input: SubscriptionInput, endpointHosts: string[]): void {
   let url: URL
   try {
     url = new URL(input.endpoint)
@@ -67,15 +73,17 @@ export function validateSubscription(input: SubscriptionInput, endpointHosts: st
   if (url.protocol !== 'https:') throw appError('INVALID_SUBSCRIPTION', 'endpoint must be an https URL')
   if (url.username || url.password) throw appError('INVALID_SUBSCRIPTION', 'endpoint must not carry credentials')
   // The service POSTs to this URL: only known push services, so a subscription cannot aim it at internal hosts.
-  if (!hostAllowed(url.hostname, endpointHosts)) throw appError('PUSH_SERVICE_NOT_ALLOWED', `push service ${url.hostname} is not an allowed push service`)
+  if (!hostAllowed(url.hostname, endpointHosts))
+    throw appError('PUSH_SERVICE_NOT_ALLOWED', `push service ${url.hostname} is not an allowed push service`)
   const key = base64urlBytes(input.keys.p256dh)
-  if (!key || key.length !== 65 || key[0] !== 0x04) throw appError('INVALID_SUBSCRIPTION', 'keys.p256dh must be an uncompressed P-256 public key (65 bytes, base64url)')
+  if (key?.length !== 65 || key[0] !== 0x04)
+    throw appError('INVALID_SUBSCRIPTION', 'keys.p256dh must be an uncompressed P-256 public key (65 bytes, base64url)')
   const auth = base64urlBytes(input.keys.auth)
-  if (!auth || auth.length !== 16) throw appError('INVALID_SUBSCRIPTION', 'keys.auth must be a 16-byte secret (base64url)')
+  if (auth?.length !== 16) throw appError('INVALID_SUBSCRIPTION', 'keys.auth must be a 16-byte secret (base64url)')
 }
 
 /** RFC 8030 §5.4: a topic replaces an undelivered message with the same topic; at most 32 base64url characters. */
-export const topicFor = (scope: string) => createHash('sha256').update(scope).digest('base64url').slice(0, 32)
+const topicFor = (scope: string) => createHash('sha256').update(scope).digest('base64url').slice(0, 32)
 
 export function createNotifier(deps: NotifierDeps) {
   const { db, sender, log } = deps
@@ -87,15 +95,30 @@ export function createNotifier(deps: NotifierDeps) {
     pending.add(p)
   }
 
-  async function sendToUser(userId: string, kind: NotificationKind, message: NotificationMessage, opts: SendOptions = {}): Promise<SendReport> {
-    const payload = Buffer.from(JSON.stringify({ kind, title: message.title, body: message.body, url: message.url ?? null, sentAt: new Date().toISOString() }), 'utf8')
+  async function sendToUser(
+    userId: string,
+    kind: NotificationKind,
+    message: NotificationMessage,
+    opts: SendOptions = {},
+  ): Promise<SendReport> {
+    const payload = Buffer.from(
+      JSON.stringify({ kind, title: message.title, body: message.body, url: message.url ?? null, sentAt: new Date().toISOString() }),
+      'utf8',
+    )
     if (payload.length > MAX_PUSH_PLAINTEXT) {
-      throw appError('PAYLOAD_TOO_LARGE', `The notification is ${payload.length} bytes as JSON; push services accept at most ${MAX_PUSH_PLAINTEXT} bytes before encryption`)
+      throw appError(
+        'PAYLOAD_TOO_LARGE',
+        `The notification is ${payload.length} bytes as JSON; push services accept at most ${MAX_PUSH_PLAINTEXT} bytes before encryption`,
+      )
     }
     const subs = await listSubscriptions(db, userId)
     const results = await Promise.all(
       subs.map(async (s) => {
-        const d = await sender.deliver(s, payload, { ttl: opts.ttl ?? deps.defaultTtl, urgency: opts.urgency ?? 'normal', topic: opts.topic })
+        const d = await sender.deliver(s, payload, {
+          ttl: opts.ttl ?? deps.defaultTtl,
+          urgency: opts.urgency ?? 'normal',
+          topic: opts.topic,
+        })
         if (d.status !== 'gone') await recordDelivery(db, s.id, d.status === 'sent', new Date())
         return { ...d, endpointOrigin: new URL(s.endpoint).origin }
       }),
@@ -113,7 +136,12 @@ export function createNotifier(deps: NotifierDeps) {
   }
 
   /** For other modules: notifies the user if their preferences allow this kind; never throws. */
-  async function notifyUser(userId: string, kind: NotificationKind, message: NotificationMessage, opts: SendOptions = {}): Promise<SendReport | { skipped: 'preference' | 'error' }> {
+  async function notifyUser(
+    userId: string,
+    kind: NotificationKind,
+    message: NotificationMessage,
+    opts: SendOptions = {},
+  ): Promise<SendReport | { skipped: 'preference' | 'error' }> {
     try {
       const pref = preferenceFor[kind]
       if (pref && !(await findPreferences(db, userId))[pref]) return { skipped: 'preference' }
@@ -127,12 +155,17 @@ export function createNotifier(deps: NotifierDeps) {
   const presence = createPresenceDigest({
     windowMs: deps.presenceWindowMs,
     // A topic, so a newer state replaces an undelivered older one at the push service.
-    send: ({ userId, message, topicScope }) => track(notifyUser(userId, 'device-presence', message, { urgency: 'low', topic: topicScope ? topicFor(topicScope) : undefined })),
+    send: ({ userId, message, topicScope }) =>
+      track(notifyUser(userId, 'device-presence', message, { urgency: 'low', topic: topicScope ? topicFor(topicScope) : undefined })),
   })
 
   return {
     vapidPublicKey: deps.vapidPublicKey,
-    async subscribe(userId: string, input: SubscriptionInput, userAgent: string | null): Promise<{ row: PushSubscriptionRow; created: boolean }> {
+    async subscribe(
+      userId: string,
+      input: SubscriptionInput,
+      userAgent: string | null,
+    ): Promise<{ row: PushSubscriptionRow; created: boolean }> {
       validateSubscription(input, deps.endpointHosts)
       const result = await upsertSubscription(db, userId, {
         endpoint: input.endpoint,

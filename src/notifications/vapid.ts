@@ -17,25 +17,36 @@ function sealingKey(authSecret: string): Buffer {
   return Buffer.from(hkdfSync('sha256', authSecret, 'dps-vapid', 'vapid private key sealing', 32))
 }
 
-export function sealPrivateKey(authSecret: string, privateKey: string): string {
+function sealPrivateKey(authSecret: string, privateKey: string): string {
   const iv = randomBytes(12)
   const cipher = createCipheriv('aes-256-gcm', sealingKey(authSecret), iv)
   const body = Buffer.concat([cipher.update(privateKey, 'utf8'), cipher.final()])
   return [iv, cipher.getAuthTag(), body].map((b) => b.toString('base64url')).join('.')
 }
 
-export function openPrivateKey(authSecret: string, sealed: string): string {
+function openPrivateKey(authSecret: string, sealed: string): string {
   const [iv, tag, body] = sealed.split('.').map((s) => Buffer.from(s, 'base64url'))
   const decipher = createDecipheriv('aes-256-gcm', sealingKey(authSecret), iv!)
   decipher.setAuthTag(tag!)
   return Buffer.concat([decipher.update(body!), decipher.final()]).toString('utf8')
 }
 
-export async function loadVapidKeys(opts: { db: Database; configured?: VapidKeys; authSecret: string; subject: string }): Promise<VapidKeys> {
+export async function loadVapidKeys(opts: {
+  db: Database
+  configured?: VapidKeys
+  authSecret: string
+  subject: string
+}): Promise<VapidKeys> {
   if (opts.configured) {
     // web-push validates the pair's encoding; a typo fails here at start, not at the first push.
     try {
-      webpush.getVapidHeaders('https://push.example', opts.configured.subject, opts.configured.publicKey, opts.configured.privateKey, 'aes128gcm')
+      webpush.getVapidHeaders(
+        'https://push.example',
+        opts.configured.subject,
+        opts.configured.publicKey,
+        opts.configured.privateKey,
+        'aes128gcm',
+      )
     } catch (err) {
       throw new ConfigError(`Invalid configuration:\n  VAPID_PUBLIC_KEY / VAPID_PRIVATE_KEY / VAPID_SUBJECT: ${(err as Error).message}`)
     }

@@ -7,7 +7,7 @@ import type { HTTPMethods } from 'fastify'
 import type { OpenApiDocument, Operation, PathItem, Response, Schema } from './types.js'
 
 /** A root path answered by forwarding to a Better Auth endpoint (see src/auth/mount.ts). */
-export type RootForward = { method: HTTPMethods; path: string }
+type RootForward = { method: HTTPMethods; path: string }
 
 export type BetterAuthMergeOptions = {
   /** Where Better Auth is mounted, e.g. /api/auth. */
@@ -20,7 +20,7 @@ const errorRef = { $ref: '#/components/schemas/Error' }
 const schemaRef = (name: string) => `#/components/schemas/${name}`
 
 /** Fastify's `/reset-password/:token` is OpenAPI's `/reset-password/{token}`. */
-export const toOpenApiPath = (fastifyPath: string) => fastifyPath.replace(/:(\w+)/g, '{$1}')
+const toOpenApiPath = (fastifyPath: string) => fastifyPath.replace(/:(\w+)/g, '{$1}')
 
 const clone = <T>(value: T): T => structuredClone(value)
 
@@ -111,7 +111,12 @@ function addMissingSuccess(path: string, op: Operation) {
   const success: Record<string, Response> =
     path === '/callback/{id}'
       ? { 302: { description: 'Redirect to the callbackURL given at sign-in (or its errorCallbackURL)' } }
-      : { 200: { description: "Success: Better Auth's JSON answer (its document does not describe the body)", content: { 'application/json': { schema: {} } } } }
+      : {
+          200: {
+            description: "Success: Better Auth's JSON answer (its document does not describe the body)",
+            content: { 'application/json': { schema: {} } },
+          },
+        }
   op.responses = { ...success, ...responses }
 }
 
@@ -151,7 +156,10 @@ function accountInfoCompat(ba: OpenApiDocument): Operation {
       },
     },
   }
-  op.responses = { ...op.responses, 400: { description: 'accountId is missing', content: { 'application/json': { schema: { ...errorRef } } } } }
+  op.responses = {
+    ...op.responses,
+    400: { description: 'accountId is missing', content: { 'application/json': { schema: { ...errorRef } } } },
+  }
   return op
 }
 

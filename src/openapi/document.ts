@@ -7,27 +7,40 @@ import { operationMethods } from './types.js'
 const errorRef = { $ref: '#/components/schemas/Error' }
 
 /** The interface's groups: a device module, an admin API and the account-authentication group. */
-export const tagGroups = {
+const tagGroups = {
   'device module': ['device module'],
   'admin API': ['admin API'],
   'account authentication': ['default', 'admin', 'passkey', 'multi-session', 'magic-link', 'email-otp', 'organization', 'jwt', 'api-key'],
 } as const
 
-export const declaredTags: Tag[] = [
-  { name: 'device module', description: 'Devices and their prompts: pairing (init, validate, get-init-device), disconnect, delete, commands, events.' },
-  { name: 'admin API', description: 'Service operations for authentication, invitations, devices, prompts, generation, notifications and uploads.' },
+const declaredTags: Tag[] = [
+  {
+    name: 'device module',
+    description: 'Devices and their prompts: pairing (init, validate, get-init-device), disconnect, delete, commands, events.',
+  },
+  {
+    name: 'admin API',
+    description: 'Service operations for authentication, invitations, devices, prompts, generation, notifications and uploads.',
+  },
   {
     name: 'default',
-    description: "Better Auth's core account operations (sign-up, sign-in, sessions, passwords, e-mail, linked accounts). The interface's Table C paths answer the same at the root.",
+    description:
+      "Better Auth's core account operations (sign-up, sign-in, sessions, passwords, e-mail, linked accounts). The interface's Table C paths answer the same at the root.",
   },
-  { name: 'admin', description: 'User administration (Better Auth admin plugin): roles, bans, impersonation, sessions. Needs the admin role.' },
+  {
+    name: 'admin',
+    description: 'User administration (Better Auth admin plugin): roles, bans, impersonation, sessions. Needs the admin role.',
+  },
   { name: 'passkey', description: 'WebAuthn passkeys: register, sign in, list, rename, delete.' },
   { name: 'multi-session', description: 'Several signed-in accounts in one client.' },
   { name: 'magic-link', description: 'Sign-in by a link sent by e-mail.' },
   { name: 'email-otp', description: 'One-time codes sent by e-mail: sign-in, verification, password reset, e-mail change.' },
   { name: 'organization', description: 'Organizations, members, roles, teams and invitations.' },
   { name: 'jwt', description: 'JSON Web Tokens for the session (GET /api/auth/token) and the key set to verify them.' },
-  { name: 'api-key', description: 'API keys for scripts and integrations: create, list, update, delete. Send one as x-api-key to our routes.' },
+  {
+    name: 'api-key',
+    description: 'API keys for scripts and integrations: create, list, update, delete. Send one as x-api-key to our routes.',
+  },
   { name: 'docs', description: 'This document and its interactive page.' },
 ]
 
@@ -54,7 +67,8 @@ export function securitySchemes(sessionCookie: string) {
     bearerAuth: {
       type: 'http',
       scheme: 'bearer',
-      description: 'Better Auth session token: the `token` field answered by sign-up and sign-in, or their `set-auth-token` response header.',
+      description:
+        'Better Auth session token: the `token` field answered by sign-up and sign-in, or their `set-auth-token` response header.',
     },
     jwtAuth: {
       type: 'http',
@@ -66,7 +80,8 @@ export function securitySchemes(sessionCookie: string) {
       type: 'apiKey',
       in: 'header',
       name: 'x-api-key',
-      description: 'An API key from POST /api/auth/api-key/create (starts with dps_): acts as its user on the device, prompt, generation, notification and upload routes.',
+      description:
+        'An API key from POST /api/auth/api-key/create (starts with dps_): acts as its user on the device, prompt, generation, notification and upload routes.',
     },
     mqttAuthSecret: {
       type: 'http',
@@ -105,7 +120,11 @@ export function finishDocument(doc: OpenApiDocument, opts: { sessionCookie: stri
       // @fastify/swagger's placeholder for a response schema without a description.
       if (response.description === 'Default Response') response.description = STATUS_CODES[status] ?? 'Response'
     }
-    const error = (status: number) => (op.responses![String(status)] ??= { description: STATUS_CODES[status]!, content: { 'application/json': { schema: { ...errorRef } } } })
+    const error = (status: number) =>
+      (op.responses![String(status)] ??= {
+        description: STATUS_CODES[status]!,
+        content: { 'application/json': { schema: { ...errorRef } } },
+      })
     // What any operation can answer: the global rate limit, and an unexpected failure.
     error(429)
     error(500)
@@ -119,11 +138,22 @@ export function finishDocument(doc: OpenApiDocument, opts: { sessionCookie: stri
   // The statuses the interface lists for its own operations, whether or not we produce each one.
   for (const [path, method, statuses] of interfaceStatuses) {
     const op = doc.paths[path]?.[method]
-    for (const status of statuses) if (op) op.responses![String(status)] ??= { description: STATUS_CODES[status]!, content: { 'application/json': { schema: { ...errorRef } } } }
+    for (const status of statuses)
+      if (op)
+        op.responses![String(status)] ??= {
+          description: STATUS_CODES[status]!,
+          content: { 'application/json': { schema: { ...errorRef } } },
+        }
   }
   shareErrorResponses(doc)
   const declared = new Set(declaredTags.map((t) => t.name))
-  doc.tags = [...declaredTags, ...[...used].filter((t) => !declared.has(t)).sort().map((name) => ({ name }))]
+  doc.tags = [
+    ...declaredTags,
+    ...[...used]
+      .filter((t) => !declared.has(t))
+      .sort()
+      .map((name) => ({ name })),
+  ]
 
   const grouped = new Set<string>(Object.values(tagGroups).flat())
   const rest = doc.tags.map((t) => t.name).filter((t) => !grouped.has(t))
@@ -164,7 +194,8 @@ const sharedDescriptions: Record<string, string> = {
 }
 
 /** `Too Many Requests` → `TooManyRequests`. */
-const responseName = (status: string) => (STATUS_CODES[status] ?? `Status${status}`).replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())
+const responseName = (status: string) =>
+  (STATUS_CODES[status] ?? `Status${status}`).replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())
 
 /**
  * Plain error answers (the Error body, a generic description) become one shared response per

@@ -117,7 +117,8 @@ export async function registerOpenApi(app: FastifyInstance, opts: { auth: Auth }
       schema: {
         tags: ['docs'],
         summary: 'This OpenAPI 3.1 document',
-        description: 'Generated from the route schemas and merged with Better Auth’s document. Feed it to a client generator (see clients/ in the repository).',
+        description:
+          'Generated from the route schemas and merged with Better Auth’s document. Feed it to a client generator (see clients/ in the repository).',
         response: { 200: { description: 'OpenAPI 3.1 document', type: 'object', additionalProperties: true } },
       },
     },

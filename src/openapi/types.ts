@@ -3,14 +3,14 @@
 // schema by the tests, not by these types.
 export type Schema = Record<string, unknown> & { title?: string }
 
-export type MediaType = { schema?: Schema; [key: string]: unknown }
+type MediaType = { schema?: Schema; [key: string]: unknown }
 
 /** A response, or a `$ref` to a shared one under components.responses. */
 export type Response = { description?: string; $ref?: string; content?: Record<string, MediaType>; [key: string]: unknown }
 
-export type Parameter = { name: string; in: string; [key: string]: unknown }
+type Parameter = { name: string; in: string; [key: string]: unknown }
 
-export type SecurityRequirement = Record<string, string[]>
+type SecurityRequirement = Record<string, string[]>
 
 export type Operation = {
   tags?: string[]

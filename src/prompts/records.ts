@@ -4,8 +4,8 @@ import { Shared } from '../http/typebox.js'
 import { STYLES, TEMPLATES } from './templates.js'
 import type { PromptRow } from './repository.js'
 
-export const PROMPT_TEXT_MAX = 1000
-export const NEGATIVE_TEXT_MAX = 500
+const PROMPT_TEXT_MAX = 1000
+const NEGATIVE_TEXT_MAX = 500
 
 /** TypeBox, so PromptInput (the service's input) is derived from what is validated. */
 export const promptInputSchema = Shared(
@@ -59,7 +59,13 @@ export const promptTemplatesSchema = {
       items: {
         type: 'object',
         required: ['name', 'title', 'text', 'style'],
-        properties: { name: { type: 'string' }, title: { type: 'string' }, text: { type: 'string' }, negativeText: { type: 'string' }, style: { type: 'string' } },
+        properties: {
+          name: { type: 'string' },
+          title: { type: 'string' },
+          text: { type: 'string' },
+          negativeText: { type: 'string' },
+          style: { type: 'string' },
+        },
       },
     },
   },

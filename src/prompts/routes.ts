@@ -20,7 +20,7 @@ const tags = ['device module', 'admin API']
 export async function promptRoutes(fastify: FastifyInstance, opts: { auth: Auth; db: Database; prompts: PromptService }) {
   // Request types are inferred from the TypeBox schemas below.
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const { auth, db, prompts } = opts
+  const { db, prompts } = opts
 
   app.post(
     '/api/prompts',
@@ -50,11 +50,18 @@ export async function promptRoutes(fastify: FastifyInstance, opts: { auth: Auth;
         security,
         params: Type.Object({ deviceId: Type.String({ minLength: 1, maxLength: 64 }) }),
         querystring: Type.Object(
-          { limit: Defaulted(Type.Integer({ minimum: 1, maximum: 100, default: 20 })), cursor: Type.Optional(Type.String({ maxLength: 200 })) },
+          {
+            limit: Defaulted(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+            cursor: Type.Optional(Type.String({ maxLength: 200 })),
+          },
           { additionalProperties: false },
         ),
         response: {
-          200: { type: 'object', required: ['prompts', 'nextCursor'], properties: { prompts: { type: 'array', items: { $ref: 'Prompt#' } }, nextCursor: { type: ['string', 'null'] } } },
+          200: {
+            type: 'object',
+            required: ['prompts', 'nextCursor'],
+            properties: { prompts: { type: 'array', items: { $ref: 'Prompt#' } }, nextCursor: { type: ['string', 'null'] } },
+          },
           ...errors(400, 401, 404),
         },
       },
@@ -70,7 +77,10 @@ export async function promptRoutes(fastify: FastifyInstance, opts: { auth: Auth;
 
   app.get(
     '/api/prompts/templates',
-    { config: { auth: 'none' }, schema: { tags, summary: 'Prompt templates, usable by name when creating a prompt', response: { 200: { $ref: 'PromptTemplates#' } } } },
+    {
+      config: { auth: 'none' },
+      schema: { tags, summary: 'Prompt templates, usable by name when creating a prompt', response: { 200: { $ref: 'PromptTemplates#' } } },
+    },
     async () => ({ templates: TEMPLATES }),
   )
 }

@@ -4,7 +4,7 @@
 // It is loaded only when Redis is configured.
 import type { Redis } from 'ioredis'
 
-export type RedisClient = Redis
+type RedisClient = Redis
 
 async function makeClient(url: string): Promise<RedisClient> {
   const { Redis } = await import('ioredis')

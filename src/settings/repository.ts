@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm'
 import type { Executor } from '../db/client.js'
 import { serviceSetting } from './tables.js'
 
-export async function findSetting(db: Executor, key: string): Promise<string | undefined> {
+async function findSetting(db: Executor, key: string): Promise<string | undefined> {
   const [row] = await db.select({ value: serviceSetting.value }).from(serviceSetting).where(eq(serviceSetting.key, key)).limit(1)
   return row?.value
 }

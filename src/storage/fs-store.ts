@@ -7,7 +7,7 @@ import { assertSafeKey, type ObjectMeta, type ObjectStore } from './store.js'
 
 type Sidecar = { contentType: string; etag: string; cacheControl?: string }
 
-export function signFileUrl(secret: string, method: string, key: string, expires: number): string {
+function signFileUrl(secret: string, method: string, key: string, expires: number): string {
   return createHmac('sha256', secret).update(`${method}\n${key}\n${expires}`).digest('base64url')
 }
 
@@ -25,7 +25,7 @@ export function createFsStore(opts: { dir: string; baseUrl: string; secret: stri
   }
   const metaOf = async (key: string): Promise<ObjectMeta | null> => {
     try {
-      const [st, side] = await Promise.all([stat(path(key)), readFile(path(key) + '.meta.json', 'utf8')])
+      const [st, side] = await Promise.all([stat(path(key)), readFile(`${path(key)}.meta.json`, 'utf8')])
       const s = JSON.parse(side) as Sidecar
       return { key, size: st.size, contentType: s.contentType, etag: s.etag, lastModified: st.mtime }
     } catch (err) {
@@ -42,7 +42,10 @@ export function createFsStore(opts: { dir: string; baseUrl: string; secret: stri
       // Write then rename, so a reader never sees half an object.
       const tmp = `${file}.${process.pid}.${Date.now()}.tmp`
       await writeFile(tmp, body)
-      await writeFile(file + '.meta.json', JSON.stringify({ contentType: o.contentType, etag, cacheControl: o.cacheControl } satisfies Sidecar))
+      await writeFile(
+        `${file}.meta.json`,
+        JSON.stringify({ contentType: o.contentType, etag, cacheControl: o.cacheControl } satisfies Sidecar),
+      )
       await rename(tmp, file)
       return (await metaOf(key)) as ObjectMeta
     },
@@ -54,7 +57,7 @@ export function createFsStore(opts: { dir: string; baseUrl: string; secret: stri
     head: metaOf,
     async delete(key) {
       await rm(path(key), { force: true })
-      await rm(path(key) + '.meta.json', { force: true })
+      await rm(`${path(key)}.meta.json`, { force: true })
     },
     async presign(key, o) {
       assertSafeKey(key)

@@ -81,7 +81,9 @@ export async function fileRoutes(app: FastifyInstance, opts: { store: ObjectStor
         querystring,
         consumes: ['application/octet-stream'],
         // Documented only (see openapi/register.ts): the bytes arrive through the buffer parser.
-        ...({ 'x-body': { type: 'string', format: 'binary', description: 'the bytes to store; send the Content-Type the link was made for' } } as object),
+        ...({
+          'x-body': { type: 'string', format: 'binary', description: 'the bytes to store; send the Content-Type the link was made for' },
+        } as object),
         response: { 200: { type: 'null' }, 400: err, 403: err, 413: err },
       },
     },

@@ -33,7 +33,16 @@ export function createS3Store(o: S3Options): ObjectStore {
     kind: 's3',
     async put(key, body, p) {
       assertSafeKey(key)
-      const r = await client.send(new PutObjectCommand({ Bucket, Key: key, Body: body, ContentType: p.contentType, CacheControl: p.cacheControl, ContentLength: body.length }))
+      const r = await client.send(
+        new PutObjectCommand({
+          Bucket,
+          Key: key,
+          Body: body,
+          ContentType: p.contentType,
+          CacheControl: p.cacheControl,
+          ContentLength: body.length,
+        }),
+      )
       return { key, size: body.length, contentType: p.contentType, etag: r.ETag ?? '', lastModified: new Date() }
     },
     async get(key) {
@@ -62,7 +71,10 @@ export function createS3Store(o: S3Options): ObjectStore {
     },
     async presign(key, p) {
       assertSafeKey(key)
-      const cmd = p.method === 'PUT' ? new PutObjectCommand({ Bucket, Key: key, ContentType: p.contentType, ContentLength: p.contentLength }) : new GetObjectCommand({ Bucket, Key: key })
+      const cmd =
+        p.method === 'PUT'
+          ? new PutObjectCommand({ Bucket, Key: key, ContentType: p.contentType, ContentLength: p.contentLength })
+          : new GetObjectCommand({ Bucket, Key: key })
       return getSignedUrl(client, cmd, { expiresIn: p.expiresIn })
     },
     async close() {

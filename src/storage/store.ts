@@ -1,9 +1,9 @@
 // Object storage behind one interface: the filesystem under DATA_DIR/objects by default, any
 // S3-compatible store when S3_* is configured.
 export type ObjectMeta = { key: string; size: number; contentType: string; etag: string; lastModified: Date }
-export type PutOptions = { contentType: string; cacheControl?: string }
+type PutOptions = { contentType: string; cacheControl?: string }
 /** `contentLength` on a PUT: the only body size the URL accepts (S3 signs it; the filesystem route caps at UPLOAD_MAX_BYTES). */
-export type PresignOptions = { method: 'GET' | 'PUT'; expiresIn: number; contentType?: string; contentLength?: number }
+type PresignOptions = { method: 'GET' | 'PUT'; expiresIn: number; contentType?: string; contentLength?: number }
 
 export type ObjectStore = {
   kind: 'fs' | 's3'

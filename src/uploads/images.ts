@@ -8,7 +8,7 @@ export const acceptedContentTypes = ['image/png', 'image/jpeg', 'image/webp', 'i
 export type AcceptedContentType = (typeof acceptedContentTypes)[number]
 
 // The narrow content type lets the upload routes' responses type-check against their schema's enum.
-export type UploadFormat = { ext: 'png' | 'jpg' | 'webp' | 'gif' | 'avif'; contentType: AcceptedContentType }
+type UploadFormat = { ext: 'png' | 'jpg' | 'webp' | 'gif' | 'avif'; contentType: AcceptedContentType }
 export type CleanImage = UploadFormat & { body: Buffer; width: number; height: number }
 
 /** 40 megapixels: a decompression bomb is refused before sharp allocates its pixels. */
@@ -32,8 +32,7 @@ function formatOf(meta: Metadata): UploadFormat | null {
   }
 }
 
-const unsupported = () =>
-  appError('UNSUPPORTED_MEDIA_TYPE')
+const unsupported = () => appError('UNSUPPORTED_MEDIA_TYPE')
 
 export async function cleanImage(input: Buffer): Promise<CleanImage> {
   if (input.length === 0) throw appError('EMPTY_FILE')

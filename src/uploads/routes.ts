@@ -35,10 +35,13 @@ const uploadRecord = {
 /** Room for the multipart framing and headers around the file itself. */
 const FRAMING_SLACK = 64 * 1024
 
-export async function uploadRoutes(fastify: FastifyInstance, opts: { auth: Auth; db: Database; uploads: UploadService; send: UploadSender; maxBytes: number }) {
+export async function uploadRoutes(
+  fastify: FastifyInstance,
+  opts: { auth: Auth; db: Database; uploads: UploadService; send: UploadSender; maxBytes: number },
+) {
   // Request types are inferred from the TypeBox schemas below.
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const { auth, db, uploads, send, maxBytes } = opts
+  const { uploads, send, maxBytes } = opts
   const caller = async (req: FastifyRequest) => principalOf(req)
 
   await app.register(multipart, {
@@ -98,7 +101,11 @@ export async function uploadRoutes(fastify: FastifyInstance, opts: { auth: Auth;
         security,
         querystring: Type.Object({ key: keyString }, { additionalProperties: false }),
         response: {
-          200: { type: 'object', required: ['key', 'url', 'urlExpiresAt'], properties: { key: { type: 'string' }, url: { type: 'string' }, urlExpiresAt: { type: 'string', format: 'date-time' } } },
+          200: {
+            type: 'object',
+            required: ['key', 'url', 'urlExpiresAt'],
+            properties: { key: { type: 'string' }, url: { type: 'string' }, urlExpiresAt: { type: 'string', format: 'date-time' } },
+          },
           ...errors(400, 401, 404),
         },
       },
@@ -112,9 +119,13 @@ export async function uploadRoutes(fastify: FastifyInstance, opts: { auth: Auth;
       schema: {
         tags,
         summary: 'A presigned PUT for a direct upload to object storage',
-        description: 'PUT the bytes to `url` with the given headers, then call POST /api/upload/complete with the key: the file is checked and cleaned like a multipart upload.',
+        description:
+          'PUT the bytes to `url` with the given headers, then call POST /api/upload/complete with the key: the file is checked and cleaned like a multipart upload.',
         security,
-        body: Type.Object({ contentType: Type.String({ enum: [...acceptedContentTypes] }), size: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
+        body: Type.Object(
+          { contentType: Type.String({ enum: [...acceptedContentTypes] }), size: Type.Integer({ minimum: 1 }) },
+          { additionalProperties: false },
+        ),
         response: {
           200: {
             type: 'object',

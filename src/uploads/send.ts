@@ -11,7 +11,11 @@ import type { DisplayProfile } from '../images/profiles.js'
 import type { ObjectStore } from '../storage/store.js'
 import { ownsKey } from './service.js'
 
-export type UploadSender = (userId: string, key: string, deviceId: string) => Promise<{ imageId: string; deviceId: string; image: ImageMessage }>
+export type UploadSender = (
+  userId: string,
+  key: string,
+  deviceId: string,
+) => Promise<{ imageId: string; deviceId: string; image: ImageMessage }>
 
 export function createUploadSender(deps: { db: Database; storage: ObjectStore; link: DeviceLink; baseUrl: string }): UploadSender {
   return async (userId, key, deviceId) => {
@@ -20,8 +24,17 @@ export function createUploadSender(deps: { db: Database; storage: ObjectStore; l
     const obj = ownsKey(userId, key) ? await deps.storage.get(key).catch(() => null) : null
     if (!obj) throw appError('NOT_FOUND', 'No such upload of yours')
     const profile = dev.display as DisplayProfile
-    const stored = await storeImage({ db: deps.db, storage: deps.storage }, { userId, deviceId: dev.id, source: 'upload', original: obj.body, profile })
-    const image = await deliverImage({ db: deps.db, link: deps.link, storage: deps.storage, baseUrl: deps.baseUrl }, dev.id, profile, stored, { userId })
+    const stored = await storeImage(
+      { db: deps.db, storage: deps.storage },
+      { userId, deviceId: dev.id, source: 'upload', original: obj.body, profile },
+    )
+    const image = await deliverImage(
+      { db: deps.db, link: deps.link, storage: deps.storage, baseUrl: deps.baseUrl },
+      dev.id,
+      profile,
+      stored,
+      { userId },
+    )
     return { imageId: stored.image.id, deviceId: dev.id, image }
   }
 }

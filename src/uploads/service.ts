@@ -6,10 +6,18 @@ import { appError } from '../errors.js'
 import type { ObjectStore } from '../storage/store.js'
 import { cleanImage, type AcceptedContentType } from './images.js'
 
-export type UploadRecord = { key: string; url: string; urlExpiresAt: string; size: number; contentType: AcceptedContentType; width: number; height: number }
+export type UploadRecord = {
+  key: string
+  url: string
+  urlExpiresAt: string
+  size: number
+  contentType: AcceptedContentType
+  width: number
+  height: number
+}
 
 /** Signed download links live this long; GET /api/upload/url issues a fresh one. */
-export const URL_TTL_SECONDS = 3600
+const URL_TTL_SECONDS = 3600
 const DIRECT_PUT_TTL_SECONDS = 900
 
 export const ownsKey = (userId: string, key: string, prefix = 'uploads') => key.startsWith(`${prefix}/${userId}/`) && !key.includes('..')
@@ -43,7 +51,13 @@ export function createUploadService(opts: { store: ObjectStore; maxBytes: number
       if (size > opts.maxBytes) throw tooLarge(opts.maxBytes)
       const key = `incoming/${userId}/${randomUUID()}`
       const url = await store.presign(key, { method: 'PUT', expiresIn: DIRECT_PUT_TTL_SECONDS, contentType, contentLength: size })
-      return { key, url, method: 'PUT' as const, headers: { 'content-type': contentType }, expiresAt: new Date(Date.now() + DIRECT_PUT_TTL_SECONDS * 1000).toISOString() }
+      return {
+        key,
+        url,
+        method: 'PUT' as const,
+        headers: { 'content-type': contentType },
+        expiresAt: new Date(Date.now() + DIRECT_PUT_TTL_SECONDS * 1000).toISOString(),
+      }
     },
 
     /** Checks a direct upload like a multipart one, stores the clean copy, and removes what the client sent. */

@@ -53,12 +53,16 @@ async function rootPost(path: string, body: unknown, token?: string) {
 function rawPost(url: string, body: unknown): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const payload = JSON.stringify(body)
-    const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }))
-      res.on('error', reject)
-    })
+    const req = request(
+      url,
+      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }))
+        res.on('error', reject)
+      },
+    )
     req.on('error', reject)
     req.end(payload)
   })
@@ -609,13 +613,33 @@ t.test('every Table C root path answers', async (t) => {
   }
   const cases: Case[] = [
     { method: 'GET', path: '/get-session', auth: true, status: 200, check: (b) => t.equal(b.user.email, a.email) },
-    { method: 'POST', path: '/sign-up/email', body: { email: newcomer, password: PASSWORD, name: 'New' }, origin: true, status: 200, check: (b) => t.equal(b.user.email, newcomer) },
-    { method: 'POST', path: '/sign-in/email', body: { email: a.email, password: a.password }, origin: true, status: 200, check: (b) => t.type(b.token, 'string') },
+    {
+      method: 'POST',
+      path: '/sign-up/email',
+      body: { email: newcomer, password: PASSWORD, name: 'New' },
+      origin: true,
+      status: 200,
+      check: (b) => t.equal(b.user.email, newcomer),
+    },
+    {
+      method: 'POST',
+      path: '/sign-in/email',
+      body: { email: a.email, password: a.password },
+      origin: true,
+      status: 200,
+      check: (b) => t.type(b.token, 'string'),
+    },
     { method: 'POST', path: '/sign-in/email', body: { email: a.email, password: 'wrong-password' }, origin: true, status: 401 },
     { method: 'POST', path: '/sign-in/email', body: { email: a.email }, origin: true, status: 400 },
     { method: 'POST', path: '/forget-password', body: { email: a.email }, status: 200, check: (b) => t.equal(b.status, true) },
     { method: 'POST', path: '/request-password-reset', body: { email: a.email }, status: 200, check: (b) => t.equal(b.status, true) },
-    { method: 'POST', path: '/reset-password', body: { token: 'bogus', newPassword: 'whatever-password' }, status: 400, check: (b) => t.equal(b.code, 'INVALID_TOKEN') },
+    {
+      method: 'POST',
+      path: '/reset-password',
+      body: { token: 'bogus', newPassword: 'whatever-password' },
+      status: 400,
+      check: (b) => t.equal(b.code, 'INVALID_TOKEN'),
+    },
     {
       method: 'GET',
       path: '/reset-password/bogus?callbackURL=%2Freset',
@@ -623,28 +647,101 @@ t.test('every Table C root path answers', async (t) => {
       check: (_b, res) => t.equal(res.headers.get('location'), `${svc.url}/reset?error=INVALID_TOKEN`),
     },
     { method: 'GET', path: '/verify-email?token=bogus', status: 401, check: (b) => t.equal(b.code, 'INVALID_TOKEN') },
-    { method: 'POST', path: '/send-verification-email', body: { email: a.email }, auth: true, status: 200, check: (b) => t.same(b, { status: true }) },
-    { method: 'POST', path: '/change-email', body: { newEmail: a.email }, auth: true, status: 400, check: (b) => t.match(b.message, /same/i) },
-    { method: 'POST', path: '/change-password', body: { currentPassword: 'wrong-password', newPassword: 'whatever-password' }, auth: true, status: 400, check: (b) => t.equal(b.code, 'INVALID_PASSWORD') },
+    {
+      method: 'POST',
+      path: '/send-verification-email',
+      body: { email: a.email },
+      auth: true,
+      status: 200,
+      check: (b) => t.same(b, { status: true }),
+    },
+    {
+      method: 'POST',
+      path: '/change-email',
+      body: { newEmail: a.email },
+      auth: true,
+      status: 400,
+      check: (b) => t.match(b.message, /same/i),
+    },
+    {
+      method: 'POST',
+      path: '/change-password',
+      body: { currentPassword: 'wrong-password', newPassword: 'whatever-password' },
+      auth: true,
+      status: 400,
+      check: (b) => t.equal(b.code, 'INVALID_PASSWORD'),
+    },
     { method: 'POST', path: '/update-user', body: { name: 'Table C' }, auth: true, status: 200, check: (b) => t.same(b, { status: true }) },
-    { method: 'POST', path: '/delete-user', body: { password: 'wrong-password' }, auth: true, status: 400, check: (b) => t.equal(b.code, 'INVALID_PASSWORD') },
-    { method: 'GET', path: '/list-sessions', auth: true, status: 200, check: (b) => t.ok(Array.isArray(b) && b.some((s: { token: string }) => s.token === a.token)) },
-    { method: 'POST', path: '/revoke-session', body: { token: 'not-a-session' }, auth: true, status: 200, check: (b) => t.same(b, { status: true }) },
+    {
+      method: 'POST',
+      path: '/delete-user',
+      body: { password: 'wrong-password' },
+      auth: true,
+      status: 400,
+      check: (b) => t.equal(b.code, 'INVALID_PASSWORD'),
+    },
+    {
+      method: 'GET',
+      path: '/list-sessions',
+      auth: true,
+      status: 200,
+      check: (b) => t.ok(Array.isArray(b) && b.some((s: { token: string }) => s.token === a.token)),
+    },
+    {
+      method: 'POST',
+      path: '/revoke-session',
+      body: { token: 'not-a-session' },
+      auth: true,
+      status: 200,
+      check: (b) => t.same(b, { status: true }),
+    },
     { method: 'POST', path: '/revoke-other-sessions', body: {}, auth: true, status: 200, check: (b) => t.same(b, { status: true }) },
     { method: 'POST', path: '/link-social', body: {}, auth: true, status: 400, check: (b) => t.match(b.message, /provider/) },
     { method: 'GET', path: '/list-accounts', auth: true, status: 200, check: (b) => t.equal(b[0].id, credential!.id) },
     { method: 'GET', path: '/delete-user/callback', auth: true, status: 400, check: (b) => t.match(b.message, /token/) },
-    { method: 'POST', path: '/unlink-account', body: { accountId: credential!.id }, auth: true, status: 400, check: (b) => t.equal(b.code, 'FAILED_TO_UNLINK_LAST_ACCOUNT') },
-    { method: 'POST', path: '/refresh-token', body: { accountId: credential!.id }, auth: true, status: 400, check: (b) => t.equal(b.code, 'PROVIDER_NOT_SUPPORTED') },
-    { method: 'POST', path: '/get-access-token', body: { accountId: credential!.id }, auth: true, status: 400, check: (b) => t.equal(b.code, 'PROVIDER_NOT_SUPPORTED') },
-    { method: 'POST', path: '/account-info', body: { accountId: credential!.id }, auth: true, status: 400, check: (b) => t.equal(b.code, 'PROVIDER_NOT_CONFIGURED') },
+    {
+      method: 'POST',
+      path: '/unlink-account',
+      body: { accountId: credential!.id },
+      auth: true,
+      status: 400,
+      check: (b) => t.equal(b.code, 'FAILED_TO_UNLINK_LAST_ACCOUNT'),
+    },
+    {
+      method: 'POST',
+      path: '/refresh-token',
+      body: { accountId: credential!.id },
+      auth: true,
+      status: 400,
+      check: (b) => t.equal(b.code, 'PROVIDER_NOT_SUPPORTED'),
+    },
+    {
+      method: 'POST',
+      path: '/get-access-token',
+      body: { accountId: credential!.id },
+      auth: true,
+      status: 400,
+      check: (b) => t.equal(b.code, 'PROVIDER_NOT_SUPPORTED'),
+    },
+    {
+      method: 'POST',
+      path: '/account-info',
+      body: { accountId: credential!.id },
+      auth: true,
+      status: 400,
+      check: (b) => t.equal(b.code, 'PROVIDER_NOT_CONFIGURED'),
+    },
     { method: 'GET', path: '/ok', status: 200, check: (b) => t.same(b, { ok: true }) },
     { method: 'GET', path: '/error?error=access_denied', status: 200 },
     { method: 'POST', path: '/revoke-sessions', body: {}, auth: true, status: 200, check: (b) => t.same(b, { status: true }) },
   ]
 
   for (const c of cases) {
-    const headers: Record<string, string> = { ...(c.body !== undefined ? json : {}), ...(c.auth ? auth : {}), ...(c.origin ? { origin: svc.url } : {}) }
+    const headers: Record<string, string> = {
+      ...(c.body !== undefined ? json : {}),
+      ...(c.auth ? auth : {}),
+      ...(c.origin ? { origin: svc.url } : {}),
+    }
     const res = await fetch(`${svc.url}${c.path}`, {
       method: c.method,
       headers,

@@ -103,11 +103,21 @@ t.test('create-user, get-user, set-role, update-user, list-users', async (t) => 
   t.equal(created.user.role, 'user', 'default role')
   const madeId = created.user.id
 
-  refused(t, await boss.client.admin.createUser({ email, password: PASSWORD, name: 'Again' }), 400, 'USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL', 'create-user twice')
+  refused(
+    t,
+    await boss.client.admin.createUser({ email, password: PASSWORD, name: 'Again' }),
+    400,
+    'USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL',
+    'create-user twice',
+  )
 
   // An admin may choose the role of a user they create.
   const deputyEmail = uniqueEmail('deputy')
-  const deputy = ok(t, await boss.client.admin.createUser({ email: deputyEmail, password: PASSWORD, name: 'Deputy', role: 'admin' }), 'create-user as admin')
+  const deputy = ok(
+    t,
+    await boss.client.admin.createUser({ email: deputyEmail, password: PASSWORD, name: 'Deputy', role: 'admin' }),
+    'create-user as admin',
+  )
   t.equal(deputy.user.role, 'admin', 'the requested role is kept')
 
   // The created account signs in with the password the admin chose.
@@ -127,29 +137,64 @@ t.test('create-user, get-user, set-role, update-user, list-users', async (t) => 
   const promoted = ok(t, await boss.client.admin.setRole({ userId: madeId, role: 'admin' }), 'set-role admin')
   t.equal(promoted.user.role, 'admin')
   t.equal((await rootSession(signIn.body.token!)).body.user.role, 'admin', 'the user sees the new role')
-  refused(t, await boss.client.admin.setRole({ userId: 'no-such-user', role: 'admin' }), 404, 'USER_NOT_FOUND', 'set-role of an unknown user')
+  refused(
+    t,
+    await boss.client.admin.setRole({ userId: 'no-such-user', role: 'admin' }),
+    404,
+    'USER_NOT_FOUND',
+    'set-role of an unknown user',
+  )
   ok(t, await boss.client.admin.setRole({ userId: madeId, role: 'user' }), 'set-role back to user')
   t.equal(ok(t, await boss.client.admin.getUser({ query: { id: madeId } }), 'get-user').role, 'user')
 
   const updated = ok(t, await boss.client.admin.updateUser({ userId: madeId, data: { name: 'Renamed By Admin' } }), 'update-user')
   t.equal((updated as { name: string }).name, 'Renamed By Admin')
   t.equal((await rootSession(signIn.body.token!)).body.user.name, 'Renamed By Admin', 'the user sees the new name')
-  refused(t, await boss.client.admin.updateUser({ userId: madeId, data: { password: 'x-new-password' } }), 400, 'PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER', 'update-user with a password')
+  refused(
+    t,
+    await boss.client.admin.updateUser({ userId: madeId, data: { password: 'x-new-password' } }),
+    400,
+    'PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER',
+    'update-user with a password',
+  )
 
-  const search = ok(t, await boss.client.admin.listUsers({ query: { searchValue: 'made-', searchField: 'email', searchOperator: 'contains' } }), 'list-users search')
-  t.same(search.users.map((u) => u.id), [madeId], 'search by e-mail finds exactly the created user')
+  const search = ok(
+    t,
+    await boss.client.admin.listUsers({ query: { searchValue: 'made-', searchField: 'email', searchOperator: 'contains' } }),
+    'list-users search',
+  )
+  t.same(
+    search.users.map((u) => u.id),
+    [madeId],
+    'search by e-mail finds exactly the created user',
+  )
   t.equal(search.total, 1)
   const byName = ok(t, await boss.client.admin.listUsers({ query: { searchValue: 'Deputy', searchField: 'name' } }), 'list-users by name')
-  t.same(byName.users.map((u) => u.email), [deputyEmail])
+  t.same(
+    byName.users.map((u) => u.email),
+    [deputyEmail],
+  )
 
   const all = ok(t, await boss.client.admin.listUsers({ query: { sortBy: 'createdAt', sortDirection: 'asc' } }), 'list-users all')
   t.ok(all.total >= 4, 'total counts every user')
-  const page = ok(t, await boss.client.admin.listUsers({ query: { limit: 2, sortBy: 'createdAt', sortDirection: 'asc' } }), 'list-users limit')
+  const page = ok(
+    t,
+    await boss.client.admin.listUsers({ query: { limit: 2, sortBy: 'createdAt', sortDirection: 'asc' } }),
+    'list-users limit',
+  )
   t.equal(page.users.length, 2, 'limit caps the page')
   t.equal((page as { limit?: number }).limit, 2)
   t.equal(page.total, all.total, 'total is the whole count, not the page')
-  const next = ok(t, await boss.client.admin.listUsers({ query: { limit: 2, offset: 2, sortBy: 'createdAt', sortDirection: 'asc' } }), 'list-users offset')
-  t.same(next.users.map((u) => u.id), all.users.slice(2, 4).map((u) => u.id), 'offset gives the next page')
+  const next = ok(
+    t,
+    await boss.client.admin.listUsers({ query: { limit: 2, offset: 2, sortBy: 'createdAt', sortDirection: 'asc' } }),
+    'list-users offset',
+  )
+  t.same(
+    next.users.map((u) => u.id),
+    all.users.slice(2, 4).map((u) => u.id),
+    'offset gives the next page',
+  )
 })
 
 t.test('sign-up cannot choose a role', async (t) => {
@@ -237,11 +282,21 @@ t.test('impersonate-user and stop-impersonating', async (t) => {
 
   // The user's own session list does not reveal the impersonation session.
   const own = ok(t, await target.client.listSessions(), 'target lists own sessions')
-  t.notOk(own.some((s) => s.token === impToken), 'impersonation session is hidden from the user')
+  t.notOk(
+    own.some((s) => s.token === impToken),
+    'impersonation session is hidden from the user',
+  )
   t.ok(own.some((s) => s.token === targetToken))
 
-  const deputyId = ok(t, await boss.client.admin.listUsers({ query: { searchValue: 'Deputy', searchField: 'name' } }), 'find deputy').users[0]!.id
-  refused(t, await boss.client.admin.impersonateUser({ userId: deputyId }), 403, 'YOU_CANNOT_IMPERSONATE_ADMINS', 'impersonating another admin')
+  const deputyId = ok(t, await boss.client.admin.listUsers({ query: { searchValue: 'Deputy', searchField: 'name' } }), 'find deputy')
+    .users[0]!.id
+  refused(
+    t,
+    await boss.client.admin.impersonateUser({ userId: deputyId }),
+    403,
+    'YOU_CANNOT_IMPERSONATE_ADMINS',
+    'impersonating another admin',
+  )
 
   const stopped = ok(t, await adminBrowser.client.admin.stopImpersonating(), 'stop-impersonating')
   t.equal(stopped.user.id, boss.id, 'back to the admin')
@@ -265,7 +320,10 @@ t.test('list-user-sessions, revoke-user-session and revoke-user-sessions', async
   t.equal((await rootSession(t1)).status, 401, 'revoked session stops working')
   t.equal((await rootSession(t2)).status, 200, 'the other session still works')
   const afterOne = ok(t, await boss.client.admin.listUserSessions({ userId }), 'list-user-sessions')
-  t.same(afterOne.sessions.map((s) => s.token), [t2])
+  t.same(
+    afterOne.sessions.map((s) => s.token),
+    [t2],
+  )
 
   const t3 = (await rootSignIn(email, PASSWORD)).body.token!
   t.same(ok(t, await boss.client.admin.revokeUserSessions({ userId }), 'revoke-user-sessions'), { success: true })
@@ -280,7 +338,13 @@ t.test('set-user-password', async (t) => {
   const { userId } = await signUp(makeClient(svc.url).client, email)
   const newPassword = 'a-brand-new-password'
 
-  refused(t, await boss.client.admin.setUserPassword({ userId, newPassword: 'short' }), 400, 'PASSWORD_TOO_SHORT', 'set-user-password too short')
+  refused(
+    t,
+    await boss.client.admin.setUserPassword({ userId, newPassword: 'short' }),
+    400,
+    'PASSWORD_TOO_SHORT',
+    'set-user-password too short',
+  )
   t.same(ok(t, await boss.client.admin.setUserPassword({ userId, newPassword }), 'set-user-password'), { status: true })
 
   const withNew = await rootSignIn(email, newPassword)
@@ -310,13 +374,25 @@ t.test('has-permission: admin yes, plain user no', async (t) => {
   await signUp(plain.client, uniqueEmail('perm'))
 
   for (const permissions of [{ user: ['ban'] }, { user: ['create', 'delete'] }, { session: ['revoke'] }] as const) {
-    const a = ok(t, await boss.client.admin.hasPermission({ permissions: permissions as unknown as { user: ['ban'] } }), `admin ${JSON.stringify(permissions)}`)
+    const a = ok(
+      t,
+      await boss.client.admin.hasPermission({ permissions: permissions as unknown as { user: ['ban'] } }),
+      `admin ${JSON.stringify(permissions)}`,
+    )
     t.equal(a.success, true, `admin has ${JSON.stringify(permissions)}`)
-    const p = ok(t, await plain.client.admin.hasPermission({ permissions: permissions as unknown as { user: ['ban'] } }), `user ${JSON.stringify(permissions)}`)
+    const p = ok(
+      t,
+      await plain.client.admin.hasPermission({ permissions: permissions as unknown as { user: ['ban'] } }),
+      `user ${JSON.stringify(permissions)}`,
+    )
     t.equal(p.success, false, `plain user lacks ${JSON.stringify(permissions)}`)
   }
   // The admin role does not include impersonating other admins.
-  const adminImp = ok(t, await boss.client.admin.hasPermission({ permissions: { user: ['impersonate-admins'] } }), 'admin impersonate-admins')
+  const adminImp = ok(
+    t,
+    await boss.client.admin.hasPermission({ permissions: { user: ['impersonate-admins'] } }),
+    'admin impersonate-admins',
+  )
   t.equal(adminImp.success, false)
 
   const anon = await fetch(`${svc.url}/api/auth/admin/has-permission`, {

@@ -12,7 +12,8 @@ import { apikey } from '../../src/db/schema.js'
 const BOSS = 'keys-boss@example.com'
 const svc = await startApp(t, { env: { ADMIN_EMAILS: BOSS, DEVICE_POLL_INTERVAL: '0' } })
 
-const withKey = (key: string, path: string, init: RequestInit = {}) => fetch(`${svc.url}${path}`, { ...init, headers: { 'x-api-key': key, 'content-type': 'application/json', ...(init.headers ?? {}) } })
+const withKey = (key: string, path: string, init: RequestInit = {}) =>
+  fetch(`${svc.url}${path}`, { ...init, headers: { 'x-api-key': key, 'content-type': 'application/json', ...(init.headers ?? {}) } })
 
 t.test('a key made by its user acts as that user on the device API', async (t) => {
   const { client } = makeClient(svc.url)
@@ -30,14 +31,26 @@ t.test('a key made by its user acts as that user on the device API', async (t) =
 
   const list = await withKey(key, '/api/device')
   t.equal(list.status, 200)
-  t.same(((await list.json()) as { devices: Array<{ id: string }> }).devices.map((d) => d.id), [dev.deviceId])
-  const prompt = await withKey(key, '/api/prompts', { method: 'POST', body: JSON.stringify({ text: 'from a script', deviceId: dev.deviceId }) })
+  t.same(
+    ((await list.json()) as { devices: Array<{ id: string }> }).devices.map((d) => d.id),
+    [dev.deviceId],
+  )
+  const prompt = await withKey(key, '/api/prompts', {
+    method: 'POST',
+    body: JSON.stringify({ text: 'from a script', deviceId: dev.deviceId }),
+  })
   t.equal(prompt.status, 201, 'it sends prompts')
 
   const listed = await client.apiKey.list()
-  const keys = (listed.data as unknown as { apiKeys?: Array<{ id: string; start: string | null }> } | Array<{ id: string; start: string | null }>)
-  const arr = Array.isArray(keys) ? keys : keys?.apiKeys ?? []
-  t.same(arr.map((k) => k.id), [created.data!.id], 'the user sees their key')
+  const keys = listed.data as unknown as
+    | { apiKeys?: Array<{ id: string; start: string | null }> }
+    | Array<{ id: string; start: string | null }>
+  const arr = Array.isArray(keys) ? keys : (keys?.apiKeys ?? [])
+  t.same(
+    arr.map((k) => k.id),
+    [created.data!.id],
+    'the user sees their key',
+  )
   t.match(arr[0]?.start, /^dps_/, 'by its start only')
 
   // Someone else's key sees nothing of this user's.
@@ -62,13 +75,19 @@ t.test('a banned account is refused with its keys; a key is limited on its own',
   const user = await signUp(client, uniqueEmail('key-banned'))
   const key = (await client.apiKey.create({ name: 'soon useless' })).data!.key
   t.equal((await withKey(key, '/api/device')).status, 200)
-  const ban = await fetch(`${svc.url}/api/auth/admin/ban-user`, { method: 'POST', headers: { authorization: `Bearer ${admin.token}`, 'content-type': 'application/json', origin: svc.url }, body: JSON.stringify({ userId: user.userId }) })
+  const ban = await fetch(`${svc.url}/api/auth/admin/ban-user`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${admin.token}`, 'content-type': 'application/json', origin: svc.url },
+    body: JSON.stringify({ userId: user.userId }),
+  })
   t.equal(ban.status, 200)
   t.equal((await withKey(key, '/api/device')).status, 401, 'banned: the key no longer works')
 
   // Limits are set by the server (an integration that must stay slow, say).
   const other = await signUp(makeClient(svc.url).client, uniqueEmail('key-limited'))
-  const limited = await svc.app.auth.api.createApiKey({ body: { userId: other.userId, name: 'slow', rateLimitEnabled: true, rateLimitMax: 2, rateLimitTimeWindow: 60_000 } })
+  const limited = await svc.app.auth.api.createApiKey({
+    body: { userId: other.userId, name: 'slow', rateLimitEnabled: true, rateLimitMax: 2, rateLimitTimeWindow: 60_000 },
+  })
   const statuses = []
   for (let i = 0; i < 3; i++) statuses.push((await withKey(limited.key, '/api/device')).status)
   t.same(statuses, [200, 200, 429], 'the third request in the window is refused')

@@ -103,9 +103,17 @@ t.test('wrong types are 400 and never create or sign in an account', async (t) =
     t.match((await expectError(t, numberEmail, 400, 'VALIDATION_ERROR')).message, /email.*number/)
 
     const victim = uniqueEmail('typed')
-    const objectPassword = await call('sign-up password object', `${base}/sign-up/email`, json({ email: victim, password: { $ne: '' }, name: 'X' }))
+    const objectPassword = await call(
+      'sign-up password object',
+      `${base}/sign-up/email`,
+      json({ email: victim, password: { $ne: '' }, name: 'X' }),
+    )
     t.match((await expectError(t, objectPassword, 400, 'VALIDATION_ERROR')).message, /password.*object/)
-    const arrayName = await call('sign-up name array', `${base}/sign-up/email`, json({ email: victim, password: PASSWORD, name: ['a', 'b'] }))
+    const arrayName = await call(
+      'sign-up name array',
+      `${base}/sign-up/email`,
+      json({ email: victim, password: PASSWORD, name: ['a', 'b'] }),
+    )
     await expectError(t, arrayName, 400, 'VALIDATION_ERROR')
     // Nothing was created: the address can still sign up normally (and was never mailed).
     t.equal(await countMail(svc.dataDir, victim, 'verify-email'), 0, 'no verification mail for a refused sign-up')
@@ -121,7 +129,11 @@ t.test('wrong types are 400 and never create or sign in an account', async (t) =
 
 t.test('a JSON body that is not an object is 400', async (t) => {
   for (const raw of ['[1,2]', 'null', '"text"', '42', 'true']) {
-    const res = await call(`non-object ${raw}`, '/sign-up/email', { method: 'POST', headers: { 'content-type': 'application/json' }, body: raw })
+    const res = await call(`non-object ${raw}`, '/sign-up/email', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: raw,
+    })
     await expectError(t, res, 400, 'VALIDATION_ERROR')
   }
 })
@@ -148,20 +160,32 @@ t.test('too-short and too-long passwords are 400 and create nothing', async (t) 
     t.match(err.message, /short/i)
     const seven = await call('sign-up 7 chars', `${base}/sign-up/email`, json({ email: shortEmail, password: '1234567', name: 'X' }))
     await expectError(t, seven, 400, 'PASSWORD_TOO_SHORT')
-    const long = await call('sign-up long password', `${base}/sign-up/email`, json({ email: shortEmail, password: 'x'.repeat(129), name: 'X' }))
+    const long = await call(
+      'sign-up long password',
+      `${base}/sign-up/email`,
+      json({ email: shortEmail, password: 'x'.repeat(129), name: 'X' }),
+    )
     await expectError(t, long, 400, 'PASSWORD_TOO_LONG')
     // The refused address is still free.
     const signIn = await call('sign-in refused account', `${base}/sign-in/email`, json({ email: shortEmail, password: 'short' }))
     await expectError(t, signIn, 401, 'INVALID_EMAIL_OR_PASSWORD')
   }
-  const change = await call('change-password short', '/change-password', json({ currentPassword: PASSWORD, newPassword: 'short' }, { authorization: `Bearer ${userToken}` }))
+  const change = await call(
+    'change-password short',
+    '/change-password',
+    json({ currentPassword: PASSWORD, newPassword: 'short' }, { authorization: `Bearer ${userToken}` }),
+  )
   await expectError(t, change, 400, 'PASSWORD_TOO_SHORT')
 })
 
 t.test('a duplicate sign-up is refused', async (t) => {
   const res = await call('duplicate sign-up', '/sign-up/email', json({ email, password: 'another-password-1', name: 'Dup' }))
   await expectError(t, res, 422, 'USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL')
-  const upper = await call('duplicate sign-up upper case', '/api/auth/sign-up/email', json({ email: email.toUpperCase(), password: 'another-password-1', name: 'Dup' }))
+  const upper = await call(
+    'duplicate sign-up upper case',
+    '/api/auth/sign-up/email',
+    json({ email: email.toUpperCase(), password: 'another-password-1', name: 'Dup' }),
+  )
   await expectError(t, upper, 422, 'USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL')
   // The original password still works: the refused sign-up changed nothing.
   const ok = await call('sign-in after dup', '/sign-in/email', json({ email, password: PASSWORD }))
@@ -172,12 +196,23 @@ t.test('wrong password is 401 with the same answer as an unknown account', async
   for (const base of bases) {
     const wrong = await call('wrong password', `${base}/sign-in/email`, json({ email, password: 'wrong-password-123' }))
     const a = await expectError(t, wrong, 401, 'INVALID_EMAIL_OR_PASSWORD')
-    t.notOk(wrong.headers.getSetCookie().some((c) => /session_token=[^;]+/.test(c) && !/max-age=0/i.test(c)), 'no session cookie')
-    const unknown = await call('unknown account', `${base}/sign-in/email`, json({ email: uniqueEmail('ghost'), password: 'wrong-password-123' }))
+    t.notOk(
+      wrong.headers.getSetCookie().some((c) => /session_token=[^;]+/.test(c) && !/max-age=0/i.test(c)),
+      'no session cookie',
+    )
+    const unknown = await call(
+      'unknown account',
+      `${base}/sign-in/email`,
+      json({ email: uniqueEmail('ghost'), password: 'wrong-password-123' }),
+    )
     const b = await expectError(t, unknown, 401, 'INVALID_EMAIL_OR_PASSWORD')
     t.equal(a.message, b.message, 'no hint whether the account exists')
   }
-  const change = await call('change-password wrong current', '/change-password', json({ currentPassword: 'wrong-password-123', newPassword: 'brand-new-password' }, { authorization: `Bearer ${userToken}` }))
+  const change = await call(
+    'change-password wrong current',
+    '/change-password',
+    json({ currentPassword: 'wrong-password-123', newPassword: 'brand-new-password' }, { authorization: `Bearer ${userToken}` }),
+  )
   await expectError(t, change, 400, 'INVALID_PASSWORD')
   const still = await call('sign-in after refused change', '/sign-in/email', json({ email, password: PASSWORD }))
   t.equal(still.status, 200, 'the password is unchanged')
@@ -191,7 +226,11 @@ t.test('oversized bodies are 413 {message, code}', async (t) => {
   }
   // Operations that need a session refuse an anonymous request before reading its body.
   for (const path of ['/api/auth/organization/create', '/account-info']) {
-    const res = await call(`oversized anonymous ${path}`, path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big })
+    const res = await call(`oversized anonymous ${path}`, path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: big,
+    })
     await expectError(t, res, 401, 'UNAUTHORIZED')
   }
   const form = await call('oversized form', '/api/auth/sign-in/email', {
@@ -202,7 +241,7 @@ t.test('oversized bodies are 413 {message, code}', async (t) => {
   await expectError(t, form, 413, 'PAYLOAD_TOO_LARGE')
 
   // Without a Content-Length (chunked upload) the limit holds too.
-  const chunk = new TextEncoder().encode('{"email":"' + 'a'.repeat(4096))
+  const chunk = new TextEncoder().encode(`{"email":"${'a'.repeat(4096)}`)
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
       for (let sent = 0; sent <= BODY_LIMIT * 2; sent += chunk.length) controller.enqueue(chunk)
@@ -220,7 +259,11 @@ t.test('oversized bodies are 413 {message, code}', async (t) => {
   // Just under the limit is fine (it reaches Better Auth, which then judges the content).
   const under = JSON.stringify({ email, password: 'wrong-password-123', padding: 'x'.repeat(BODY_LIMIT - 200) })
   t.ok(Buffer.byteLength(under) < BODY_LIMIT)
-  const fine = await call('under the limit', '/sign-in/email', { method: 'POST', headers: { 'content-type': 'application/json' }, body: under })
+  const fine = await call('under the limit', '/sign-in/email', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: under,
+  })
   await expectError(t, fine, 401, 'INVALID_EMAIL_OR_PASSWORD')
 })
 
@@ -228,11 +271,19 @@ t.test('malformed JSON is 400 INVALID_JSON', async (t) => {
   const bodies = ['{"email": ', '{email: "a@b.c"}', "{'a':1}", '{"a":1,}', 'not json at all']
   for (const path of ['/sign-in/email', '/sign-up/email', '/api/auth/sign-in/email', '/api/auth/sign-out', '/account-info']) {
     for (const raw of bodies) {
-      const res = await call(`malformed ${path}`, path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${userToken}` }, body: raw })
+      const res = await call(`malformed ${path}`, path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${userToken}` },
+        body: raw,
+      })
       await expectError(t, res, 400, 'INVALID_JSON')
     }
   }
-  const vendor = await call('malformed vendor json', '/api/auth/sign-in/email', { method: 'POST', headers: { 'content-type': 'application/vnd.api+json' }, body: '{"a":' })
+  const vendor = await call('malformed vendor json', '/api/auth/sign-in/email', {
+    method: 'POST',
+    headers: { 'content-type': 'application/vnd.api+json' },
+    body: '{"a":',
+  })
   await expectError(t, vendor, 400, 'INVALID_JSON')
   // The session used above is intact: a malformed sign-out did not sign anyone out.
   const session = await call('get-session after malformed', '/get-session', { headers: { authorization: `Bearer ${userToken}` } })
@@ -299,7 +350,11 @@ t.test('form-urlencoded bodies on the JSON endpoints', async (t) => {
     ['text/plain', { 'content-type': 'text/plain' }],
     ['multipart', { 'content-type': 'multipart/form-data; boundary=x' }],
   ] as Array<[string, Record<string, string>]>) {
-    const res = await call(`media ${label}`, '/api/auth/sign-in/email', { method: 'POST', headers, body: JSON.stringify({ email, password: PASSWORD }) })
+    const res = await call(`media ${label}`, '/api/auth/sign-in/email', {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ email, password: PASSWORD }),
+    })
     await expectError(t, res, 415, 'UNSUPPORTED_MEDIA_TYPE')
   }
 })
@@ -354,7 +409,11 @@ t.test('password reset tokens: used once, and tampered or unknown tokens refused
   const tamperedLink = await call('tampered reset link', `/reset-password/${token.slice(0, -3)}zzz${link.search}`)
   t.equal(tamperedLink.status, 302)
   t.match(tamperedLink.headers.get('location'), /\/reset\?error=INVALID_TOKEN$/)
-  const tampered = await call('tampered reset', '/reset-password', json({ token: token.slice(0, -3) + 'zzz', newPassword: 'tampered-password-1' }))
+  const tampered = await call(
+    'tampered reset',
+    '/reset-password',
+    json({ token: `${token.slice(0, -3)}zzz`, newPassword: 'tampered-password-1' }),
+  )
   await expectError(t, tampered, 400, 'INVALID_TOKEN')
   const missing = await call('reset no token', '/reset-password', json({ newPassword: 'tampered-password-1' }))
   await expectError(t, missing, 400, /INVALID_TOKEN|VALIDATION_ERROR/)
@@ -385,7 +444,11 @@ t.test('password reset tokens: used once, and tampered or unknown tokens refused
   await expectError(t, oldSession, 401, 'UNAUTHORIZED')
   userToken = fresh
   // Put the original password back for the tests that follow.
-  const restore = await call('restore password', '/change-password', json({ currentPassword: 'reset-password-one', newPassword: PASSWORD }, { authorization: `Bearer ${userToken}` }))
+  const restore = await call(
+    'restore password',
+    '/change-password',
+    json({ currentPassword: 'reset-password-one', newPassword: PASSWORD }, { authorization: `Bearer ${userToken}` }),
+  )
   t.equal(restore.status, 200)
 })
 
@@ -415,7 +478,10 @@ t.test('e-mail verification tokens: tampered, foreign and expired tokens refused
   const none = await call('verify no token', '/verify-email')
   await expectError(t, none, 400, 'VALIDATION_ERROR')
   // Signed with another secret.
-  const otherSecret = await call('verify other secret', `/verify-email?token=${signHs256({ email: target, iat: 1, exp: 4102444800 }, 'y'.repeat(32))}`)
+  const otherSecret = await call(
+    'verify other secret',
+    `/verify-email?token=${signHs256({ email: target, iat: 1, exp: 4102444800 }, 'y'.repeat(32))}`,
+  )
   await expectError(t, otherSecret, 401, 'INVALID_TOKEN')
   // Correctly signed but expired (as an old link would be).
   const now = Math.floor(Date.now() / 1000)
@@ -480,11 +546,17 @@ t.test('magic links work once', async (t) => {
   const first = await call('magic first', link.pathname + link.search)
   t.equal(first.status, 302)
   t.match(first.headers.get('location'), /\/welcome$/)
-  t.ok(first.headers.getSetCookie().some((c) => /session_token=[^;]+/.test(c)), 'the first use signs in')
+  t.ok(
+    first.headers.getSetCookie().some((c) => /session_token=[^;]+/.test(c)),
+    'the first use signs in',
+  )
   const second = await call('magic reused', link.pathname + link.search)
   t.equal(second.status, 302)
   t.match(second.headers.get('location'), /\/welcome\?error=INVALID_TOKEN$/, 'the second use is sent back with an error')
-  t.notOk(second.headers.getSetCookie().some((c) => /session_token=[^;]+/.test(c) && !/max-age=0/i.test(c)), 'and gets no session')
+  t.notOk(
+    second.headers.getSetCookie().some((c) => /session_token=[^;]+/.test(c) && !/max-age=0/i.test(c)),
+    'and gets no session',
+  )
   const noToken = await call('magic no token', link.pathname)
   await expectError(t, noToken, 400, 'VALIDATION_ERROR')
 })

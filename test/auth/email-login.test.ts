@@ -109,7 +109,9 @@ t.test('magic link signs an existing account in; the link works once', async (t)
   t.equal(sessionCookie(again), undefined, 'and signs nobody in')
   t.equal(again.headers.get('set-auth-token'), null)
 
-  const forged = await fetch(`${svc.url}/api/auth/magic-link/verify?token=${'x'.repeat(32)}&callbackURL=%2Fdashboard`, { redirect: 'manual' })
+  const forged = await fetch(`${svc.url}/api/auth/magic-link/verify?token=${'x'.repeat(32)}&callbackURL=%2Fdashboard`, {
+    redirect: 'manual',
+  })
   t.equal(forged.headers.get('location'), `${svc.url}/dashboard?error=INVALID_TOKEN`, 'a made-up token is refused')
   t.equal(sessionCookie(forged), undefined)
 })
@@ -283,7 +285,11 @@ t.test('OTP password reset (forget-password/email-otp and email-otp/request-pass
   const checked = await anon.emailOtp.checkVerificationOtp({ email: p.email, type: 'forget-password', otp: code })
   t.same(checked.data, { success: true }, 'check-verification-otp confirms the code without using it')
 
-  const wrong = await anon.emailOtp.resetPassword({ email: p.email, otp: code === '000000' ? '111111' : '000000', password: 'otp-reset-new-1' })
+  const wrong = await anon.emailOtp.resetPassword({
+    email: p.email,
+    otp: code === '000000' ? '111111' : '000000',
+    password: 'otp-reset-new-1',
+  })
   t.equal(wrong.error?.status, 400, 'a wrong code does not reset')
   t.equal(wrong.error?.code, 'INVALID_OTP')
   const short = await anon.emailOtp.resetPassword({ email: p.email, otp: code, password: 'short' })

@@ -4,8 +4,34 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 
 const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
 
-const sessionFields = ['id', 'expires_at', 'token', 'created_at', 'updated_at', 'ip_address', 'user_agent', 'user_id', 'impersonated_by', 'active_organization_id']
-const userFields = ['id', 'name', 'email', 'email_verified', 'image', 'created_at', 'updated_at', 'phone_number', 'phone_number_verified', 'role', 'banned', 'ban_reason', 'ban_expires', 'balance']
+const sessionFields = [
+  'id',
+  'expires_at',
+  'token',
+  'created_at',
+  'updated_at',
+  'ip_address',
+  'user_agent',
+  'user_id',
+  'impersonated_by',
+  'active_organization_id',
+]
+const userFields = [
+  'id',
+  'name',
+  'email',
+  'email_verified',
+  'image',
+  'created_at',
+  'updated_at',
+  'phone_number',
+  'phone_number_verified',
+  'role',
+  'banned',
+  'ban_reason',
+  'ban_expires',
+  'balance',
+]
 
 t.test('root /get-session returns the documented Session and User shape', async (t) => {
   const svc = await startApp(t)
@@ -67,7 +93,10 @@ t.test('signed-out and revoked tokens stop working at once', async (t) => {
   const { token } = await signUp(client, uniqueEmail())
   const ok = await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
   t.equal(ok.status, 200)
-  const out = await fetch(`${svc.url}/sign-out`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } })
+  const out = await fetch(`${svc.url}/sign-out`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+  })
   t.equal(out.status, 200, 'sign-out with an empty JSON body works')
   t.same(await out.json(), { success: true })
   const after = await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })

@@ -29,7 +29,12 @@ async function call(label: string, method: string, path: string, body?: unknown,
   const headers: Record<string, string> = { origin: svc.url }
   if (body !== undefined) headers['content-type'] = 'application/json'
   if (token) headers.authorization = `Bearer ${token}`
-  const res = await fetch(svc.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' })
+  const res = await fetch(svc.url + path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    redirect: 'manual',
+  })
   seen.push({ label, status: res.status })
   const text = await res.text()
   let json: Body | undefined
@@ -57,7 +62,12 @@ async function balanceOf(userId: string): Promise<string | undefined> {
 
 t.test('balance is never set through the account layer, only through the ledger', async (t) => {
   const email = uniqueEmail('rich')
-  const signUpRes = await post('sign-up with balance', '/sign-up/email', { email, password: 'correct-horse-battery', name: 'Rich', balance: '1000' })
+  const signUpRes = await post('sign-up with balance', '/sign-up/email', {
+    email,
+    password: 'correct-horse-battery',
+    name: 'Rich',
+    balance: '1000',
+  })
   t.equal(signUpRes.status, 200, 'sign-up ignores a balance it was sent')
   const { token } = signUpRes.body as unknown as { token: string; user: { id: string } }
   const userId = (signUpRes.body as unknown as { user: { id: string } }).user.id
@@ -65,18 +75,38 @@ t.test('balance is never set through the account layer, only through the ledger'
 
   await refused(t, await post('update-user balance', '/update-user', { balance: '5000' }, token), 400, 'FIELD_NOT_ALLOWED')
 
-  const adminSet = await post('admin update-user balance', '/api/auth/admin/update-user', { userId, data: { balance: '1000000' } }, adminToken)
+  const adminSet = await post(
+    'admin update-user balance',
+    '/api/auth/admin/update-user',
+    { userId, data: { balance: '1000000' } },
+    adminToken,
+  )
   const err = await refused(t, adminSet, 400, 'FIELD_NOT_ALLOWED')
   t.match(err?.message, /balance/)
   t.match(err?.message, /\/api\/admin\/credits/, 'the refusal names the way credits are given')
-  await refused(t, await post('admin negative balance', '/api/auth/admin/update-user', { userId, data: { balance: '-50' } }, adminToken), 400, 'FIELD_NOT_ALLOWED')
   await refused(
     t,
-    await post('admin create-user balance', '/api/auth/admin/create-user', { email: uniqueEmail('made'), password: 'correct-horse-battery', name: 'Made', data: { balance: '777' } }, adminToken),
+    await post('admin negative balance', '/api/auth/admin/update-user', { userId, data: { balance: '-50' } }, adminToken),
     400,
     'FIELD_NOT_ALLOWED',
   )
-  const made = await post('admin create-user', '/api/auth/admin/create-user', { email: uniqueEmail('made'), password: 'correct-horse-battery', name: 'Made', role: 'user' }, adminToken)
+  await refused(
+    t,
+    await post(
+      'admin create-user balance',
+      '/api/auth/admin/create-user',
+      { email: uniqueEmail('made'), password: 'correct-horse-battery', name: 'Made', data: { balance: '777' } },
+      adminToken,
+    ),
+    400,
+    'FIELD_NOT_ALLOWED',
+  )
+  const made = await post(
+    'admin create-user',
+    '/api/auth/admin/create-user',
+    { email: uniqueEmail('made'), password: 'correct-horse-battery', name: 'Made', role: 'user' },
+    adminToken,
+  )
   t.equal(made.status, 200)
   t.equal(Number(await balanceOf((made.body as unknown as { user: { id: string } }).user.id)), 0)
 
@@ -100,7 +130,12 @@ t.test('user fields are typed and bounded', async (t) => {
   await refused(t, await post('name as number', '/update-user', { name: 5 }, token), 400, 'VALIDATION_ERROR')
   await refused(t, await post('name too long', '/update-user', { name: 'n'.repeat(201) }, token), 400, 'VALIDATION_ERROR')
   await refused(t, await post('blank name', '/update-user', { name: '   ' }, token), 400, 'VALIDATION_ERROR')
-  await refused(t, await post('image too long', '/update-user', { image: `https://img.example.com/${'a'.repeat(2100)}` }, token), 400, 'VALIDATION_ERROR')
+  await refused(
+    t,
+    await post('image too long', '/update-user', { image: `https://img.example.com/${'a'.repeat(2100)}` }, token),
+    400,
+    'VALIDATION_ERROR',
+  )
   await refused(t, await post('phone as object', '/update-user', { phoneNumber: { a: 1 } }, token), 400, 'VALIDATION_ERROR')
   const phone = await refused(t, await post('phone not E.164', '/update-user', { phoneNumber: '555-1234' }, token), 400, 'VALIDATION_ERROR')
   t.match(phone?.message, /E\.164/)
@@ -114,19 +149,32 @@ t.test('user fields are typed and bounded', async (t) => {
 
   await refused(
     t,
-    await post('sign-up long name', '/sign-up/email', { email: uniqueEmail('long'), password: 'correct-horse-battery', name: 'n'.repeat(201) }),
+    await post('sign-up long name', '/sign-up/email', {
+      email: uniqueEmail('long'),
+      password: 'correct-horse-battery',
+      name: 'n'.repeat(201),
+    }),
     400,
     'VALIDATION_ERROR',
   )
   await refused(
     t,
-    await post('sign-up phone object', '/sign-up/email', { email: uniqueEmail('ph'), password: 'correct-horse-battery', name: 'P', phoneNumber: { a: 1 } }),
+    await post('sign-up phone object', '/sign-up/email', {
+      email: uniqueEmail('ph'),
+      password: 'correct-horse-battery',
+      name: 'P',
+      phoneNumber: { a: 1 },
+    }),
     400,
     'VALIDATION_ERROR',
   )
   await refused(
     t,
-    await post('sign-up long email', '/sign-up/email', { email: `${'e'.repeat(250)}@example.com`, password: 'correct-horse-battery', name: 'E' }),
+    await post('sign-up long email', '/sign-up/email', {
+      email: `${'e'.repeat(250)}@example.com`,
+      password: 'correct-horse-battery',
+      name: 'E',
+    }),
     400,
     'VALIDATION_ERROR',
   )
@@ -148,7 +196,12 @@ t.test('administrators set only known fields and known roles', async (t) => {
   await refused(t, emperor, 400, 'YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE')
   await refused(
     t,
-    await post('create-user unknown role', '/api/auth/admin/create-user', { email: uniqueEmail('r'), password: 'correct-horse-battery', name: 'R', role: 'emperor' }, adminToken),
+    await post(
+      'create-user unknown role',
+      '/api/auth/admin/create-user',
+      { email: uniqueEmail('r'), password: 'correct-horse-battery', name: 'R', role: 'emperor' },
+      adminToken,
+    ),
     400,
     'YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE',
   )
@@ -156,22 +209,52 @@ t.test('administrators set only known fields and known roles', async (t) => {
   t.equal(promoted.status, 200)
   const [row] = await svc.app.database.db.select({ role: userTable.role }).from(userTable).where(eq(userTable.id, userId))
   t.equal(row?.role, 'admin', 'a known role is set')
-  await refused(t, await post('ban reason too long', '/api/auth/admin/ban-user', { userId, banReason: 'r'.repeat(1001) }, adminToken), 400, 'VALIDATION_ERROR')
+  await refused(
+    t,
+    await post('ban reason too long', '/api/auth/admin/ban-user', { userId, banReason: 'r'.repeat(1001) }, adminToken),
+    400,
+    'VALIDATION_ERROR',
+  )
 })
 
 t.test('organization names and slugs are bounded', async (t) => {
   const { client } = makeClient(svc.url)
   const { token } = await signUp(client, uniqueEmail('org'))
-  await refused(t, await post('slug huge', '/api/auth/organization/create', { name: 'Huge', slug: 's'.repeat(12_000) }, token), 400, 'VALIDATION_ERROR')
-  await refused(t, await post('slug spaces', '/api/auth/organization/create', { name: 'Spaces', slug: 'has spaces' }, token), 400, 'VALIDATION_ERROR')
-  await refused(t, await post('org name long', '/api/auth/organization/create', { name: 'n'.repeat(201), slug: `long-${Date.now()}` }, token), 400, 'VALIDATION_ERROR')
-  await refused(t, await post('check-slug huge', '/api/auth/organization/check-slug', { slug: 's'.repeat(500) }, token), 400, 'VALIDATION_ERROR')
+  await refused(
+    t,
+    await post('slug huge', '/api/auth/organization/create', { name: 'Huge', slug: 's'.repeat(12_000) }, token),
+    400,
+    'VALIDATION_ERROR',
+  )
+  await refused(
+    t,
+    await post('slug spaces', '/api/auth/organization/create', { name: 'Spaces', slug: 'has spaces' }, token),
+    400,
+    'VALIDATION_ERROR',
+  )
+  await refused(
+    t,
+    await post('org name long', '/api/auth/organization/create', { name: 'n'.repeat(201), slug: `long-${Date.now()}` }, token),
+    400,
+    'VALIDATION_ERROR',
+  )
+  await refused(
+    t,
+    await post('check-slug huge', '/api/auth/organization/check-slug', { slug: 's'.repeat(500) }, token),
+    400,
+    'VALIDATION_ERROR',
+  )
   const slug = `fine-${Date.now()}`
   const ok = await post('org ok', '/api/auth/organization/create', { name: 'Fine Org', slug }, token)
   t.equal(ok.status, 200)
   t.equal((ok.body as unknown as { slug: string }).slug, slug)
   const id = (ok.body as unknown as { id: string }).id
-  await refused(t, await post('org update slug', '/api/auth/organization/update', { organizationId: id, data: { slug: 'x'.repeat(101) } }, token), 400, 'VALIDATION_ERROR')
+  await refused(
+    t,
+    await post('org update slug', '/api/auth/organization/update', { organizationId: id, data: { slug: 'x'.repeat(101) } }, token),
+    400,
+    'VALIDATION_ERROR',
+  )
 })
 
 t.test('a NUL character is refused everywhere before it reaches the database', async (t) => {
@@ -180,8 +263,13 @@ t.test('a NUL character is refused everywhere before it reaches the database', a
   const cases: Array<[string, string, string, unknown?]> = [
     ['update-user name', 'POST', '/update-user', { name: 'a\u0000b' }],
     ['org slug', 'POST', '/api/auth/organization/create', { name: 'N', slug: 'a\u0000b' }],
-    ['a NUL in a key', 'POST', '/update-user', { ['na\u0000me']: 'x' }],
-    ['device init model', 'POST', '/api/device/init', { display: { width: 800, height: 480, palette: 'bw' }, model: 'frame\u0000', firmware: '1.0.0' }],
+    ['a NUL in a key', 'POST', '/update-user', { 'na\u0000me': 'x' }],
+    [
+      'device init model',
+      'POST',
+      '/api/device/init',
+      { display: { width: 800, height: 480, palette: 'bw' }, model: 'frame\u0000', firmware: '1.0.0' },
+    ],
     ['device path', 'GET', '/api/device/a%00b'],
     ['query string', 'GET', '/api/device/x/events?cursor=a%00'],
     ['prompt text', 'POST', '/api/prompts', { text: 'a lighthouse\u0000' }],
@@ -246,8 +334,16 @@ t.test('expired codes, links and reset tokens are refused', async (t) => {
   const opened = await call('magic expired', 'GET', magic.pathname + magic.search)
   t.equal(opened.status, 302)
   t.match(opened.headers.get('location'), /error=INVALID_TOKEN/, 'the expired link is sent back with an error')
-  t.notOk(opened.headers.getSetCookie().some((c) => /session_token=[^;]+/.test(c) && !/max-age=0/i.test(c)), 'and signs nobody in')
-  await refused(t, await post('reset expired', '/reset-password', { token: resetToken, newPassword: 'another-long-password' }), 400, 'INVALID_TOKEN')
+  t.notOk(
+    opened.headers.getSetCookie().some((c) => /session_token=[^;]+/.test(c) && !/max-age=0/i.test(c)),
+    'and signs nobody in',
+  )
+  await refused(
+    t,
+    await post('reset expired', '/reset-password', { token: resetToken, newPassword: 'another-long-password' }),
+    400,
+    'INVALID_TOKEN',
+  )
   const oldPassword = await post('old password still works', '/sign-in/email', { email, password: 'correct-horse-battery' })
   t.equal(oldPassword.status, 200, 'the password did not change')
 })

@@ -73,7 +73,11 @@ t.test('two accounts on one device: list, switch, revoke', async (t) => {
   t.equal(revoked.error, null, 'revoke')
   t.same(revoked.data, { status: true })
   const after = (await client.multiSession.listDeviceSessions()).data!
-  t.same(after.map((s) => s.user.id), [bob.id], 'only bob is left on the device')
+  t.same(
+    after.map((s) => s.user.id),
+    [bob.id],
+    'only bob is left on the device',
+  )
   const gone = await rootSession(aliceToken)
   t.equal(gone.status, 401, "alice's token no longer works at /get-session")
   t.equal(gone.body.code, 'UNAUTHORIZED')
@@ -97,7 +101,10 @@ t.test('revoking the active account switches to the next one on the device', asy
   t.equal((await rootSession(d.token)).status, 401, "dave's token is dead")
   t.equal((await client.getSession()).data?.user.id, carol.id, 'the device falls back to carol')
   const left = (await client.multiSession.listDeviceSessions()).data!
-  t.same(left.map((s) => s.session.token), [c.token])
+  t.same(
+    left.map((s) => s.session.token),
+    [c.token],
+  )
 
   // Signing out ends every account on the device.
   const out = await client.signOut()

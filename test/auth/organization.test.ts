@@ -78,10 +78,20 @@ t.test('create, check-slug, update, list', async (t) => {
 
   refused(t, await owner.client.organization.checkSlug({ slug }), 400, 'ORGANIZATION_SLUG_ALREADY_TAKEN', 'check-slug of a taken slug')
   t.same(ok(t, await owner.client.organization.checkSlug({ slug: `free-${suffix}` }), 'check-slug of a free slug'), { status: true })
-  refused(t, await owner.client.organization.create({ name: 'Copycat', slug }), 400, 'ORGANIZATION_ALREADY_EXISTS', 'create with a taken slug')
+  refused(
+    t,
+    await owner.client.organization.create({ name: 'Copycat', slug }),
+    400,
+    'ORGANIZATION_ALREADY_EXISTS',
+    'create with a taken slug',
+  )
 
   const newSlug = `acme-screens-${suffix}`
-  const updated = ok(t, await owner.client.organization.update({ organizationId: org.id, data: { name: 'Acme Screens', slug: newSlug } }), 'update')
+  const updated = ok(
+    t,
+    await owner.client.organization.update({ organizationId: org.id, data: { name: 'Acme Screens', slug: newSlug } }),
+    'update',
+  )
   t.equal(updated.name, 'Acme Screens')
   t.equal(updated.slug, newSlug)
   org.slug = newSlug
@@ -96,7 +106,7 @@ t.test('create, check-slug, update, list', async (t) => {
   t.equal(list.find((o) => o.id === org.id)?.name, 'Acme Screens')
 
   const stranger = await person('stranger', 'Stranger')
-  t.same(ok(t, await stranger.client.organization.list(), 'stranger lists'), [], "a stranger sees none of them")
+  t.same(ok(t, await stranger.client.organization.list(), 'stranger lists'), [], 'a stranger sees none of them')
 })
 
 t.test('set-active shows in root /get-session; get-full-organization', async (t) => {
@@ -115,38 +125,88 @@ t.test('set-active shows in root /get-session; get-full-organization', async (t)
   const full = ok(t, await owner.client.organization.getFullOrganization(), 'get-full-organization of the active one')
   t.equal(full.id, org.id)
   t.equal(full.name, 'Acme Screens')
-  t.same(full.members.map((m) => [m.userId, m.role, m.user.email]), [[owner.id, 'owner', owner.email]])
+  t.same(
+    full.members.map((m) => [m.userId, m.role, m.user.email]),
+    [[owner.id, 'owner', owner.email]],
+  )
   t.same(full.invitations, [])
   t.ok(Array.isArray((full as { teams?: unknown[] }).teams), 'teams are included')
-  const bySlug = ok(t, await owner.client.organization.getFullOrganization({ query: { organizationSlug: side.slug } }), 'get-full-organization by slug')
+  const bySlug = ok(
+    t,
+    await owner.client.organization.getFullOrganization({ query: { organizationSlug: side.slug } }),
+    'get-full-organization by slug',
+  )
   t.equal(bySlug.id, side.id)
 
   const outsider = await person('outsider', 'Outsider')
-  refused(t, await outsider.client.organization.setActive({ organizationId: org.id }), 403, 'USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION', 'outsider set-active')
+  refused(
+    t,
+    await outsider.client.organization.setActive({ organizationId: org.id }),
+    403,
+    'USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION',
+    'outsider set-active',
+  )
   t.equal((await rootSession(outsider.token)).body.session.active_organization_id, null)
-  refused(t, await outsider.client.organization.getFullOrganization({ query: { organizationId: org.id } }), 403, 'USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION', 'outsider get-full-organization')
+  refused(
+    t,
+    await outsider.client.organization.getFullOrganization({ query: { organizationId: org.id } }),
+    403,
+    'USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION',
+    'outsider get-full-organization',
+  )
 })
 
 t.test('invitations: invite by mail, accept, reject, cancel', async (t) => {
   ivan = await person('ivan', 'Ivan Invitee')
-  const invited = ok(t, await owner.client.organization.inviteMember({ email: ivan.email, role: 'member', organizationId: org.id }), 'invite-member')
+  const invited = ok(
+    t,
+    await owner.client.organization.inviteMember({ email: ivan.email, role: 'member', organizationId: org.id }),
+    'invite-member',
+  )
   t.equal(invited.email, ivan.email)
   t.equal(invited.status, 'pending')
   t.equal(invited.role, 'member')
-  refused(t, await owner.client.organization.inviteMember({ email: ivan.email, role: 'member', organizationId: org.id }), 400, 'USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION', 'inviting twice')
+  refused(
+    t,
+    await owner.client.organization.inviteMember({ email: ivan.email, role: 'member', organizationId: org.id }),
+    400,
+    'USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION',
+    'inviting twice',
+  )
 
   const { id: invitationId, mail } = await invitationFromMail(t, ivan.email)
   t.equal(invitationId, invited.id, 'the mail carries the invitation id')
   t.match(mail.subject, /Acme Screens/)
 
   // The recipient's address must be verified before they can list their invitations.
-  refused(t, await ivan.client.organization.listUserInvitations(), 403, 'EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION', 'list-user-invitations unverified')
+  refused(
+    t,
+    await ivan.client.organization.listUserInvitations(),
+    403,
+    'EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION',
+    'list-user-invitations unverified',
+  )
   // Nor accept or reject it: the same rule as our /api/invitations/accept (EMAIL_NOT_VERIFIED).
-  refused(t, await ivan.client.organization.acceptInvitation({ invitationId }), 403, 'EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION', 'accept-invitation unverified')
-  refused(t, await ivan.client.organization.rejectInvitation({ invitationId }), 403, 'EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION', 'reject-invitation unverified')
+  refused(
+    t,
+    await ivan.client.organization.acceptInvitation({ invitationId }),
+    403,
+    'EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION',
+    'accept-invitation unverified',
+  )
+  refused(
+    t,
+    await ivan.client.organization.rejectInvitation({ invitationId }),
+    403,
+    'EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION',
+    'reject-invitation unverified',
+  )
   await verify(ivan)
   const mine = ok(t, await ivan.client.organization.listUserInvitations(), 'list-user-invitations')
-  t.same(mine.map((i) => i.id), [invitationId])
+  t.same(
+    mine.map((i) => i.id),
+    [invitationId],
+  )
   t.equal((mine[0] as { organizationName?: string }).organizationName, 'Acme Screens')
 
   const got = ok(t, await ivan.client.organization.getInvitation({ query: { id: invitationId } }), 'get-invitation')
@@ -157,8 +217,20 @@ t.test('invitations: invite by mail, accept, reject, cancel', async (t) => {
 
   // Someone else cannot take Ivan's invitation.
   const eve = await person('eve', 'Eve')
-  refused(t, await eve.client.organization.acceptInvitation({ invitationId }), 403, 'YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION', 'accept by the wrong person')
-  refused(t, await eve.client.organization.getInvitation({ query: { id: invitationId } }), 403, 'YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION', 'get-invitation by the wrong person')
+  refused(
+    t,
+    await eve.client.organization.acceptInvitation({ invitationId }),
+    403,
+    'YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION',
+    'accept by the wrong person',
+  )
+  refused(
+    t,
+    await eve.client.organization.getInvitation({ query: { id: invitationId } }),
+    403,
+    'YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION',
+    'get-invitation by the wrong person',
+  )
 
   const accepted = ok(t, await ivan.client.organization.acceptInvitation({ invitationId }), 'accept-invitation')
   t.equal(accepted.invitation.status, 'accepted')
@@ -168,10 +240,23 @@ t.test('invitations: invite by mail, accept, reject, cancel', async (t) => {
   ivanMemberId = accepted.member.id
   t.equal((await rootSession(ivan.token)).body.session.active_organization_id, org.id, 'accepting makes the organization active')
   refused(t, await ivan.client.organization.acceptInvitation({ invitationId }), 400, 'INVITATION_NOT_FOUND', 'accepting twice')
-  t.same(ok(t, await ivan.client.organization.listUserInvitations(), 'list-user-invitations after accepting'), [], 'no pending invitations left')
+  t.same(
+    ok(t, await ivan.client.organization.listUserInvitations(), 'list-user-invitations after accepting'),
+    [],
+    'no pending invitations left',
+  )
   const ivanOrgs = ok(t, await ivan.client.organization.list(), 'list as member')
-  t.same(ivanOrgs.map((o) => o.id), [org.id])
-  refused(t, await owner.client.organization.inviteMember({ email: ivan.email, role: 'member', organizationId: org.id }), 400, 'USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION', 'inviting a member')
+  t.same(
+    ivanOrgs.map((o) => o.id),
+    [org.id],
+  )
+  refused(
+    t,
+    await owner.client.organization.inviteMember({ email: ivan.email, role: 'member', organizationId: org.id }),
+    400,
+    'USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION',
+    'inviting a member',
+  )
 
   // Rejected.
   const rita = await person('rita', 'Rita Rejecter')
@@ -181,7 +266,13 @@ t.test('invitations: invite by mail, accept, reject, cancel', async (t) => {
   const rejected = ok(t, await rita.client.organization.rejectInvitation({ invitationId: ritaInvitation }), 'reject-invitation')
   t.equal(rejected.invitation?.status, 'rejected')
   t.equal(rejected.member, null)
-  refused(t, await rita.client.organization.acceptInvitation({ invitationId: ritaInvitation }), 400, 'INVITATION_NOT_FOUND', 'accepting a rejected invitation')
+  refused(
+    t,
+    await rita.client.organization.acceptInvitation({ invitationId: ritaInvitation }),
+    400,
+    'INVITATION_NOT_FOUND',
+    'accepting a rejected invitation',
+  )
 
   // Cancelled.
   const carl = await person('carl', 'Carl Cancelled')
@@ -189,8 +280,20 @@ t.test('invitations: invite by mail, accept, reject, cancel', async (t) => {
   const carlInvitation = (await invitationFromMail(t, carl.email)).id
   const cancelled = ok(t, await owner.client.organization.cancelInvitation({ invitationId: carlInvitation }), 'cancel-invitation')
   t.equal((cancelled as { status: string }).status, 'canceled')
-  refused(t, await carl.client.organization.acceptInvitation({ invitationId: carlInvitation }), 400, 'INVITATION_NOT_FOUND', 'accepting a cancelled invitation')
-  refused(t, await carl.client.organization.getInvitation({ query: { id: carlInvitation } }), 400, 'INVITATION_NOT_FOUND', 'get-invitation of a cancelled invitation')
+  refused(
+    t,
+    await carl.client.organization.acceptInvitation({ invitationId: carlInvitation }),
+    400,
+    'INVITATION_NOT_FOUND',
+    'accepting a cancelled invitation',
+  )
+  refused(
+    t,
+    await carl.client.organization.getInvitation({ query: { id: carlInvitation } }),
+    400,
+    'INVITATION_NOT_FOUND',
+    'get-invitation of a cancelled invitation',
+  )
 
   const all = ok(t, await owner.client.organization.listInvitations({ query: { organizationId: org.id } }), 'list-invitations')
   const status = Object.fromEntries(all.map((i) => [i.email, i.status]))
@@ -208,25 +311,57 @@ t.test('members: active member, roles, permissions, and what a member may not do
   t.equal(active.role, 'member')
   t.same(ok(t, await ivan.client.organization.getActiveMemberRole(), 'get-active-member-role'), { role: 'member' })
   t.same(ok(t, await owner.client.organization.getActiveMemberRole(), 'owner get-active-member-role'), { role: 'owner' })
-  t.same(
-    ok(t, await owner.client.organization.getActiveMemberRole({ query: { userId: ivan.id } }), "owner reads ivan's role"),
-    { role: 'member' },
-  )
+  t.same(ok(t, await owner.client.organization.getActiveMemberRole({ query: { userId: ivan.id } }), "owner reads ivan's role"), {
+    role: 'member',
+  })
 
   const ownerMay = ok(t, await owner.client.organization.hasPermission({ permissions: { member: ['delete'] } }), 'owner has-permission')
   t.equal(ownerMay.success, true, 'the owner may delete members')
   const memberMay = ok(t, await ivan.client.organization.hasPermission({ permissions: { member: ['delete'] } }), 'member has-permission')
   t.equal(memberMay.success, false, 'a member may not delete members')
-  t.equal(ok(t, await owner.client.organization.hasPermission({ permissions: { organization: ['delete'] } }), 'owner org delete').success, true)
+  t.equal(
+    ok(t, await owner.client.organization.hasPermission({ permissions: { organization: ['delete'] } }), 'owner org delete').success,
+    true,
+  )
   t.equal(ok(t, await ivan.client.organization.hasPermission({ permissions: { invitation: ['create'] } }), 'member invite').success, false)
 
   // What a member may not do.
-  refused(t, await ivan.client.organization.inviteMember({ email: uniqueEmail('friend'), role: 'member' }), 403, 'YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION', 'member invites')
-  refused(t, await ivan.client.organization.delete({ organizationId: org.id }), 403, 'YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION', 'member deletes the organization')
-  refused(t, await ivan.client.organization.update({ organizationId: org.id, data: { name: 'Taken Over' } }), 403, 'YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION', 'member renames the organization')
+  refused(
+    t,
+    await ivan.client.organization.inviteMember({ email: uniqueEmail('friend'), role: 'member' }),
+    403,
+    'YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION',
+    'member invites',
+  )
+  refused(
+    t,
+    await ivan.client.organization.delete({ organizationId: org.id }),
+    403,
+    'YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION',
+    'member deletes the organization',
+  )
+  refused(
+    t,
+    await ivan.client.organization.update({ organizationId: org.id, data: { name: 'Taken Over' } }),
+    403,
+    'YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION',
+    'member renames the organization',
+  )
   const ownerMember = ok(t, await owner.client.organization.getActiveMember(), 'owner get-active-member')
-  refused(t, await ivan.client.organization.updateMemberRole({ memberId: ownerMember.id, role: 'member' }), 403, 'YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER', 'member demotes the owner')
-  refused(t, await ivan.client.organization.updateMemberRole({ memberId: ivanMemberId, role: 'admin' }), 403, 'YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER', 'member promotes themselves')
+  refused(
+    t,
+    await ivan.client.organization.updateMemberRole({ memberId: ownerMember.id, role: 'member' }),
+    403,
+    'YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER',
+    'member demotes the owner',
+  )
+  refused(
+    t,
+    await ivan.client.organization.updateMemberRole({ memberId: ivanMemberId, role: 'admin' }),
+    403,
+    'YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER',
+    'member promotes themselves',
+  )
   const still = ok(t, await owner.client.organization.getFullOrganization(), 'get-full-organization')
   t.equal(still.name, 'Acme Screens', 'the organization is unchanged')
   t.same(still.members.map((m) => m.role).sort(), ['member', 'owner'], 'roles are unchanged')
@@ -235,9 +370,23 @@ t.test('members: active member, roles, permissions, and what a member may not do
   const promoted = ok(t, await owner.client.organization.updateMemberRole({ memberId: ivanMemberId, role: 'admin' }), 'update-member-role')
   t.equal(promoted.role, 'admin')
   t.same(ok(t, await ivan.client.organization.getActiveMemberRole(), 'ivan role after promotion'), { role: 'admin' })
-  t.equal(ok(t, await ivan.client.organization.hasPermission({ permissions: { member: ['delete'] } }), 'admin has-permission').success, true, 'an admin may delete members')
-  t.equal(ok(t, await ivan.client.organization.hasPermission({ permissions: { organization: ['delete'] } }), 'admin org delete').success, false, 'an admin may not delete the organization')
-  refused(t, await owner.client.organization.updateMemberRole({ memberId: ivanMemberId, role: 'emperor' }), 400, 'ROLE_NOT_FOUND', 'an unknown role')
+  t.equal(
+    ok(t, await ivan.client.organization.hasPermission({ permissions: { member: ['delete'] } }), 'admin has-permission').success,
+    true,
+    'an admin may delete members',
+  )
+  t.equal(
+    ok(t, await ivan.client.organization.hasPermission({ permissions: { organization: ['delete'] } }), 'admin org delete').success,
+    false,
+    'an admin may not delete the organization',
+  )
+  refused(
+    t,
+    await owner.client.organization.updateMemberRole({ memberId: ivanMemberId, role: 'emperor' }),
+    400,
+    'ROLE_NOT_FOUND',
+    'an unknown role',
+  )
   ok(t, await owner.client.organization.updateMemberRole({ memberId: ivanMemberId, role: 'member' }), 'demote back')
   t.same(ok(t, await ivan.client.organization.getActiveMemberRole(), 'ivan role after demotion'), { role: 'member' })
 })
@@ -253,15 +402,31 @@ t.test('teams: create a team and add a member', async (t) => {
   t.equal(added.teamId, teamId)
 
   const teamMembers = ok(t, await ivan.client.organization.listTeamMembers({ query: { teamId } }), 'list-team-members')
-  t.same(teamMembers.map((m) => m.userId), [ivan.id], 'ivan is in the team')
+  t.same(
+    teamMembers.map((m) => m.userId),
+    [ivan.id],
+    'ivan is in the team',
+  )
   const ivanTeams = ok(t, await ivan.client.organization.listUserTeams(), 'list-user-teams')
   t.ok(ivanTeams.some((x) => x.id === teamId && x.name === 'Ops'))
   const teams = ok(t, await owner.client.organization.listTeams({ query: { organizationId: org.id } }), 'list-teams')
   t.ok(teams.some((x) => x.id === teamId))
 
   const outsider = await person('teamless', 'Teamless')
-  refused(t, await owner.client.organization.addTeamMember({ teamId, userId: outsider.id }), 400, 'USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION', 'adding a non-member to a team')
-  refused(t, await ivan.client.organization.createTeam({ name: 'Shadow', organizationId: org.id }), 403, /NOT_ALLOWED/, 'member creates a team')
+  refused(
+    t,
+    await owner.client.organization.addTeamMember({ teamId, userId: outsider.id }),
+    400,
+    'USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION',
+    'adding a non-member to a team',
+  )
+  refused(
+    t,
+    await ivan.client.organization.createTeam({ name: 'Shadow', organizationId: org.id }),
+    403,
+    /NOT_ALLOWED/,
+    'member creates a team',
+  )
 })
 
 t.test('remove-member and leave', async (t) => {
@@ -271,22 +436,51 @@ t.test('remove-member and leave', async (t) => {
   ok(t, await mia.client.organization.acceptInvitation({ invitationId: (await invitationFromMail(t, mia.email)).id }), 'mia accepts')
 
   // A member cannot remove another member.
-  refused(t, await ivan.client.organization.removeMember({ memberIdOrEmail: mia.email, organizationId: org.id }), 401, 'YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER', 'member removes a member')
+  refused(
+    t,
+    await ivan.client.organization.removeMember({ memberIdOrEmail: mia.email, organizationId: org.id }),
+    401,
+    'YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER',
+    'member removes a member',
+  )
 
-  const removed = ok(t, await owner.client.organization.removeMember({ memberIdOrEmail: mia.email, organizationId: org.id }), 'remove-member')
+  const removed = ok(
+    t,
+    await owner.client.organization.removeMember({ memberIdOrEmail: mia.email, organizationId: org.id }),
+    'remove-member',
+  )
   t.equal(removed.member.userId, mia.id)
   const afterRemove = ok(t, await owner.client.organization.listMembers({ query: { organizationId: org.id } }), 'list-members')
-  t.notOk(afterRemove.members.some((m) => m.userId === mia.id), 'mia is gone')
-  refused(t, await mia.client.organization.getFullOrganization({ query: { organizationId: org.id } }), 403, 'USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION', 'removed member reads the organization')
+  t.notOk(
+    afterRemove.members.some((m) => m.userId === mia.id),
+    'mia is gone',
+  )
+  refused(
+    t,
+    await mia.client.organization.getFullOrganization({ query: { organizationId: org.id } }),
+    403,
+    'USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION',
+    'removed member reads the organization',
+  )
   t.same(ok(t, await mia.client.organization.list(), 'mia lists'), [])
 
-  refused(t, await owner.client.organization.leave({ organizationId: org.id }), 400, 'YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER', 'the only owner leaves')
+  refused(
+    t,
+    await owner.client.organization.leave({ organizationId: org.id }),
+    400,
+    'YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER',
+    'the only owner leaves',
+  )
 
   const left = ok(t, await ivan.client.organization.leave({ organizationId: org.id }), 'leave')
   t.equal(left.userId, ivan.id)
   t.equal((await rootSession(ivan.token)).body.session.active_organization_id, null, 'leaving clears the active organization')
   const afterLeave = ok(t, await owner.client.organization.listMembers({ query: { organizationId: org.id } }), 'list-members')
-  t.same(afterLeave.members.map((m) => m.userId), [owner.id], 'only the owner is left')
+  t.same(
+    afterLeave.members.map((m) => m.userId),
+    [owner.id],
+    'only the owner is left',
+  )
   refused(t, await ivan.client.organization.leave({ organizationId: org.id }), 400, 'MEMBER_NOT_FOUND', 'leaving twice')
 })
 
@@ -294,10 +488,26 @@ t.test('delete organization', async (t) => {
   const deleted = ok(t, await owner.client.organization.delete({ organizationId: org.id }), 'delete')
   t.equal((deleted as { id: string }).id, org.id)
   const list = ok(t, await owner.client.organization.list(), 'list after delete')
-  t.same(list.map((o) => o.id), [side.id], 'only the other organization is left')
+  t.same(
+    list.map((o) => o.id),
+    [side.id],
+    'only the other organization is left',
+  )
   t.equal((await rootSession(owner.token)).body.session.active_organization_id, null, 'the deleted organization is no longer active')
-  refused(t, await owner.client.organization.getFullOrganization({ query: { organizationId: org.id } }), 400, 'ORGANIZATION_NOT_FOUND', 'reading a deleted organization')
-  refused(t, await owner.client.organization.setActive({ organizationId: org.id }), 403, 'USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION', 'activating a deleted organization')
+  refused(
+    t,
+    await owner.client.organization.getFullOrganization({ query: { organizationId: org.id } }),
+    400,
+    'ORGANIZATION_NOT_FOUND',
+    'reading a deleted organization',
+  )
+  refused(
+    t,
+    await owner.client.organization.setActive({ organizationId: org.id }),
+    403,
+    'USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION',
+    'activating a deleted organization',
+  )
   // Its slug is free again.
   t.same(ok(t, await owner.client.organization.checkSlug({ slug: org.slug }), 'check-slug after delete'), { status: true })
 })

@@ -50,7 +50,10 @@ class SoftAuthenticator {
   private readonly publicJwk: { x: string; y: string }
   private counter = 0
 
-  constructor(private readonly rpId: string, private readonly origin: string) {
+  constructor(
+    private readonly rpId: string,
+    private readonly origin: string,
+  ) {
     const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
     this.privateKey = privateKey
     this.publicJwk = publicKey.export({ format: 'jwk' }) as { x: string; y: string }
@@ -84,11 +87,13 @@ class SoftAuthenticator {
     const attested = Buffer.concat([Buffer.alloc(16) /* AAGUID */, idLength, this.credentialId, cbor(coseKey)])
     // Flags: user present (0x01), user verified (0x04), attested credential data (0x40).
     const authData = this.authData(0x45, attested)
-    const attestationObject = cbor(new Map<string, Cbor>([
-      ['fmt', 'none'],
-      ['attStmt', new Map()],
-      ['authData', authData],
-    ]))
+    const attestationObject = cbor(
+      new Map<string, Cbor>([
+        ['fmt', 'none'],
+        ['attStmt', new Map()],
+        ['authData', authData],
+      ]),
+    )
     return {
       id: this.id,
       rawId: this.id,
@@ -137,7 +142,16 @@ type CreationOptions = {
   timeout: number
 }
 type RequestOptions = { challenge: string; rpId: string; allowCredentials?: Array<{ id: string; type: string }>; userVerification: string }
-type PasskeyRow = { id: string; name?: string; credentialID: string; userId: string; deviceType: string; backedUp: boolean; transports?: string; createdAt: string }
+type PasskeyRow = {
+  id: string
+  name?: string
+  credentialID: string
+  userId: string
+  deviceType: string
+  backedUp: boolean
+  transports?: string
+  createdAt: string
+}
 
 async function registerOptions(client: Client): Promise<CreationOptions> {
   const res = await client.$fetch<CreationOptions>('/passkey/generate-register-options', { method: 'GET' })
@@ -179,7 +193,10 @@ t.test('registration options for a signed-in user', async (t) => {
   t.equal(opts.user.name, email, 'the authenticator shows the account e-mail')
   t.equal(opts.user.displayName, email)
   t.match(opts.user.id, b64urlPattern)
-  t.ok(opts.pubKeyCredParams.some((p) => p.type === 'public-key' && p.alg === -7), 'ES256 offered')
+  t.ok(
+    opts.pubKeyCredParams.some((p) => p.type === 'public-key' && p.alg === -7),
+    'ES256 offered',
+  )
   t.same(opts.excludeCredentials, [], 'nothing to exclude yet')
   t.equal(opts.attestation, 'none')
   t.match(opts.authenticatorSelection, { residentKey: 'preferred', userVerification: 'preferred' })
@@ -194,7 +211,11 @@ t.test('registration options for a signed-in user', async (t) => {
 t.test('unauthenticated calls are 401 {message, code}', async (t) => {
   await expectError(t, await fetch(`${svc.url}/api/auth/passkey/generate-register-options`), 401)
   await expectError(t, await fetch(`${svc.url}/api/auth/passkey/list-user-passkeys`), 401)
-  await expectError(t, await fetch(`${svc.url}/api/auth/passkey/generate-register-options`, { headers: { authorization: 'Bearer not-a-session' } }), 401)
+  await expectError(
+    t,
+    await fetch(`${svc.url}/api/auth/passkey/generate-register-options`, { headers: { authorization: 'Bearer not-a-session' } }),
+    401,
+  )
   const verify = await fetch(`${svc.url}/api/auth/passkey/verify-registration`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', origin: svc.url },
@@ -248,9 +269,20 @@ t.test('full registration and sign-in with a software authenticator', async (t) 
 
   const list = await listPasskeys(client)
   t.equal(list.length, 1, 'one passkey listed')
-  t.match(list[0], { name: 'Test laptop', credentialID: authenticator.id, userId, deviceType: 'singleDevice', backedUp: false, transports: 'internal' })
+  t.match(list[0], {
+    name: 'Test laptop',
+    credentialID: authenticator.id,
+    userId,
+    deviceType: 'singleDevice',
+    backedUp: false,
+    transports: 'internal',
+  })
   const next = await registerOptions(client)
-  t.same(next.excludeCredentials.map((c) => c.id), [authenticator.id], 'the registered key is excluded from the next registration')
+  t.same(
+    next.excludeCredentials.map((c) => c.id),
+    [authenticator.id],
+    'the registered key is excluded from the next registration',
+  )
 
   // Sign in with it from a fresh browser (no session).
   const { client: fresh } = makeClient(svc.url)
@@ -269,10 +301,13 @@ t.test('full registration and sign-in with a software authenticator', async (t) 
 
   const auth2 = await fresh.$fetch<RequestOptions>('/passkey/generate-authenticate-options', { method: 'GET' })
   const assertion = authenticator.get(auth2.data!.challenge)
-  const signedIn = await fresh.$fetch<{ session: { token: string; userId: string }; user: { id: string; email: string } }>('/passkey/verify-authentication', {
-    method: 'POST',
-    body: { response: assertion },
-  })
+  const signedIn = await fresh.$fetch<{ session: { token: string; userId: string }; user: { id: string; email: string } }>(
+    '/passkey/verify-authentication',
+    {
+      method: 'POST',
+      body: { response: assertion },
+    },
+  )
   t.equal(signedIn.error, null, 'verify-authentication accepts the assertion')
   t.equal(signedIn.data?.user.id, userId)
   t.equal(signedIn.data?.user.email, email)
@@ -307,7 +342,10 @@ t.test('full registration and sign-in with a software authenticator', async (t) 
 
   // A deleted passkey no longer signs in.
   const auth3 = await fresh.$fetch<RequestOptions>('/passkey/generate-authenticate-options', { method: 'GET' })
-  const gone = await fresh.$fetch('/passkey/verify-authentication', { method: 'POST', body: { response: authenticator.get(auth3.data!.challenge) } })
+  const gone = await fresh.$fetch('/passkey/verify-authentication', {
+    method: 'POST',
+    body: { response: authenticator.get(auth3.data!.challenge) },
+  })
   t.equal(gone.error?.status, 401)
   t.equal(codeOf(gone.error), 'PASSKEY_NOT_FOUND')
 })

@@ -38,7 +38,9 @@ async function expect429(t: Test, res: Response, maxWindow: number) {
 }
 
 t.test('strict sign-in limit (5 per 60 s) keyed on the socket address', async (t) => {
-  const svc = await startApp(t, { env: { RATE_LIMIT_AUTH_MAX: '5', RATE_LIMIT_AUTH_WINDOW: '60', RATE_LIMIT_MAX: '200', RATE_LIMIT_WINDOW: '60' } })
+  const svc = await startApp(t, {
+    env: { RATE_LIMIT_AUTH_MAX: '5', RATE_LIMIT_AUTH_WINDOW: '60', RATE_LIMIT_MAX: '200', RATE_LIMIT_WINDOW: '60' },
+  })
   const { client } = makeClient(svc.url)
   const email = uniqueEmail('limited')
   const { token } = await signUp(client, email, PASSWORD)
@@ -57,7 +59,10 @@ t.test('strict sign-in limit (5 per 60 s) keyed on the socket address', async (t
     t.match(body.message, /too many requests/i)
     const api = await post(svc, '/api/auth/sign-in/email', { email, password: PASSWORD })
     await expect429(t, api, 60)
-    t.notOk(api.headers.getSetCookie().some((c) => /session_token=[^;]+/.test(c)), 'even the right password gets no session')
+    t.notOk(
+      api.headers.getSetCookie().some((c) => /session_token=[^;]+/.test(c)),
+      'even the right password gets no session',
+    )
     // The official client sees the same refusal.
     const viaClient = await client.signIn.email({ email, password: PASSWORD })
     t.equal(viaClient.error?.status, 429)
@@ -151,7 +156,11 @@ t.test('the app-wide limit on routes outside Better Auth', async (t) => {
     await expect429(t, res, 60)
   }
   // ...and a client-sent forwarding header does not escape it (no proxy is trusted).
-  for (const headers of [{ 'x-forwarded-for': '203.0.113.20' }, { 'x-dps-client-ip': '203.0.113.21' }, { 'x-real-ip': '203.0.113.22' }] as Array<Record<string, string>>) {
+  for (const headers of [
+    { 'x-forwarded-for': '203.0.113.20' },
+    { 'x-dps-client-ip': '203.0.113.21' },
+    { 'x-real-ip': '203.0.113.22' },
+  ] as Array<Record<string, string>>) {
     const res = await fetch(`${svc.url}/get-session`, { headers })
     t.equal(res.status, 429, `${JSON.stringify(headers)} is still limited`)
     await res.body?.cancel()

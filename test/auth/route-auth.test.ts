@@ -31,14 +31,19 @@ t.test('every operation that needs a credential answers 401 to an anonymous requ
       const url = svc.url + path.replace(/\{[^}]+\}/g, 'x')
       const withBody = !['get', 'head', 'delete'].includes(method) || op.requestBody !== undefined
       for (const b of withBody ? bodies : [bodies[0]!]) {
-        const res = await fetch(url, { method: method.toUpperCase(), headers: withBody ? { 'content-type': b.type } : {}, body: withBody ? b.body : undefined })
+        const res = await fetch(url, {
+          method: method.toUpperCase(),
+          headers: withBody ? { 'content-type': b.type } : {},
+          body: withBody ? b.body : undefined,
+        })
         const text = await res.text()
         checked += 1
         let json: { message?: unknown; code?: unknown } = {}
         try {
           json = JSON.parse(text)
         } catch {}
-        if (res.status !== 401 || typeof json.message !== 'string' || typeof json.code !== 'string') wrong.push(`${method.toUpperCase()} ${path} (${b.name}): ${res.status} ${text.slice(0, 120)}`)
+        if (res.status !== 401 || typeof json.message !== 'string' || typeof json.code !== 'string')
+          wrong.push(`${method.toUpperCase()} ${path} (${b.name}): ${res.status} ${text.slice(0, 120)}`)
       }
     }
   }

@@ -18,7 +18,11 @@ t.test('social providers come from the environment', async (t) => {
     },
   })
   const ask = (provider: string) =>
-    fetch(`${svc.url}/api/auth/sign-in/social`, { method: 'POST', headers: { 'content-type': 'application/json', origin: svc.url }, body: JSON.stringify({ provider, callbackURL: '/' }) })
+    fetch(`${svc.url}/api/auth/sign-in/social`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: svc.url },
+      body: JSON.stringify({ provider, callbackURL: '/' }),
+    })
   const gh = await ask('github')
   t.equal(gh.status, 200)
   const ghBody = (await gh.json()) as { url: string; redirect: boolean }

@@ -65,7 +65,8 @@ t.test('broker fields: clients, persistence, mq, brokers', async (t) => {
   t.equal(clients['pin-broker']?.id, 'pin-broker')
 
   const store = sessionStore(rig.aedes)
-  for (const fn of ['outgoingStream', 'createRetainedStreamCombi', 'streamWill', 'delWill'] as const) t.type(store[fn], 'function', `aedes.persistence.${fn}`)
+  for (const fn of ['outgoingStream', 'createRetainedStreamCombi', 'streamWill', 'delWill'] as const)
+    t.type(store[fn], 'function', `aedes.persistence.${fn}`)
 
   t.type(emitterOf(rig.aedes).on, 'function', 'aedes.mq.on')
   t.type(rig.aedes.brokers, 'object', 'aedes.brokers (heartbeats by broker id)')
@@ -74,7 +75,12 @@ t.test('broker fields: clients, persistence, mq, brokers', async (t) => {
 t.test('persistence streams what the device broker reads: retained messages and a session queue', async (t) => {
   const rig = await start()
   t.teardown(() => stop(rig))
-  await new Promise<void>((resolve) => rig.aedes.publish({ cmd: 'publish', topic: 'pin/retained', payload: Buffer.from('r'), qos: 1, retain: true, dup: false } as PublishPacket, () => resolve()))
+  await new Promise<void>((resolve) =>
+    rig.aedes.publish(
+      { cmd: 'publish', topic: 'pin/retained', payload: Buffer.from('r'), qos: 1, retain: true, dup: false } as PublishPacket,
+      () => resolve(),
+    ),
+  )
   const retained = []
   for await (const p of sessionStore(rig.aedes).createRetainedStreamCombi(['pin/retained'])) retained.push(p)
   t.equal(retained.length, 1)
@@ -84,10 +90,19 @@ t.test('persistence streams what the device broker reads: retained messages and 
   const c = await connect(rig, { clientId: 'pin-queue', clean: false })
   await c.subscribeAsync('pin/queue', { qos: 1 })
   await c.endAsync()
-  await new Promise<void>((resolve) => rig.aedes.publish({ cmd: 'publish', topic: 'pin/queue', payload: Buffer.from('q'), qos: 1, retain: false, dup: false } as PublishPacket, () => resolve()))
+  await new Promise<void>((resolve) =>
+    rig.aedes.publish(
+      { cmd: 'publish', topic: 'pin/queue', payload: Buffer.from('q'), qos: 1, retain: false, dup: false } as PublishPacket,
+      () => resolve(),
+    ),
+  )
   const queued = []
   for await (const p of sessionStore(rig.aedes).outgoingStream({ id: 'pin-queue' })) queued.push(p)
-  t.same(queued.map((p) => [p.topic, Buffer.from(p.payload!).toString()]), [['pin/queue', 'q']], "an offline session's queue")
+  t.same(
+    queued.map((p) => [p.topic, Buffer.from(p.payload!).toString()]),
+    [['pin/queue', 'q']],
+    "an offline session's queue",
+  )
 })
 
 t.test('wills: read and replaced during authenticate, then held as client.will and stored', async (t) => {
@@ -101,13 +116,19 @@ t.test('wills: read and replaced during authenticate, then held as client.will a
     },
   })
   t.teardown(() => stop(rig))
-  const c = await connect(rig, { clientId: 'pin-will', will: { topic: 'pin/will/theirs', payload: Buffer.from('x'), qos: 0, retain: false } })
+  const c = await connect(rig, {
+    clientId: 'pin-will',
+    will: { topic: 'pin/will/theirs', payload: Buffer.from('x'), qos: 0, retain: false },
+  })
   t.equal(seenAtAuth?.topic, 'pin/will/theirs', "client._will holds the CONNECT's will during authenticate")
   const client = connectedClients(rig.aedes)['pin-will']!
   t.equal(activeWill(client), ours, 'client.will is the very packet set in authenticate')
   const stored = []
   for await (const w of sessionStore(rig.aedes).streamWill({})) stored.push(w)
-  t.ok(stored.some((w) => w.clientId === 'pin-will' && w.brokerId === rig.aedes.id), 'and aedes stored it (streamWill: clientId, brokerId)')
+  t.ok(
+    stored.some((w) => w.clientId === 'pin-will' && w.brokerId === rig.aedes.id),
+    'and aedes stored it (streamWill: clientId, brokerId)',
+  )
 
   // A client lost without DISCONNECT: aedes publishes that will.
   const published: string[] = []
@@ -203,7 +224,10 @@ t.test("_parser: its 'packet' events reach aedes, _parseLength sets packet.lengt
   const c = await connect(rig, { clientId: 'pin-parser' })
   await c.publishAsync('pin/p', Buffer.alloc(300), { qos: 1 })
   t.ok(seen.includes('publish'), 'a packet passes through the wrapped emit (installed in preConnect)')
-  t.ok(lengths.some((l) => l >= 300), '_parseLength has set packet.length to the remaining length')
+  t.ok(
+    lengths.some((l) => l >= 300),
+    '_parseLength has set packet.length to the remaining length',
+  )
 
   const closed = new Promise<void>((resolve) => c.once('close', () => resolve()))
   parserOf(connectedClients(rig.aedes)['pin-parser']!)._emitError(new Error('pinned'))
@@ -234,32 +258,55 @@ t.test('delivery: functions wrapped in preConnect serve later subscriptions; dup
   await c.subscribeAsync('pin/q0', { qos: 0 })
   const got: string[] = []
   c.on('message', (topic) => void got.push(topic))
-  await new Promise<void>((resolve) => rig.aedes.publish({ cmd: 'publish', topic: 'pin/q1', payload: Buffer.from('1'), qos: 1, retain: false, dup: false } as PublishPacket, () => resolve()))
-  await new Promise<void>((resolve) => rig.aedes.publish({ cmd: 'publish', topic: 'pin/q0', payload: Buffer.from('0'), qos: 0, retain: false, dup: false } as PublishPacket, () => resolve()))
+  await new Promise<void>((resolve) =>
+    rig.aedes.publish(
+      { cmd: 'publish', topic: 'pin/q1', payload: Buffer.from('1'), qos: 1, retain: false, dup: false } as PublishPacket,
+      () => resolve(),
+    ),
+  )
+  await new Promise<void>((resolve) =>
+    rig.aedes.publish(
+      { cmd: 'publish', topic: 'pin/q0', payload: Buffer.from('0'), qos: 0, retain: false, dup: false } as PublishPacket,
+      () => resolve(),
+    ),
+  )
   await until(() => got.length === 2, 'both messages')
   t.equal(delivered.length, 2, 'a QoS 1 and a QoS 0 delivery both go through the wrapped functions')
-  t.ok(delivered.every((p) => p.brokerId === rig.aedes.id && typeof p.brokerCounter === 'number'), 'packets carry brokerId and brokerCounter')
+  t.ok(
+    delivered.every((p) => p.brokerId === rig.aedes.id && typeof p.brokerCounter === 'number'),
+    'packets carry brokerId and brokerCounter',
+  )
   t.ok(asked.includes(rig.aedes.id), 'aedes reads duplicates[brokerId] before delivering')
 })
 
-t.test('$SYS/{broker}/new/clients: announced with the client id; a listener added first runs before aedes closes the local client', async (t) => {
-  const seen: Array<{ brokerId: string; clientId: string; localClosed?: boolean }> = []
-  let aedes: Aedes | undefined
-  const rig = await start({}, (mq) =>
-    onClientRegistered(mq, (brokerId, clientId) => {
-      const local = aedes && connectedClients(aedes)[clientId]
-      seen.push({ brokerId, clientId, localClosed: local?.closed })
-    }),
-  )
-  aedes = rig.aedes
-  t.teardown(() => stop(rig))
-  const c = await connect(rig, { clientId: 'pin-announce' })
-  await until(() => seen.length > 0, 'the announcement')
-  t.match(seen[0], { brokerId: rig.aedes.id, clientId: 'pin-announce' }, 'this node announces its new client')
+t.test(
+  '$SYS/{broker}/new/clients: announced with the client id; a listener added first runs before aedes closes the local client',
+  async (t) => {
+    const seen: Array<{ brokerId: string; clientId: string; localClosed?: boolean }> = []
+    let aedes: Aedes | undefined
+    const rig = await start({}, (mq) =>
+      onClientRegistered(mq, (brokerId, clientId) => {
+        const local = aedes && connectedClients(aedes)[clientId]
+        seen.push({ brokerId, clientId, localClosed: local?.closed })
+      }),
+    )
+    aedes = rig.aedes
+    t.teardown(() => stop(rig))
+    const c = await connect(rig, { clientId: 'pin-announce' })
+    await until(() => seen.length > 0, 'the announcement')
+    t.match(seen[0], { brokerId: rig.aedes.id, clientId: 'pin-announce' }, 'this node announces its new client')
 
-  // Another node announces the same client id: aedes closes ours, after our listener has run.
-  const closed = new Promise<void>((resolve) => c.once('close', () => resolve()))
-  ;(emitterOf(rig.aedes) as unknown as { emit(p: object, cb: () => void): void }).emit({ topic: '$SYS/other-node/new/clients', payload: Buffer.from('pin-announce') }, () => {})
-  await closed
-  t.match(seen[1], { brokerId: 'other-node', clientId: 'pin-announce', localClosed: false }, 'our listener saw the local client still open')
-})
+    // Another node announces the same client id: aedes closes ours, after our listener has run.
+    const closed = new Promise<void>((resolve) => c.once('close', () => resolve()))
+    ;(emitterOf(rig.aedes) as unknown as { emit(p: object, cb: () => void): void }).emit(
+      { topic: '$SYS/other-node/new/clients', payload: Buffer.from('pin-announce') },
+      () => {},
+    )
+    await closed
+    t.match(
+      seen[1],
+      { brokerId: 'other-node', clientId: 'pin-announce', localClosed: false },
+      'our listener saw the local client still open',
+    )
+  },
+)

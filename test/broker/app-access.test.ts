@@ -17,7 +17,8 @@ const stranger = await signUp(makeClient(svc.url).client, uniqueEmail('app-stran
 const mine = await pairDevice(svc, owner.token)
 const theirs = await pairDevice(svc, stranger.token)
 
-const asApp = (token: string) => connect(mqttUrl(svc), { clientId: `app-${randomBytes(6).toString('hex')}`, username: 'user', password: token, clean: true })
+const asApp = (token: string) =>
+  connect(mqttUrl(svc), { clientId: `app-${randomBytes(6).toString('hex')}`, username: 'user', password: token, clean: true })
 
 const subscribeMany = (client: MqttClient, filters: string[]) => subackCodes(client, filters)
 
@@ -37,7 +38,11 @@ t.test('concurrent access checks share one query per batch', async (t) => {
   }) as Database
   const canSee = batchedAccessCheck(counting)
   const random = Array.from({ length: 998 }, () => randomUUID())
-  const results = await Promise.all([canSee(owner.userId, mine.deviceId), canSee(owner.userId, theirs.deviceId), ...random.map((id) => canSee(owner.userId, id))])
+  const results = await Promise.all([
+    canSee(owner.userId, mine.deviceId),
+    canSee(owner.userId, theirs.deviceId),
+    ...random.map((id) => canSee(owner.userId, id)),
+  ])
   t.same(results.slice(0, 2), [true, false], 'its own device yes, another account’s no')
   t.equal(results.filter(Boolean).length, 1, 'none of 998 unknown devices')
   t.ok(queries <= 3, `1,000 checks took ${queries} queries (batches of up to 500)`)
@@ -46,7 +51,13 @@ t.test('concurrent access checks share one query per batch', async (t) => {
 t.test('one SUBSCRIBE of many filters: one return code per filter, refused ones 0x80', async (t) => {
   const app = await asApp(owner.token)
   t.teardown(() => app.end(true))
-  const filters = [`devices/${mine.deviceId}/state`, `devices/${theirs.deviceId}/state`, `devices/${mine.deviceId}/cmd`, ...Array.from({ length: 200 }, () => `devices/${randomUUID()}/state`), 'devices/not-a-device/state']
+  const filters = [
+    `devices/${mine.deviceId}/state`,
+    `devices/${theirs.deviceId}/state`,
+    `devices/${mine.deviceId}/cmd`,
+    ...Array.from({ length: 200 }, () => `devices/${randomUUID()}/state`),
+    'devices/not-a-device/state',
+  ]
   const granted = await subscribeMany(app, filters)
   t.equal(granted.length, filters.length, 'a code for every filter')
   t.equal(granted[0], 1, 'its own device’s state')
@@ -62,7 +73,11 @@ t.test('an app whose session is revoked loses its MQTT connection', async (t) =>
   t.teardown(() => live.end(true))
   const doomed = await asApp(other.token)
   const closed = new Promise<void>((resolve) => doomed.once('close', () => resolve()))
-  const res = await fetch(`${svc.url}/sign-out`, { method: 'POST', headers: { authorization: `Bearer ${other.token}`, 'content-type': 'application/json', origin: svc.url }, body: '{}' })
+  const res = await fetch(`${svc.url}/sign-out`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${other.token}`, 'content-type': 'application/json', origin: svc.url },
+    body: '{}',
+  })
   t.equal(res.status, 200)
   // No explicit check and no sweep (every 60 s): the sign-out's cache clear closes it.
   await closed

@@ -17,7 +17,11 @@ t.before(async () => {
 })
 
 const asDevice = (dev: PairedDevice, over: { password?: string; clientId?: string; username?: string } = {}) =>
-  connect(mqttUrl(svc), { clientId: over.clientId ?? dev.deviceId, username: over.username ?? dev.deviceId, password: over.password ?? dev.password })
+  connect(mqttUrl(svc), {
+    clientId: over.clientId ?? dev.deviceId,
+    username: over.username ?? dev.deviceId,
+    password: over.password ?? dev.password,
+  })
 
 /** The CONNACK refusal a connection attempt ended with. */
 async function refusal(attempt: Promise<unknown>): Promise<{ code: number | undefined; message: string }> {
@@ -129,9 +133,15 @@ t.test('a companion app connects with its session token; a bad token is refused'
   const other = await signUp(client, uniqueEmail('mqtt-auth-out'))
   const before = await connect(mqttUrl(svc), { clientId: `app-out-${Date.now()}`, username: 'user', password: other.token })
   await close(before)
-  const out = await fetch(`${svc.url}/api/auth/sign-out`, { method: 'POST', headers: { authorization: `Bearer ${other.token}`, origin: svc.url } })
+  const out = await fetch(`${svc.url}/api/auth/sign-out`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${other.token}`, origin: svc.url },
+  })
   t.equal(out.status, 200)
-  await eventually(async () => (await refusal(connect(mqttUrl(svc), { clientId: `app-out2-${Date.now()}`, username: 'user', password: other.token }))).code === 4)
+  await eventually(
+    async () =>
+      (await refusal(connect(mqttUrl(svc), { clientId: `app-out2-${Date.now()}`, username: 'user', password: other.token }))).code === 4,
+  )
   t.pass('a signed-out token is refused')
 
   // An app may not pose as a device by using a device id as its client id.

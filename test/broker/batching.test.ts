@@ -56,7 +56,11 @@ t.test('at most `concurrency` batches run, and maxBatchSize splits', async (t) =
     if (i % 7 === 0) await tick()
   }
   const out = await Promise.all(results)
-  t.same(out, Array.from({ length: 100 }, (_, i) => i * 2), 'every key got its own answer')
+  t.same(
+    out,
+    Array.from({ length: 100 }, (_, i) => i * 2),
+    'every key got its own answer',
+  )
   t.ok(peak <= 2, `at most two batches at once (saw ${peak})`)
   t.ok(Math.max(...sizes) <= 10, 'no batch above maxBatchSize')
   t.ok(sizes.length < 100, `fewer batches than keys (${sizes.length})`)

@@ -54,7 +54,11 @@ t.test('two deployments on one Redis do not hear each other (pub/sub channels ca
   const a1 = redisClusterParts(url, `iso-a-${suffix}:`, () => {})
   const a2 = redisClusterParts(url, `iso-a-${suffix}:`, () => {})
   const b = redisClusterParts(url, `iso-b-${suffix}:`, () => {})
-  type Mq = { on(topic: string, fn: (p: { topic: string; payload: unknown }, cb: () => void) => void, done?: () => void): void; emit(p: object, done?: () => void): void; close(cb: () => void): void }
+  type Mq = {
+    on(topic: string, fn: (p: { topic: string; payload: unknown }, cb: () => void) => void, done?: () => void): void
+    emit(p: object, done?: () => void): void
+    close(cb: () => void): void
+  }
   const [ma1, ma2, mb] = [a1.mq, a2.mq, b.mq] as unknown as [Mq, Mq, Mq]
   t.teardown(async () => {
     for (const part of [a1, a2, b]) {
@@ -63,7 +67,10 @@ t.test('two deployments on one Redis do not hear each other (pub/sub channels ca
     }
   })
   const heard: Record<string, string[]> = { a2: [], b: [] }
-  const subscribed = (mq: Mq, who: string) => new Promise<void>((resolve) => mq.on('$SYS/+/new/clients', (p, cb) => (heard[who]!.push(`${p.topic} ${String(p.payload)}`), cb()), resolve))
+  const subscribed = (mq: Mq, who: string) =>
+    new Promise<void>((resolve) =>
+      mq.on('$SYS/+/new/clients', (p, cb) => (heard[who]!.push(`${p.topic} ${String(p.payload)}`), cb()), resolve),
+    )
   await Promise.all([subscribed(ma2, 'a2'), subscribed(mb, 'b')])
   await new Promise<void>((resolve) => ma1.emit({ topic: '$SYS/node-1/new/clients', payload: 'shared-client-id' }, resolve))
   const deadline = Date.now() + 5000
@@ -85,7 +92,10 @@ t.test('the channel prefix keeps nothing of a subscription once it is removed', 
       done?.()
     },
     removeListener(topic: string, fn: H, done?: () => void) {
-      listeners.set(topic, (listeners.get(topic) ?? []).filter((h) => h !== fn))
+      listeners.set(
+        topic,
+        (listeners.get(topic) ?? []).filter((h) => h !== fn),
+      )
       done?.()
     },
     emit(packet: { topic: string }, done?: () => void) {
@@ -99,7 +109,10 @@ t.test('the channel prefix keeps nothing of a subscription once it is removed', 
   const mq = prefixedChannels(inner, 'p:mqtt/')
   const got: string[] = []
   // aedes gives every subscription a handler of its own, closing over its client.
-  const handlers = Array.from({ length: 100 }, (_, i) => ((p: { topic: string }, cb: () => void) => (got.push(`${i} ${p.topic}`), cb())) as H)
+  const handlers = Array.from(
+    { length: 100 },
+    (_, i) => ((p: { topic: string }, cb: () => void) => (got.push(`${i} ${p.topic}`), cb())) as H,
+  )
   for (const h of handlers) mq.on('devices/a/cmd', h)
   mq.on('devices/a/cmd', handlers[0]!) // the same handler twice: both are removable
   t.equal(mq.size, 101)

@@ -14,7 +14,11 @@ import { postgresUrl, redisUrl } from '../helpers/services.js'
 
 const redis = await redisUrl()
 const postgres = await postgresUrl()
-const skip = !redis ? 'no Redis reachable (set REDIS_URL)' : !postgres ? 'no PostgreSQL reachable (set DATABASE_URL): cluster nodes share one database' : false
+const skip = !redis
+  ? 'no Redis reachable (set REDIS_URL)'
+  : !postgres
+    ? 'no PostgreSQL reachable (set DATABASE_URL): cluster nodes share one database'
+    : false
 
 async function tempDataDir(t: { teardown(fn: () => unknown): void }): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'dps-cluster-'))
@@ -27,7 +31,14 @@ async function cluster(t: Parameters<typeof freshPostgres>[0], extra: Record<str
   const prefix = `test:${randomBytes(6).toString('hex')}:`
   const databaseUrl = await freshPostgres(t, postgres as string)
   // Nodes of one cluster share the database, Redis, the object store and AUTH_SECRET (sessions, stored keys).
-  const env = { REDIS_URL: redis as string, REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl, AUTH_SECRET: randomBytes(32).toString('base64url'), DEVICE_POLL_INTERVAL: '0', ...extra }
+  const env = {
+    REDIS_URL: redis as string,
+    REDIS_PREFIX: prefix,
+    DATABASE_URL: databaseUrl,
+    AUTH_SECRET: randomBytes(32).toString('base64url'),
+    DEVICE_POLL_INTERVAL: '0',
+    ...extra,
+  }
   // One data folder stands for the shared volume their object store must be on.
   const dataDir = await tempDataDir(t)
   const a = await startApp(t, { env: { ...env, MQTT_BROKER_ID: 'node-a' }, reuse: { dataDir, databaseUrl, redisPrefix: prefix } })
@@ -56,7 +67,11 @@ t.test('two instances on one Redis', { skip }, async (t) => {
   onB.on('message', (_topic, payload) => got.push((JSON.parse(payload.toString('utf8')) as { n: number }).n))
   // n:1 may come again first: its PUBACK can still be unsent when the device closed (QoS 1 redelivers).
   await eventually(async () => got.includes(2))
-  t.same([...new Set(got)].filter((n) => n !== 1), [2], 'what queued while offline arrives on the other instance')
+  t.same(
+    [...new Set(got)].filter((n) => n !== 1),
+    [2],
+    'what queued while offline arrives on the other instance',
+  )
 
   const closed = new Promise<void>((resolve) => onB.once('close', () => resolve()))
   const res = await fetch(`${a.url}/api/device/disconnect`, {
@@ -76,8 +91,15 @@ t.test('a takeover across instances and the shared offline queue cap', { skip },
   const dev = await pairDevice(a, token)
   const creds = { clientId: dev.deviceId, username: dev.deviceId, password: dev.password, clean: false }
   const events = async () =>
-    ((await (await fetch(`${a.url}/api/device/${dev.deviceId}/events?limit=50`, { headers: { authorization: `Bearer ${token}` } })).json()) as { events: Array<{ type: string; data: Record<string, unknown> }> }).events
-  const detail = async () => (await (await fetch(`${a.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { isActive: boolean }
+    (
+      (await (
+        await fetch(`${a.url}/api/device/${dev.deviceId}/events?limit=50`, { headers: { authorization: `Bearer ${token}` } })
+      ).json()) as { events: Array<{ type: string; data: Record<string, unknown> }> }
+    ).events
+  const detail = async () =>
+    (await (await fetch(`${a.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+      isActive: boolean
+    }
 
   // The broker's offline queue is capped across the cluster (the stored queue itself is
   // counted); what it refuses waits in the outbox and follows the queued ones, in order.
@@ -99,7 +121,15 @@ t.test('a takeover across instances and the shared offline queue cap', { skip },
   t.teardown(() => onB.end(true))
   await closedOnA
   t.pass('A closed the old connection')
-  const disconnect = await eventually(async () => (await events()).find((e) => e.type === 'device.disconnected' && e.data.connectionId && String(e.data.connectionId).startsWith('node-a/') && e.data.reason !== 'client_disconnect'))
+  const disconnect = await eventually(async () =>
+    (await events()).find(
+      (e) =>
+        e.type === 'device.disconnected' &&
+        e.data.connectionId &&
+        String(e.data.connectionId).startsWith('node-a/') &&
+        e.data.reason !== 'client_disconnect',
+    ),
+  )
   t.equal(disconnect.data.reason, 'takeover', 'recorded as a takeover, not a socket error')
   await new Promise((r) => setTimeout(r, 300))
   t.equal((await detail()).isActive, true, 'the device stays active through B')

@@ -49,7 +49,18 @@ t.test('every reconnect of a persistent session starts with CONNACK while the se
       socket.once('close', () => reject(new Error('closed before any packet')))
     })
     socket.on('data', (chunk) => parser.parse(chunk))
-    socket.write(mqttPacket.generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean: false, clientId: dev.deviceId, keepalive: 30, username: dev.deviceId, password: Buffer.from(dev.password) }))
+    socket.write(
+      mqttPacket.generate({
+        cmd: 'connect',
+        protocolId: 'MQTT',
+        protocolVersion: 4,
+        clean: false,
+        clientId: dev.deviceId,
+        keepalive: 30,
+        username: dev.deviceId,
+        password: Buffer.from(dev.password),
+      }),
+    )
     const packet = await got
     firsts.push(packet.cmd)
     // Leave without acknowledging, so the session keeps queued and in-flight messages: the hard case.

@@ -8,8 +8,22 @@ import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
 
 type Cmd = { commandId: string; command: string; args: Record<string, unknown>; issuedAt: string }
-type Config = { version: number; name: string; color: string; selectedModel: string; icon: string; display: { width: number; height: number; palette: string } }
-type Detail = { isSynced: boolean; isActive: boolean; name: string; color: string; info: { firmware?: string }; last_seen_at: string | null }
+type Config = {
+  version: number
+  name: string
+  color: string
+  selectedModel: string
+  icon: string
+  display: { width: number; height: number; palette: string }
+}
+type Detail = {
+  isSynced: boolean
+  isActive: boolean
+  name: string
+  color: string
+  info: { firmware?: string }
+  last_seen_at: string | null
+}
 
 let svc: TestApp
 let token: string
@@ -19,25 +33,34 @@ t.before(async () => {
   ;({ token } = await signUp(makeClient(svc.url).client, uniqueEmail('delivery')))
 })
 
-const deviceOpts = (dev: PairedDevice, opts: IClientOptions = {}): IClientOptions => ({ clientId: dev.deviceId, username: dev.deviceId, password: dev.password, ...opts })
+const deviceOpts = (dev: PairedDevice, opts: IClientOptions = {}): IClientOptions => ({
+  clientId: dev.deviceId,
+  username: dev.deviceId,
+  password: dev.password,
+  ...opts,
+})
 
 /**
  * Connects with a message recorder attached before CONNACK, so messages the broker sends straight
  * after it (a persistent session's queue, retained messages) are not missed.
  */
 function connectRecording(dev: PairedDevice, opts: IClientOptions = {}) {
-  return new Promise<{ client: MqttClient; sessionPresent: boolean; seen: Array<{ topic: string; payload: Record<string, unknown>; retain: boolean }> }>(
-    (resolve, reject) => {
-      const seen: Array<{ topic: string; payload: Record<string, unknown>; retain: boolean }> = []
-      const client = mqtt.connect(mqttUrl(svc), { reconnectPeriod: 0, connectTimeout: 5000, protocolVersion: 4, ...deviceOpts(dev, opts) })
-      client.on('message', (topic, payload, packet) => seen.push({ topic, payload: JSON.parse(payload.toString('utf8')), retain: packet.retain }))
-      client.once('connect', (connack) => resolve({ client, sessionPresent: connack.sessionPresent, seen }))
-      client.once('error', (err) => {
-        client.end(true)
-        reject(err)
-      })
-    },
-  )
+  return new Promise<{
+    client: MqttClient
+    sessionPresent: boolean
+    seen: Array<{ topic: string; payload: Record<string, unknown>; retain: boolean }>
+  }>((resolve, reject) => {
+    const seen: Array<{ topic: string; payload: Record<string, unknown>; retain: boolean }> = []
+    const client = mqtt.connect(mqttUrl(svc), { reconnectPeriod: 0, connectTimeout: 5000, protocolVersion: 4, ...deviceOpts(dev, opts) })
+    client.on('message', (topic, payload, packet) =>
+      seen.push({ topic, payload: JSON.parse(payload.toString('utf8')), retain: packet.retain }),
+    )
+    client.once('connect', (connack) => resolve({ client, sessionPresent: connack.sessionPresent, seen }))
+    client.once('error', (err) => {
+      client.end(true)
+      reject(err)
+    })
+  })
 }
 
 async function api<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
@@ -63,7 +86,9 @@ t.test('a command sent while the device is offline arrives when it reconnects', 
   await eventually(async () => !(await detail(dev.deviceId)).isActive)
 
   // While it sleeps, its owner sends two commands.
-  const identify = await api<{ commandId: string; status: string; command: string }>('POST', `/api/device/${dev.deviceId}/command`, { command: 'identify' })
+  const identify = await api<{ commandId: string; status: string; command: string }>('POST', `/api/device/${dev.deviceId}/command`, {
+    command: 'identify',
+  })
   t.equal(identify.status, 202)
   t.equal(identify.body.command, 'identify')
   t.type(identify.body.commandId, 'string')
@@ -89,7 +114,9 @@ t.test('a command sent while the device is offline arrives when it reconnects', 
   // Its ack is recorded against the command.
   await publishAcked(back.client, dev.topics.ack!, { commandId: identify.body.commandId, ok: true })
   const ack = await eventually(async () => {
-    const evs = (await api<{ events: Array<{ type: string; data: Record<string, unknown> }> }>('GET', `/api/device/${dev.deviceId}/events?limit=50`)).body.events
+    const evs = (
+      await api<{ events: Array<{ type: string; data: Record<string, unknown> }> }>('GET', `/api/device/${dev.deviceId}/events?limit=50`)
+    ).body.events
     return evs.find((e) => e.type === 'device.ack')
   })
   t.equal(ack.data.commandId, identify.body.commandId)
@@ -223,7 +250,9 @@ t.test('malformed uplink is ignored and the device keeps working', async (t) => 
   t.equal(await subscribe(c.client, dev.topics.config!, 1), 1)
   await eventually(async () => c.seen.some((m) => m.topic === dev.topics.config))
   const version = (c.seen.find((m) => m.topic === dev.topics.config)!.payload as unknown as Config).version
-  await new Promise<void>((resolve, reject) => c.client.publish(dev.topics.status!, 'not json{', { qos: 1 }, (err) => (err ? reject(err) : resolve())))
+  await new Promise<void>((resolve, reject) =>
+    c.client.publish(dev.topics.status!, 'not json{', { qos: 1 }, (err) => (err ? reject(err) : resolve())),
+  )
   await publishAcked(c.client, dev.topics.status!, { battery: 'lots', firmware: 42, shownImageId: null, configVersion: 'x' })
   await publishAcked(c.client, dev.topics.ack!, { commandId: 12345 })
   t.equal(c.client.connected, true, 'the device stays connected')

@@ -36,7 +36,17 @@ function granted(client: MqttClient, topic: string): Promise<number> {
 
 const servicePublish = (body: object) =>
   new Promise<void>((resolve, reject) =>
-    svc.app.broker!.aedes.publish({ cmd: 'publish', topic: FLEET_TOPIC, payload: Buffer.from(JSON.stringify(body)), qos: 1, retain: false, dup: false } as PublishPacket, (err?: Error | null) => (err ? reject(err) : resolve())),
+    svc.app.broker!.aedes.publish(
+      {
+        cmd: 'publish',
+        topic: FLEET_TOPIC,
+        payload: Buffer.from(JSON.stringify(body)),
+        qos: 1,
+        retain: false,
+        dup: false,
+      } as PublishPacket,
+      (err?: Error | null) => (err ? reject(err) : resolve()),
+    ),
   )
 
 t.test('every device may subscribe to the fleet topic and gets what the service publishes there', async (t) => {
@@ -68,7 +78,9 @@ t.test("a device's publish on the fleet topic reaches no other device", async (t
   const seen: string[] = []
   cb.on('message', (_topic, payload) => seen.push(payload.toString('utf8')))
   const dropsBefore = svc.app.broker!.stats.droppedPublishes
-  await new Promise<void>((resolve, reject) => ca.publish(FLEET_TOPIC, JSON.stringify({ forged: true }), { qos: 1 }, (err) => (err ? reject(err) : resolve())))
+  await new Promise<void>((resolve, reject) =>
+    ca.publish(FLEET_TOPIC, JSON.stringify({ forged: true }), { qos: 1 }, (err) => (err ? reject(err) : resolve())),
+  )
   // The service's own message afterwards arrives; the forged one, published first, never did.
   const next = nextMessage(cb, FLEET_TOPIC)
   await servicePublish({ real: true })

@@ -156,23 +156,38 @@ t.test('a packet over the size limit closes only that connection', async (t) => 
 
   // Under the limit: accepted and applied.
   const pad = 'x'.repeat(MAX_PACKET - 400)
-  await new Promise<void>((resolve, reject) => c.publish(dev.topics.status!, JSON.stringify({ battery: 50, firmware: 'small', configVersion: 1, pad }), { qos: 1 }, (e) => (e ? reject(e) : resolve())))
-  const before = await eventually(async () => (await api<{ info: { firmware?: string } }>('GET', `/api/device/${dev.deviceId}`)).body.info.firmware === 'small' && 'small')
+  await new Promise<void>((resolve, reject) =>
+    c.publish(dev.topics.status!, JSON.stringify({ battery: 50, firmware: 'small', configVersion: 1, pad }), { qos: 1 }, (e) =>
+      e ? reject(e) : resolve(),
+    ),
+  )
+  const before = await eventually(
+    async () =>
+      (await api<{ info: { firmware?: string } }>('GET', `/api/device/${dev.deviceId}`)).body.info.firmware === 'small' && 'small',
+  )
   t.pass('a packet under the limit is accepted')
 
   // 10 KB: the broker closes the connection as soon as the header announces the length.
-  c.publish(dev.topics.status!, JSON.stringify({ battery: 50, firmware: 'too-big', configVersion: 1, pad: 'y'.repeat(10 * 1024) }), { qos: 1 })
+  c.publish(dev.topics.status!, JSON.stringify({ battery: 50, firmware: 'too-big', configVersion: 1, pad: 'y'.repeat(10 * 1024) }), {
+    qos: 1,
+  })
   await eventually(async () => closed)
   t.pass('the oversized publish closed the connection')
   const ev = await eventually(async () => (await events(dev.deviceId)).find((e) => e.type === 'device.disconnected'))
   t.equal(ev.data.reason, 'socket_error')
-  t.equal((await api<{ info: { firmware?: string } }>('GET', `/api/device/${dev.deviceId}`)).body.info.firmware, before, 'nothing of it was applied')
+  t.equal(
+    (await api<{ info: { firmware?: string } }>('GET', `/api/device/${dev.deviceId}`)).body.info.firmware,
+    before,
+    'nothing of it was applied',
+  )
   await bystanderStillServed(t)
 
   // A connected device announcing a 20 MB PUBLISH is cut off as soon as the header arrives: the
   // event says socket_error (waiting for the bytes would have ended in a keepalive timeout).
   const big = await pairDevice(svc, token)
-  const r = await rawConnack(connectPacket({ clientId: big.deviceId, username: big.deviceId, password: big.password, clean: true, keepalive: 600 }))
+  const r = await rawConnack(
+    connectPacket({ clientId: big.deviceId, username: big.deviceId, password: big.password, clean: true, keepalive: 600 }),
+  )
   t.equal(r.returnCode, 0, 'connected first')
   await eventually(async () => (await events(big.deviceId)).some((e) => e.type === 'device.connected'))
   r.socket.write(Buffer.from([0x30, ...remainingLength(20 * 1024 * 1024)]))
@@ -216,7 +231,9 @@ t.test('companion apps: clean sessions only, and a client id another account hol
 })
 
 t.test('tight limits: inbound QoS 2 in flight, packets queued before CONNACK, connections per address', async (t) => {
-  const tight = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', MQTT_MAX_INFLIGHT: '2', MQTT_QUEUE_LIMIT: '3', MQTT_CONNECT_RATE: '3' } })
+  const tight = await startApp(t, {
+    env: { DEVICE_POLL_INTERVAL: '0', MQTT_MAX_INFLIGHT: '2', MQTT_QUEUE_LIMIT: '3', MQTT_CONNECT_RATE: '3' },
+  })
   const { token: owner } = await signUp(makeClient(tight.url).client, uniqueEmail('tight'))
   const dev = await pairDevice(tight, owner)
   const open = () =>
@@ -230,7 +247,13 @@ t.test('tight limits: inbound QoS 2 in flight, packets queued before CONNACK, co
       socket.once('connect', () => resolve({ socket, received: () => buf, closed, isClosed: () => isClosed }))
       socket.once('error', reject)
     })
-  const connectBytes = connectPacket({ clientId: dev.deviceId, username: dev.deviceId, password: dev.password, clean: true, keepalive: 600 })
+  const connectBytes = connectPacket({
+    clientId: dev.deviceId,
+    username: dev.deviceId,
+    password: dev.password,
+    clean: true,
+    keepalive: 600,
+  })
   const pingreq = Buffer.from([0xc0, 0x00])
 
   // 1. Three packets behind the CONNECT wait for it (the queue holds 3); a fourth is one too many.

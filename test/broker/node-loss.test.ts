@@ -19,7 +19,11 @@ import { postgresUrl, redisUrl } from '../helpers/services.js'
 
 const redis = await redisUrl()
 const postgres = await postgresUrl()
-const skip = !redis ? 'no Redis reachable (set REDIS_URL)' : !postgres ? 'no PostgreSQL reachable (set DATABASE_URL): cluster nodes share one database' : false
+const skip = !redis
+  ? 'no Redis reachable (set REDIS_URL)'
+  : !postgres
+    ? 'no PostgreSQL reachable (set DATABASE_URL): cluster nodes share one database'
+    : false
 
 type EventRecord = { type: string; data: Record<string, unknown> }
 
@@ -32,24 +36,45 @@ async function tempDataDir(t: { teardown(fn: () => unknown): void }): Promise<st
 t.test('a node that dies: its devices go offline on the survivor, once, and no foreign will is published', { skip }, async (t) => {
   const prefix = `test:${randomBytes(6).toString('hex')}:`
   const databaseUrl = await freshPostgres(t, postgres as string)
-  const shared = { REDIS_URL: redis as string, REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl, AUTH_SECRET: randomBytes(32).toString('base64url'), DEVICE_POLL_INTERVAL: '0', MQTT_HEARTBEAT_MS: '300' }
+  const shared = {
+    REDIS_URL: redis as string,
+    REDIS_PREFIX: prefix,
+    DATABASE_URL: databaseUrl,
+    AUTH_SECRET: randomBytes(32).toString('base64url'),
+    DEVICE_POLL_INTERVAL: '0',
+    MQTT_HEARTBEAT_MS: '300',
+  }
   // One data folder stands for the shared volume their object store must be on.
   const dataDir = await tempDataDir(t)
   const b = await startApp(t, { env: { ...shared, MQTT_BROKER_ID: 'node-b' }, reuse: { dataDir, databaseUrl, redisPrefix: prefix } })
   const aMqtt = await freePort()
-  const a = startServiceProcess(t, { ...shared, DATA_DIR: dataDir, PORT: String(await freePort()), MQTT_PORT: String(aMqtt), MQTT_BROKER_ID: 'node-a', LOG_LEVEL: 'info' })
+  const a = startServiceProcess(t, {
+    ...shared,
+    DATA_DIR: dataDir,
+    PORT: String(await freePort()),
+    MQTT_PORT: String(aMqtt),
+    MQTT_BROKER_ID: 'node-a',
+    LOG_LEVEL: 'info',
+  })
   await a.waitFor(/public URL/)
   const onA = `mqtt://127.0.0.1:${aMqtt}`
 
   const { token } = await signUp(makeClient(b.url).client, uniqueEmail('node-loss'))
-  const api = async <T>(path: string) => (await (await fetch(`${b.url}${path}`, { headers: { authorization: `Bearer ${token}` } })).json()) as T
+  const api = async <T>(path: string) =>
+    (await (await fetch(`${b.url}${path}`, { headers: { authorization: `Bearer ${token}` } })).json()) as T
   const events = async (id: string) => (await api<{ events: EventRecord[] }>(`/api/device/${id}/events?limit=50`)).events
   const active = async (id: string) => (await api<{ isActive: boolean }>(`/api/device/${id}`)).isActive
   const [stays, movesOver, bystander] = [await pairDevice(b, token), await pairDevice(b, token), await pairDevice(b, token)]
-  const asDevice = (dev: PairedDevice, url: string) => connect(url, { clientId: dev.deviceId, username: dev.deviceId, password: dev.password, clean: false })
+  const asDevice = (dev: PairedDevice, url: string) =>
+    connect(url, { clientId: dev.deviceId, username: dev.deviceId, password: dev.password, clean: false })
 
   // Watchers on the survivor: the owner's app on one device's state, a device on the fleet topic.
-  const watcher = await connect(mqttUrl(b), { clientId: `app-${randomBytes(4).toString('hex')}`, username: 'user', password: token, clean: true })
+  const watcher = await connect(mqttUrl(b), {
+    clientId: `app-${randomBytes(4).toString('hex')}`,
+    username: 'user',
+    password: token,
+    clean: true,
+  })
   t.teardown(() => watcher.end(true))
   await subscribe(watcher, `devices/${stays.deviceId}/state`)
   const fleetSeen: string[] = []
@@ -61,7 +86,13 @@ t.test('a node that dies: its devices go offline on the survivor, once, and no f
   // On the node that will die: two devices, and an app that tries to leave a will on fleet/cmd.
   const held = [await asDevice(stays, onA), await asDevice(movesOver, onA)]
   for (const c of held) c.on('error', () => {})
-  const refused = await connect(onA, { clientId: `app-${randomBytes(4).toString('hex')}`, username: 'user', password: token, clean: true, will: { topic: 'fleet/cmd', payload: Buffer.from('{"command":"reboot"}'), qos: 1, retain: false } }).then(
+  const refused = await connect(onA, {
+    clientId: `app-${randomBytes(4).toString('hex')}`,
+    username: 'user',
+    password: token,
+    clean: true,
+    will: { topic: 'fleet/cmd', payload: Buffer.from('{"command":"reboot"}'), qos: 1, retain: false },
+  }).then(
     (c) => {
       c.end(true)
       return undefined
@@ -86,11 +117,17 @@ t.test('a node that dies: its devices go offline on the survivor, once, and no f
   const moved = await asDevice(movesOver, mqttUrl(b))
   t.teardown(() => moved.end(true))
 
-  const lost = await eventually(async () => (await events(stays.deviceId)).find((e) => e.type === 'device.disconnected' && e.data.connectionId === staysConn), 20_000)
+  const lost = await eventually(
+    async () => (await events(stays.deviceId)).find((e) => e.type === 'device.disconnected' && e.data.connectionId === staysConn),
+    20_000,
+  )
   t.equal(lost.data.reason, 'node_lost', 'the survivor recorded the end of the dead node’s connection')
   t.equal(await active(stays.deviceId), false, 'and shows the device offline')
   t.equal((await offline).online, false, 'watchers see it offline')
-  await eventually(async () => (await events(movesOver.deviceId)).some((e) => e.type === 'device.disconnected' && e.data.connectionId === movesConn), 20_000)
+  await eventually(
+    async () => (await events(movesOver.deviceId)).some((e) => e.type === 'device.disconnected' && e.data.connectionId === movesConn),
+    20_000,
+  )
   // Both the survivor's takeover and its dead-node sweep may see that connection: one event.
   const ends = (await events(movesOver.deviceId)).filter((e) => e.type === 'device.disconnected' && e.data.connectionId === movesConn)
   t.equal(ends.length, 1, 'the device that moved over has exactly one disconnect for its old connection')
@@ -105,10 +142,19 @@ t.test('a node that dies: its devices go offline on the survivor, once, and no f
   }
   const foreign = { topic: 'fleet/cmd', payload: Buffer.from('{"command":"reboot"}') }
   t.equal(await check(foreign), '$drop/refused', 'a client-less publish that is not a device will is dropped')
-  const will = { topic: `devices/${stays.deviceId}/state`, retain: true, payload: Buffer.from(JSON.stringify({ online: false, since: null, reason: 'connection_lost' })) }
+  const will = {
+    topic: `devices/${stays.deviceId}/state`,
+    retain: true,
+    payload: Buffer.from(JSON.stringify({ online: false, since: null, reason: 'connection_lost' })),
+  }
   t.equal(await check(will), `devices/${stays.deviceId}/state`, 'a device will goes out')
   // Nothing reached the fleet topic: the first thing there is what the service sends now.
-  await new Promise<void>((resolve, reject) => aedes.publish({ cmd: 'publish', topic: 'fleet/cmd', payload: Buffer.from('marker'), qos: 1, retain: false, dup: false } as PublishPacket, (err) => (err ? reject(err) : resolve())))
+  await new Promise<void>((resolve, reject) =>
+    aedes.publish(
+      { cmd: 'publish', topic: 'fleet/cmd', payload: Buffer.from('marker'), qos: 1, retain: false, dup: false } as PublishPacket,
+      (err) => (err ? reject(err) : resolve()),
+    ),
+  )
   await eventually(async () => fleetSeen.length > 0)
   t.same(fleetSeen, ['fleet/cmd marker'], 'no will of the dead node reached a device')
   await close(watcher)

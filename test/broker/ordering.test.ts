@@ -28,11 +28,25 @@ t.test('QoS 1 commands interleaved with QoS 0 events to a persistent session: no
     sends.push(broker.publish(dev.deviceId, 'cmd', { seq }))
     sends.push(
       new Promise<void>((resolve) =>
-        broker.aedes.publish({ cmd: 'publish', topic: `devices/${dev.deviceId}/events`, payload: Buffer.from(JSON.stringify({ seq })), qos: 0, retain: false, dup: false } as PublishPacket, () => resolve()),
+        broker.aedes.publish(
+          {
+            cmd: 'publish',
+            topic: `devices/${dev.deviceId}/events`,
+            payload: Buffer.from(JSON.stringify({ seq })),
+            qos: 0,
+            retain: false,
+            dup: false,
+          } as PublishPacket,
+          () => resolve(),
+        ),
       ),
     )
   }
   await Promise.all(sends)
   await eventually(async () => commands.size === n, 10_000).catch(() => {})
-  t.equal(commands.size, n, `all ${n} commands arrived (missing: ${[...Array(n).keys()].filter((s) => !commands.has(s)).join(', ') || 'none'})`)
+  t.equal(
+    commands.size,
+    n,
+    `all ${n} commands arrived (missing: ${[...Array(n).keys()].filter((s) => !commands.has(s)).join(', ') || 'none'})`,
+  )
 })

@@ -4,12 +4,22 @@
 import t, { type Test } from 'tap'
 import { connect as netConnect, type Socket } from 'node:net'
 import mqttPacket from 'mqtt-packet'
-import { createMqttServer, defaultLimits, type MqttServer } from '../../broker/server.js'
+import { createMqttServer, defaultLimits } from '../../broker/server.js'
 
-type Raw = { socket: Socket; packets: Array<Record<string, unknown>>; closed: Promise<void>; send(p: object): void; next(cmd: string): Promise<Record<string, unknown>> }
+type Raw = {
+  socket: Socket
+  packets: Array<Record<string, unknown>>
+  closed: Promise<void>
+  send(p: object): void
+  next(cmd: string): Promise<Record<string, unknown>>
+}
 
 async function start(t: Test, limits: Partial<typeof defaultLimits>) {
-  const server = await createMqttServer({ id: `guard-${Math.random().toString(16).slice(2)}`, limits: { ...defaultLimits, connectRate: 0, ...limits }, hooks: {} })
+  const server = await createMqttServer({
+    id: `guard-${Math.random().toString(16).slice(2)}`,
+    limits: { ...defaultLimits, connectRate: 0, ...limits },
+    hooks: {},
+  })
   const port = await server.listenTcp(0, '127.0.0.1')
   t.teardown(() => server.close())
   return { server, port }
@@ -48,7 +58,8 @@ async function raw(port: number, clientId: string): Promise<Raw> {
   return r
 }
 
-const closedWithin = (r: Raw, ms: number) => Promise.race([r.closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))])
+const closedWithin = (r: Raw, ms: number) =>
+  Promise.race([r.closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))])
 
 t.test('U+0000 in a topic, a filter or a client id closes the connection (MQTT-1.5.3-2)', async (t) => {
   const { server, port } = await start(t, {})
@@ -56,7 +67,14 @@ t.test('U+0000 in a topic, a filter or a client id closes the connection (MQTT-1
   publish.send({ cmd: 'publish', topic: 'a/\u0000/b', payload: 'x', qos: 0 })
   t.ok(await closedWithin(publish, 2000), 'a PUBLISH topic')
   const sub = await raw(port, 'nul-subscribe')
-  sub.send({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: 'ok/topic', qos: 0 }, { topic: 'x\u0000', qos: 0 }] })
+  sub.send({
+    cmd: 'subscribe',
+    messageId: 1,
+    subscriptions: [
+      { topic: 'ok/topic', qos: 0 },
+      { topic: 'x\u0000', qos: 0 },
+    ],
+  })
   t.ok(await closedWithin(sub, 2000), 'a SUBSCRIBE filter')
   t.equal(sub.packets.filter((p) => p.cmd === 'suback').length, 0, 'and it was not answered')
   const socket = netConnect(port, '127.0.0.1')
@@ -64,7 +82,9 @@ t.test('U+0000 in a topic, a filter or a client id closes the connection (MQTT-1
   const gone = new Promise<void>((resolve) => socket.once('close', () => resolve()))
   const answered: Buffer[] = []
   socket.on('data', (c) => answered.push(c))
-  socket.write(mqttPacket.generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean: true, clientId: 'bad\u0000id', keepalive: 30 }))
+  socket.write(
+    mqttPacket.generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean: true, clientId: 'bad\u0000id', keepalive: 30 }),
+  )
   await gone
   t.equal(Buffer.concat(answered).length, 0, 'a CONNECT client id: closed without a CONNACK')
   t.equal(server.guardStats.nulClosed, 3)
@@ -77,7 +97,15 @@ t.test('U+0000 in a topic, a filter or a client id closes the connection (MQTT-1
 t.test('a SUBSCRIBE naming a filter twice gets one return code per filter (MQTT-3.8.4-5)', async (t) => {
   const { port } = await start(t, {})
   const c = await raw(port, 'dupes')
-  c.send({ cmd: 'subscribe', messageId: 7, subscriptions: [{ topic: 'a/b', qos: 0 }, { topic: 'c/#', qos: 1 }, { topic: 'a/b', qos: 1 }] })
+  c.send({
+    cmd: 'subscribe',
+    messageId: 7,
+    subscriptions: [
+      { topic: 'a/b', qos: 0 },
+      { topic: 'c/#', qos: 1 },
+      { topic: 'a/b', qos: 1 },
+    ],
+  })
   const suback = await c.next('suback')
   t.equal(suback.messageId, 7)
   t.same(suback.granted, [1, 1, 1], 'three codes; the duplicate has the QoS of the subscription that stands (the last)')
@@ -91,7 +119,14 @@ t.test('a client holds at most maxSubscriptions filters; past it each is refused
   const c = await raw(port, 'capped')
   c.send({ cmd: 'subscribe', messageId: 1, subscriptions: ['f/1', 'f/2', 'f/2', 'f/3', 'f/4', 'f/4'].map((topic) => ({ topic, qos: 0 })) })
   t.same((await c.next('suback')).granted, [0, 0, 0, 0, 0x80, 0x80], 'three distinct filters granted, the fourth refused (twice)')
-  c.send({ cmd: 'subscribe', messageId: 2, subscriptions: [{ topic: 'f/1', qos: 1 }, { topic: 'f/5', qos: 0 }] })
+  c.send({
+    cmd: 'subscribe',
+    messageId: 2,
+    subscriptions: [
+      { topic: 'f/1', qos: 1 },
+      { topic: 'f/5', qos: 0 },
+    ],
+  })
   t.same((await c.next('suback')).granted, [1, 0x80], 'a held filter may change its QoS; a new one is refused')
   c.send({ cmd: 'unsubscribe', messageId: 3, unsubscriptions: ['f/2'] })
   await c.next('unsuback')

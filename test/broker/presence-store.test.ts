@@ -42,7 +42,15 @@ t.test('a batch with one refused write stores the others', async (t) => {
   t.equal((await findDevice(db, devices[1]!.deviceId))?.isActive, false, 'the failed write changed nothing (one transaction)')
 
   const earlier = new Date(at.getTime() - 60_000)
-  const late = await store.write({ type: 'device.disconnected', deviceId: devices[0]!.deviceId, owner, data: {}, at: earlier, connectionId: 'node/c-0', setActive: false })
+  const late = await store.write({
+    type: 'device.disconnected',
+    deviceId: devices[0]!.deviceId,
+    owner,
+    data: {},
+    at: earlier,
+    connectionId: 'node/c-0',
+    setActive: false,
+  })
   t.equal(late.device?.wasActive, true)
   t.equal((await findDevice(db, devices[0]!.deviceId))?.lastSeenAt?.getTime(), at.getTime(), 'last_seen_at keeps the newer time')
 })
@@ -56,15 +64,44 @@ t.test('a disconnect that lost a race with a newer connection leaves the device 
   const owner = { userId, organizationId: null, name: 'x' }
   const at = new Date()
   // The device connected to node A, then to node B; B's connect is stored before A's disconnect.
-  await store.write({ type: 'device.connected', deviceId: d.deviceId, owner, data: { connectionId: 'node-a/1' }, at, connectionId: 'node-a/1', setActive: true })
-  await store.write({ type: 'device.connected', deviceId: d.deviceId, owner, data: { connectionId: 'node-b/2' }, at, connectionId: 'node-b/2', setActive: true })
+  await store.write({
+    type: 'device.connected',
+    deviceId: d.deviceId,
+    owner,
+    data: { connectionId: 'node-a/1' },
+    at,
+    connectionId: 'node-a/1',
+    setActive: true,
+  })
+  await store.write({
+    type: 'device.connected',
+    deviceId: d.deviceId,
+    owner,
+    data: { connectionId: 'node-b/2' },
+    at,
+    connectionId: 'node-b/2',
+    setActive: true,
+  })
   t.equal((await findDevice(db, d.deviceId))?.connectionId, 'node-b/2')
   const ends = async (connectionId: string) =>
-    (await db.select().from(event).where(and(eq(event.deviceId, d.deviceId), eq(event.type, 'device.disconnected')))).filter((e) => e.data.connectionId === connectionId)
+    (
+      await db
+        .select()
+        .from(event)
+        .where(and(eq(event.deviceId, d.deviceId), eq(event.type, 'device.disconnected')))
+    ).filter((e) => e.data.connectionId === connectionId)
   const recorded = await ends('node-a/1')
   t.equal(recorded.length, 1, "B's connect recorded the end of A's connection (A may have died without doing it)")
   t.same([recorded[0]!.data.reason, recorded[0]!.data.replacedBy], ['takeover', 'node-b/2'])
-  const late = await store.write({ type: 'device.disconnected', deviceId: d.deviceId, owner, data: { reason: 'socket_error', connectionId: 'node-a/1' }, at, connectionId: 'node-a/1', setActive: false })
+  const late = await store.write({
+    type: 'device.disconnected',
+    deviceId: d.deviceId,
+    owner,
+    data: { reason: 'socket_error', connectionId: 'node-a/1' },
+    at,
+    connectionId: 'node-a/1',
+    setActive: false,
+  })
   t.equal(late.superseded, true, 'the write knows it was superseded')
   t.equal(late.device, undefined, 'the device row was not changed')
   t.equal(late.event, undefined, "A's own late disconnect adds nothing: one disconnect per connection")
@@ -73,7 +110,15 @@ t.test('a disconnect that lost a race with a newer connection leaves the device 
   t.equal(row?.isActive, true, 'still online through node B')
   t.equal(row?.connectionId, 'node-b/2')
   // B's own disconnect does apply.
-  const gone = await store.write({ type: 'device.disconnected', deviceId: d.deviceId, owner, data: { reason: 'client_disconnect', connectionId: 'node-b/2' }, at, connectionId: 'node-b/2', setActive: false })
+  const gone = await store.write({
+    type: 'device.disconnected',
+    deviceId: d.deviceId,
+    owner,
+    data: { reason: 'client_disconnect', connectionId: 'node-b/2' },
+    at,
+    connectionId: 'node-b/2',
+    setActive: false,
+  })
   t.equal(gone.superseded, false)
   t.equal(gone.event?.data.reason, 'client_disconnect')
   t.equal((await findDevice(db, d.deviceId))?.isActive, false)

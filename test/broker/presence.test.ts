@@ -34,7 +34,9 @@ async function get<T>(path: string): Promise<T> {
 const detail = (id: string) => get<Detail>(`/api/device/${id}`)
 /** Presence events of a device, oldest first. */
 const presence = async (id: string) =>
-  (await get<{ events: Ev[] }>(`/api/device/${id}/events?limit=100`)).events.filter((e) => e.type === 'device.connected' || e.type === 'device.disconnected').reverse()
+  (await get<{ events: Ev[] }>(`/api/device/${id}/events?limit=100`)).events
+    .filter((e) => e.type === 'device.connected' || e.type === 'device.disconnected')
+    .reverse()
 
 /** Waits until the device has `n` presence events and returns them. */
 const presenceCount = (id: string, n: number) => eventually(async () => ((await presence(id)).length >= n ? presence(id) : null))
@@ -114,7 +116,7 @@ t.test('connect and clean disconnect', async (t) => {
   t.equal(connected!.deviceId, dev.deviceId)
   t.equal(connected!.data.clientId, dev.deviceId)
   t.match(connected!.data.remoteAddress, /127\.0\.0\.1/)
-  t.match(connected!.data.connectionId, new RegExp(`^${svc.config.mqtt.brokerId}/[0-9a-f-]{36}$`), "the connection id names this node")
+  t.match(connected!.data.connectionId, new RegExp(`^${svc.config.mqtt.brokerId}/[0-9a-f-]{36}$`), 'the connection id names this node')
   t.equal(connected!.data.cleanSession, true)
   const on = await online
   t.equal(on.payload.online, true)
@@ -226,7 +228,13 @@ t.test('a fleet connecting and leaving at once: one event each, attributed, in o
 
   await Promise.all(clients.map((c) => close(c)))
   const all = await Promise.all(fleet.map((dev) => presenceCount(dev.deviceId, 2)))
-  const ordered = all.filter((ev) => ev.length === 2 && ev[0]!.type === 'device.connected' && ev[1]!.type === 'device.disconnected' && ev[1]!.data.reason === 'client_disconnect')
+  const ordered = all.filter(
+    (ev) =>
+      ev.length === 2 &&
+      ev[0]!.type === 'device.connected' &&
+      ev[1]!.type === 'device.disconnected' &&
+      ev[1]!.data.reason === 'client_disconnect',
+  )
   t.equal(ordered.length, fleet.length, 'each has its connect, then its clean disconnect')
   const offline = await Promise.all(fleet.map((dev) => eventually(async () => !(await detail(dev.deviceId)).isActive)))
   t.equal(offline.filter(Boolean).length, fleet.length, 'every device is inactive again')
@@ -294,7 +302,8 @@ async function watchState(dev: PairedDevice) {
   const app = await asApp()
   const seen: Array<{ online: boolean; reason?: string; retained: boolean }> = []
   app.on('message', (topic, payload, packet) => {
-    if (topic === topicFor(dev.deviceId, 'state')) seen.push({ ...(JSON.parse(payload.toString('utf8')) as { online: boolean; reason?: string }), retained: packet.retain })
+    if (topic === topicFor(dev.deviceId, 'state'))
+      seen.push({ ...(JSON.parse(payload.toString('utf8')) as { online: boolean; reason?: string }), retained: packet.retain })
   })
   await subscribe(app, topicFor(dev.deviceId, 'state'))
   return { app, seen }
@@ -341,7 +350,11 @@ t.test('a restart after a crash: devices the node still showed connected are rec
   const node = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const owner = await signUp(makeClient(node.url).client, uniqueEmail('crash'))
   const dev = await pairDevice(node, owner.token)
-  const c = await connect(`mqtt://127.0.0.1:${node.app.mqttPort}`, { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })
+  const c = await connect(`mqtt://127.0.0.1:${node.app.mqttPort}`, {
+    clientId: dev.deviceId,
+    username: dev.deviceId,
+    password: dev.password,
+  })
   await eventually(async () => {
     const res = await fetch(`${node.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${owner.token}` } })
     return ((await res.json()) as Detail).isActive
@@ -357,7 +370,10 @@ t.test('a restart after a crash: devices the node still showed connected are rec
   // What a crash leaves behind: the row still says connected through this node.
   const { openDatabase } = await import('../../src/db/client.js')
   const raw = openDatabase({ databaseUrl: node.config.databaseUrl, dataDir: node.dataDir })
-  await raw.db.update(deviceTable).set({ isActive: true, connectionId: `${node.config.mqtt.brokerId}/crashed-run` }).where(eq(deviceTable.id, dev.deviceId))
+  await raw.db
+    .update(deviceTable)
+    .set({ isActive: true, connectionId: `${node.config.mqtt.brokerId}/crashed-run` })
+    .where(eq(deviceTable.id, dev.deviceId))
   // A fleet too: more disconnects than one statement's 65,535 parameters can carry (7 per event).
   const { sql } = await import('drizzle-orm')
   const FLEET = 10_000
@@ -372,20 +388,27 @@ t.test('a restart after a crash: devices the node still showed connected are rec
   const [row] = await restarted.app.database.db.select().from(deviceTable).where(eq(deviceTable.id, dev.deviceId))
   t.equal(row?.isActive, false, 'recorded offline before the node accepts connections')
   t.equal(row?.connectionId, null)
-  const res = await fetch(`${restarted.url}/api/device/${dev.deviceId}/events?limit=5`, { headers: { authorization: `Bearer ${owner.token}` } })
+  const res = await fetch(`${restarted.url}/api/device/${dev.deviceId}/events?limit=5`, {
+    headers: { authorization: `Bearer ${owner.token}` },
+  })
   const [latest] = ((await res.json()) as { events: Ev[] }).events
   t.equal(latest?.type, 'device.disconnected')
   t.equal(latest?.data.reason, 'server_shutdown')
   t.equal(latest?.data.clean, false, 'marked as not a clean shutdown')
   const [fleet] = await restarted.app.database.db
-    .select({ active: sql<number>`count(*) filter (where ${deviceTable.isActive})::int`, held: sql<number>`count(${deviceTable.connectionId})::int` })
+    .select({
+      active: sql<number>`count(*) filter (where ${deviceTable.isActive})::int`,
+      held: sql<number>`count(${deviceTable.connectionId})::int`,
+    })
     .from(deviceTable)
   t.same(fleet, { active: 0, held: 0 }, `all ${FLEET + 1} devices are offline`)
   const { event: eventTable } = await import('../../src/events/tables.js')
   const [recorded] = await restarted.app.database.db
     .select({ n: sql<number>`count(*)::int` })
     .from(eventTable)
-    .where(sql`${eventTable.type} = 'device.disconnected' and ${eventTable.data}->>'reason' = 'server_shutdown' and ${eventTable.deviceId} like 'crashed-%'`)
+    .where(
+      sql`${eventTable.type} = 'device.disconnected' and ${eventTable.data}->>'reason' = 'server_shutdown' and ${eventTable.deviceId} like 'crashed-%'`,
+    )
   t.equal(recorded?.n, FLEET, 'each with its disconnect recorded')
 })
 
@@ -396,7 +419,11 @@ t.test('a new session after the broker lost the old one gets the commands it nev
   const url = () => `mqtt://127.0.0.1:${node.app.mqttPort}`
   const persistent = { clientId: dev.deviceId, username: dev.deviceId, password: dev.password, clean: false }
   const send = async (svcUrl: string, command: string) => {
-    const res = await fetch(`${svcUrl}/api/device/${dev.deviceId}/command`, { method: 'POST', headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ command }) })
+    const res = await fetch(`${svcUrl}/api/device/${dev.deviceId}/command`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ command }),
+    })
     return ((await res.json()) as { commandId: string }).commandId
   }
   // The device's first session: it subscribes, acknowledges one command, then goes away.
@@ -407,7 +434,9 @@ t.test('a new session after the broker lost the old one gets the commands it nev
   const acked = await send(node.url, 'identify')
   const got = await arriving
   t.equal(got.payload.commandId, acked)
-  await new Promise<void>((resolve, reject) => first.publish(dev.topics.ack!, JSON.stringify({ commandId: acked, ok: true }), { qos: 1 }, (e) => (e ? reject(e) : resolve())))
+  await new Promise<void>((resolve, reject) =>
+    first.publish(dev.topics.ack!, JSON.stringify({ commandId: acked, ok: true }), { qos: 1 }, (e) => (e ? reject(e) : resolve())),
+  )
   await close(first)
   // The service restarts (the embedded broker keeps sessions in memory), and a command is sent before the device is back.
   const reuse = { dataDir: node.dataDir, databaseUrl: node.config.databaseUrl, redisPrefix: node.config.redisPrefix }

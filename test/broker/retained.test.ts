@@ -29,7 +29,11 @@ t.test('replace and delete', async (t) => {
   tree.store(packet('d/1/state', 'online'))
   tree.store(packet('d/1/state', 'offline'))
   t.equal(tree.size, 1, 'a topic holds one message')
-  t.same([...tree.match(['d/1/state'])].map((p) => p.payload.toString()), ['offline'], 'the newest')
+  t.same(
+    [...tree.match(['d/1/state'])].map((p) => p.payload.toString()),
+    ['offline'],
+    'the newest',
+  )
   tree.store(packet('d/1/config'))
   tree.store({ ...packet('d/1/state'), payload: Buffer.alloc(0) })
   t.equal(tree.size, 1, 'an empty payload deletes')
@@ -47,9 +51,13 @@ t.test('through the broker: retained messages reach late subscribers by filter',
   const url = `mqtt://127.0.0.1:${port}`
   const pub = await connect(url, { clientId: 'retained-pub' })
   for (const id of ['1', '2', '3']) {
-    await new Promise<void>((resolve, reject) => pub.publish(`devices/${id}/state`, `state ${id}`, { qos: 1, retain: true }, (err) => (err ? reject(err) : resolve())))
+    await new Promise<void>((resolve, reject) =>
+      pub.publish(`devices/${id}/state`, `state ${id}`, { qos: 1, retain: true }, (err) => (err ? reject(err) : resolve())),
+    )
   }
-  await new Promise<void>((resolve, reject) => pub.publish('devices/2/state', '', { qos: 1, retain: true }, (err) => (err ? reject(err) : resolve())))
+  await new Promise<void>((resolve, reject) =>
+    pub.publish('devices/2/state', '', { qos: 1, retain: true }, (err) => (err ? reject(err) : resolve())),
+  )
   await close(pub)
 
   const got = async (filter: string) => {

@@ -28,10 +28,16 @@ t.test('closing the service disconnects devices with reason server_shutdown', as
     clients.push(c)
   }
   t.teardown(() => clients.forEach((c) => c.end(true)))
-  const get = async <T>(base: string, path: string) => (await (await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } })).json()) as T
+  const get = async <T>(base: string, path: string) =>
+    (await (await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } })).json()) as T
   for (const dev of devs) await eventually(async () => (await get<{ isActive: boolean }>(svc.url, `/api/device/${dev.deviceId}`)).isActive)
   const connectedIds = await Promise.all(
-    devs.map(async (dev) => (await get<{ events: Ev[] }>(svc.url, `/api/device/${dev.deviceId}/events?limit=50`)).events.find((e) => e.type === 'device.connected')!.data.connectionId),
+    devs.map(
+      async (dev) =>
+        (await get<{ events: Ev[] }>(svc.url, `/api/device/${dev.deviceId}/events?limit=50`)).events.find(
+          (e) => e.type === 'device.connected',
+        )!.data.connectionId,
+    ),
   )
 
   // Publishes requested just before shutdown are not dropped.
@@ -40,13 +46,20 @@ t.test('closing the service disconnects devices with reason server_shutdown', as
   await svc.close()
   await Promise.all(pending)
   for (const dev of devs) {
-    t.same(received.get(dev.deviceId), Array.from({ length: N }, (_, i) => i), `${dev.deviceId}: everything published before shutdown arrived, in order`)
+    t.same(
+      received.get(dev.deviceId),
+      Array.from({ length: N }, (_, i) => i),
+      `${dev.deviceId}: everything published before shutdown arrived, in order`,
+    )
   }
   await eventually(async () => closed.size === devs.length)
   t.pass('every device saw its connection close')
 
   // A fresh service on the same data shows what happened.
-  const again = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' }, reuse: { dataDir: svc.dataDir, databaseUrl: svc.config.databaseUrl, redisPrefix: svc.config.redisPrefix } })
+  const again = await startApp(t, {
+    env: { DEVICE_POLL_INTERVAL: '0' },
+    reuse: { dataDir: svc.dataDir, databaseUrl: svc.config.databaseUrl, redisPrefix: svc.config.redisPrefix },
+  })
   try {
     for (const [i, dev] of devs.entries()) {
       const { events } = await get<{ events: Ev[] }>(again.url, `/api/device/${dev.deviceId}/events?limit=50`)

@@ -39,14 +39,20 @@ t.test('a paired device connects, gets a command, acks it, and presence is recor
   const ack = events.find((e) => e.type === 'device.ack')
   t.equal(ack?.data.matched, true)
 
-  const detail = (await (await fetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { isActive: boolean }
+  const detail = (await (
+    await fetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })
+  ).json()) as { isActive: boolean }
   t.equal(detail.isActive, true)
   await close(c)
   await eventually(async () => {
-    const d = (await (await fetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { isActive: boolean }
+    const d = (await (await fetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+      isActive: boolean
+    }
     return !d.isActive
   })
-  const after = (await (await fetch(`${svc.url}/api/device/${dev.deviceId}/events?limit=1`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+  const after = (await (
+    await fetch(`${svc.url}/api/device/${dev.deviceId}/events?limit=1`, { headers: { authorization: `Bearer ${token}` } })
+  ).json()) as {
     events: Array<{ type: string; data: { reason: string } }>
   }
   t.equal(after.events[0]?.type, 'device.disconnected')

@@ -11,7 +11,10 @@ import { close, connect, nextMessage, subackCodes, subscribe } from '../helpers/
 const root = new URL('../..', import.meta.url).pathname
 
 function startBroker(args: string[]) {
-  const child = spawn(`${root}node_modules/.bin/tsx`, ['broker/standalone.ts', '--port', '0', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(`${root}node_modules/.bin/tsx`, ['broker/standalone.ts', '--port', '0', ...args], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let output = ''
   const listening = new Promise<number>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
@@ -86,7 +89,11 @@ t.test('--acl-file: the Paho suite rules refuse test/nosubscribe (0x80); a user 
   const alice = await connect(url, { clientId: 'alice-phone', username: 'alice', password: 'secret' })
   const anon = await connect(url, { clientId: 'anon-1' })
   t.same(await subackCodes(alice, ['alice/#', 'news/#']), [1, 0x80], 'alice reads her own topics; anonymous rules are not hers')
-  t.same(await subackCodes(anon, ['news/#', 'alice/#', 'clients/anon-1/up']), [1, 0x80, 0x80], 'anonymous clients read news, not alice’s topics; a write-only pattern grants no subscription')
+  t.same(
+    await subackCodes(anon, ['news/#', 'alice/#', 'clients/anon-1/up']),
+    [1, 0x80, 0x80],
+    'anonymous clients read news, not alice’s topics; a write-only pattern grants no subscription',
+  )
 
   // A refused publish is acknowledged (MQTT 3.1.1 has no negative PUBACK) and reaches nobody.
   const seen: string[] = []

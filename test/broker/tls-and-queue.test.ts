@@ -9,18 +9,32 @@ import { pairDevice } from '../helpers/devices.js'
 import { close, connect, mqttUrl, subscribe } from '../helpers/mqtt.js'
 
 t.test('MQTT over TLS with a configured certificate', async (t) => {
-  const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], { notAfterDate: new Date(Date.now() + 86_400_000), keySize: 2048 })
+  const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
+    notAfterDate: new Date(Date.now() + 86_400_000),
+    keySize: 2048,
+  })
   const dir = t.testdir({})
   await writeFile(join(dir, 'cert.pem'), pems.cert)
   await writeFile(join(dir, 'key.pem'), pems.private)
-  const svc = await startApp(t, { env: { MQTT_TLS_CERT: join(dir, 'cert.pem'), MQTT_TLS_KEY: join(dir, 'key.pem'), MQTT_TLS_PORT: '0', DEVICE_POLL_INTERVAL: '0' } })
+  const svc = await startApp(t, {
+    env: { MQTT_TLS_CERT: join(dir, 'cert.pem'), MQTT_TLS_KEY: join(dir, 'key.pem'), MQTT_TLS_PORT: '0', DEVICE_POLL_INTERVAL: '0' },
+  })
   t.type(svc.app.mqttTlsPort, 'number')
   const { client } = makeClient(svc.url)
   const { token } = await signUp(client, uniqueEmail())
   const dev = await pairDevice(svc, token)
   const url = `mqtts://127.0.0.1:${svc.app.mqttTlsPort}`
-  await t.rejects(connect(url, { clientId: dev.deviceId, username: dev.deviceId, password: dev.password }), 'an untrusted certificate is refused by default')
-  const c = await connect(url, { clientId: dev.deviceId, username: dev.deviceId, password: dev.password, ca: pems.cert, servername: 'localhost' })
+  await t.rejects(
+    connect(url, { clientId: dev.deviceId, username: dev.deviceId, password: dev.password }),
+    'an untrusted certificate is refused by default',
+  )
+  const c = await connect(url, {
+    clientId: dev.deviceId,
+    username: dev.deviceId,
+    password: dev.password,
+    ca: pems.cert,
+    servername: 'localhost',
+  })
   t.equal(await subscribe(c, `devices/${dev.deviceId}/cmd`), 1, 'a device subscribes over TLS')
   await close(c)
 })

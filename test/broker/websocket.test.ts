@@ -66,7 +66,11 @@ t.test('a companion app over WebSocket follows its device', async (t) => {
   t.equal((await gone).payload.data.reason, 'client_disconnect')
   t.equal((await offline).payload.online, false)
 
-  t.equal(await refusalCode(connect(wsUrl, { clientId: `ws-bad-${process.pid}`, username: 'user', password: 'nope' })), 4, 'a bad token is refused over WebSocket too')
+  t.equal(
+    await refusalCode(connect(wsUrl, { clientId: `ws-bad-${process.pid}`, username: 'user', password: 'nope' })),
+    4,
+    'a bad token is refused over WebSocket too',
+  )
   await close(app)
 })
 
@@ -100,7 +104,12 @@ t.test('a device over WebSocket connects, gets commands and reports', async (t) 
   t.equal((await cmd).payload.commandId, commandId)
 
   await new Promise<void>((resolve, reject) =>
-    c.publish(dev.topics.status!, JSON.stringify({ battery: 70, firmware: '3.0.0', shownImageId: null, configVersion: version }), { qos: 1 }, (e) => (e ? reject(e) : resolve())),
+    c.publish(
+      dev.topics.status!,
+      JSON.stringify({ battery: 70, firmware: '3.0.0', shownImageId: null, configVersion: version }),
+      { qos: 1 },
+      (e) => (e ? reject(e) : resolve()),
+    ),
   )
   await eventually(async () => {
     const r = await fetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })

@@ -27,17 +27,32 @@ t.test('a node joins only with the same secret, database and object store', { sk
   const secret = randomBytes(32).toString('base64url')
   const base = { REDIS_URL: redis as string, REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl, AUTH_SECRET: secret }
   const node = (name: string, env: Record<string, string> = {}, dir = dataDir) =>
-    startApp(t, { env: { ...base, MQTT_BROKER_ID: name, ...env }, reuse: { dataDir: dir, databaseUrl: env.DATABASE_URL ?? databaseUrl, redisPrefix: prefix } })
+    startApp(t, {
+      env: { ...base, MQTT_BROKER_ID: name, ...env },
+      reuse: { dataDir: dir, databaseUrl: env.DATABASE_URL ?? databaseUrl, redisPrefix: prefix },
+    })
 
   const a = await node('node-a')
   t.equal((await fetch(`${a.url}/ok`)).status, 200, 'the first node starts')
   const b = await node('node-b')
   t.equal((await fetch(`${b.url}/ok`)).status, 200, 'a node with the same secret, database and store joins')
 
-  await t.rejects(node('node-c', { AUTH_SECRET: randomBytes(32).toString('base64url') }), { name: 'ConfigError', message: /AUTH_SECRET differs from the other nodes/ }, 'another AUTH_SECRET is refused')
+  await t.rejects(
+    node('node-c', { AUTH_SECRET: randomBytes(32).toString('base64url') }),
+    { name: 'ConfigError', message: /AUTH_SECRET differs from the other nodes/ },
+    'another AUTH_SECRET is refused',
+  )
   const elsewhere = await freshPostgres(t, postgres as string)
-  await t.rejects(node('node-d', { DATABASE_URL: elsewhere }), { name: 'ConfigError', message: /another database than the other nodes.*DATABASE_URL/ }, 'another database is refused')
-  await t.rejects(node('node-e', {}, await tempDataDir(t)), { name: 'ConfigError', message: /object store is not the one the other nodes use.*S3_/ }, 'another object store is refused')
+  await t.rejects(
+    node('node-d', { DATABASE_URL: elsewhere }),
+    { name: 'ConfigError', message: /another database than the other nodes.*DATABASE_URL/ },
+    'another database is refused',
+  )
+  await t.rejects(
+    node('node-e', {}, await tempDataDir(t)),
+    { name: 'ConfigError', message: /object store is not the one the other nodes use.*S3_/ },
+    'another object store is refused',
+  )
   t.equal((await fetch(`${a.url}/ok`)).status, 200, 'the cluster keeps serving')
 })
 
@@ -46,9 +61,19 @@ t.test('the server refuses with its exit code for configuration errors and no st
   const databaseUrl = await freshPostgres(t, postgres as string)
   const dataDir = await tempDataDir(t)
   const base = { REDIS_URL: redis as string, REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl, DATA_DIR: dataDir }
-  const first = startServiceProcess(t, { ...base, AUTH_SECRET: randomBytes(32).toString('base64url'), PORT: String(await freePort()), MQTT_BROKER_ID: 'node-a' })
+  const first = startServiceProcess(t, {
+    ...base,
+    AUTH_SECRET: randomBytes(32).toString('base64url'),
+    PORT: String(await freePort()),
+    MQTT_BROKER_ID: 'node-a',
+  })
   await first.waitFor(/public URL/)
-  const second = await startServiceProcess(t, { ...base, AUTH_SECRET: randomBytes(32).toString('base64url'), PORT: String(await freePort()), MQTT_BROKER_ID: 'node-b' }).closed
+  const second = await startServiceProcess(t, {
+    ...base,
+    AUTH_SECRET: randomBytes(32).toString('base64url'),
+    PORT: String(await freePort()),
+    MQTT_BROKER_ID: 'node-b',
+  }).closed
   t.equal(second.code, 78, 'EX_CONFIG')
   t.match(second.output, /AUTH_SECRET differs from the other nodes of this cluster: set the same AUTH_SECRET on every node/)
   t.notMatch(second.output, /\n\s+at /, 'no stack trace')

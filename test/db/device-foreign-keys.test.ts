@@ -53,10 +53,16 @@ t.test('the migration clears orphans, then the keys cascade and set null', async
   const { db } = h
   const rows = async <T>(q: ReturnType<typeof sql>) => rowsOf<T>(await db.execute(q))
   await db.execute(sql`insert into "user" (id, name, email) values ('u1', 'U', 'u1@example.com')`)
-  await db.execute(sql`insert into device (id, name, user_id, pin_code, display) values ('live', 'Live', 'u1', '111111', '{"width":800,"height":480,"palette":"bw"}')`)
+  await db.execute(
+    sql`insert into device (id, name, user_id, pin_code, display) values ('live', 'Live', 'u1', '111111', '{"width":800,"height":480,"palette":"bw"}')`,
+  )
   for (const dev of ['live', 'gone']) {
-    await db.execute(sql`insert into prompt (id, user_id, device_id, text, model, width, height) values (${`p-${dev}`}, 'u1', ${dev}, 'a cat', 'local', 800, 480)`)
-    await db.execute(sql`insert into generation_job (id, user_id, device_id, provider, model, input, deadline_at) values (${`j-${dev}`}, 'u1', ${dev}, 'local', 'local', '{}', now())`)
+    await db.execute(
+      sql`insert into prompt (id, user_id, device_id, text, model, width, height) values (${`p-${dev}`}, 'u1', ${dev}, 'a cat', 'local', 800, 480)`,
+    )
+    await db.execute(
+      sql`insert into generation_job (id, user_id, device_id, provider, model, input, deadline_at) values (${`j-${dev}`}, 'u1', ${dev}, 'local', 'local', '{}', now())`,
+    )
     await db.execute(
       sql`insert into image (id, user_id, device_id, source, original_key, content_type, width, height, bytes, sha256) values (${`i-${dev}`}, 'u1', ${dev}, 'upload', 'k', 'image/png', 1, 1, 1, 'x')`,
     )
@@ -64,7 +70,11 @@ t.test('the migration clears orphans, then the keys cascade and set null', async
 
   await h.migrate(migrationsFolder)
 
-  t.same(await rows<{ id: string }>(sql`select id from prompt order by id`), [{ id: 'p-live' }], "the orphan prompt is deleted, the live device's kept")
+  t.same(
+    await rows<{ id: string }>(sql`select id from prompt order by id`),
+    [{ id: 'p-live' }],
+    "the orphan prompt is deleted, the live device's kept",
+  )
   t.same(await rows(sql`select id, device_id from generation_job order by id`), [
     { id: 'j-gone', device_id: null },
     { id: 'j-live', device_id: 'live' },
@@ -75,8 +85,17 @@ t.test('the migration clears orphans, then the keys cascade and set null', async
   ])
 
   await db.execute(sql`delete from device where id = 'live'`)
-  t.same(await rows(sql`select id from prompt`), [], "deleting the device deletes its prompts")
-  t.same(await rows(sql`select device_id from generation_job where id = 'j-live'`), [{ device_id: null }], 'its jobs stay, without a device')
+  t.same(await rows(sql`select id from prompt`), [], 'deleting the device deletes its prompts')
+  t.same(
+    await rows(sql`select device_id from generation_job where id = 'j-live'`),
+    [{ device_id: null }],
+    'its jobs stay, without a device',
+  )
   t.same(await rows(sql`select device_id from image where id = 'i-live'`), [{ device_id: null }], 'its images stay, without a device')
-  await t.rejects(db.execute(sql`insert into prompt (id, user_id, device_id, text, model, width, height) values ('p-new', 'u1', 'gone', 'x', 'local', 1, 1)`), 'a prompt for a missing device is refused')
+  await t.rejects(
+    db.execute(
+      sql`insert into prompt (id, user_id, device_id, text, model, width, height) values ('p-new', 'u1', 'gone', 'x', 'local', 1, 1)`,
+    ),
+    'a prompt for a missing device is refused',
+  )
 })

@@ -19,13 +19,23 @@ const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('sim-beha
 const dir = await tempDir(t)
 
 async function device(name: string, extra: Partial<ConstructorParameters<typeof SimDevice>[0]> = {}) {
-  const dev = new SimDevice({ server: svc.url, mqttUrl: mqttUrl(svc), name, display: resolveProfile('bw-800x480'), statePath: join(dir, `${name}.json`), claimToken: token, ...extra })
+  const dev = new SimDevice({
+    server: svc.url,
+    mqttUrl: mqttUrl(svc),
+    name,
+    display: resolveProfile('bw-800x480'),
+    statePath: join(dir, `${name}.json`),
+    claimToken: token,
+    ...extra,
+  })
   t.teardown(() => dev.stop())
   await dev.start()
   return dev
 }
 const acks = async (deviceId: string) =>
-  (await svc.app.database.db.select().from(event).where(eq(event.deviceId, deviceId))).filter((e) => e.type === 'device.ack').map((e) => e.data as Record<string, unknown>)
+  (await svc.app.database.db.select().from(event).where(eq(event.deviceId, deviceId)))
+    .filter((e) => e.type === 'device.ack')
+    .map((e) => e.data as Record<string, unknown>)
 
 t.test('reboot: disconnects, comes back on the same session, and acknowledges', async (t) => {
   const dev = await device('rebooter', { rebootMs: 300 })
@@ -62,9 +72,20 @@ t.test('an image whose bytes do not match its sha256 is refused and reported', a
   let shown = false
   dev.on('image', () => (shown = true))
   // A real image URL of this service, announced with a digest that is not its own.
-  const demo = (await (await fetch(`${svc.url}/api/demo?palette=bw`)).json()) as { result: { images: Array<{ url: string; format: string; bytes?: number }> } }
+  const demo = (await (await fetch(`${svc.url}/api/demo?palette=bw`)).json()) as {
+    result: { images: Array<{ url: string; format: string; bytes?: number }> }
+  }
   const bmp = demo.result.images.find((i) => i.format === 'bmp1')!
-  await svc.app.deviceLink.publish(id, 'image', { imageId: '11111111-2222-4333-8444-555555555555', url: bmp.url, format: 'bmp1', width: 800, height: 480, bytes: 48062, sha256: '0'.repeat(64), contentType: 'image/bmp' })
+  await svc.app.deviceLink.publish(id, 'image', {
+    imageId: '11111111-2222-4333-8444-555555555555',
+    url: bmp.url,
+    format: 'bmp1',
+    width: 800,
+    height: 480,
+    bytes: 48062,
+    sha256: '0'.repeat(64),
+    contentType: 'image/bmp',
+  })
   const f = await failed
   t.match(f.error, /sha256 mismatch/)
   t.equal(shown, false, 'nothing was shown')
@@ -137,7 +158,17 @@ t.test('a SUBSCRIBE the broker never answers: the device gives up on that connec
   const port = (relay.address() as AddressInfo).port
 
   const warnings: string[] = []
-  const dev = new SimDevice({ server: svc.url, mqttUrl: `mqtt://127.0.0.1:${port}`, name: 'stalled', display: resolveProfile('bw-800x480'), statePath: join(dir, 'stalled.json'), claimToken: token, subackTimeoutMs: 500, reconnectMinMs: 50, reconnectMaxMs: 200 })
+  const dev = new SimDevice({
+    server: svc.url,
+    mqttUrl: `mqtt://127.0.0.1:${port}`,
+    name: 'stalled',
+    display: resolveProfile('bw-800x480'),
+    statePath: join(dir, 'stalled.json'),
+    claimToken: token,
+    subackTimeoutMs: 500,
+    reconnectMinMs: 50,
+    reconnectMaxMs: 200,
+  })
   dev.on('warning', (w) => warnings.push(w.message))
   t.teardown(() => dev.stop())
   await dev.start()

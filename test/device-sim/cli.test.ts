@@ -16,9 +16,16 @@ const bin = join(root, 'device-sim', 'bin.js')
 
 type Run = { code: number | null; stdout: string; stderr: string }
 
-function run(args: string[], opts: { cwd?: string; until?: (out: string) => boolean; onOutput?: (out: string, child: ReturnType<typeof spawn>) => void } = {}): Promise<Run> {
+function run(
+  args: string[],
+  opts: { cwd?: string; until?: (out: string) => boolean; onOutput?: (out: string, child: ReturnType<typeof spawn>) => void } = {},
+): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd: opts.cwd ?? root, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [bin, ...args], {
+      cwd: opts.cwd ?? root,
+      env: { ...process.env, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => {
@@ -42,9 +49,11 @@ t.test('--help lists the options and every exit code', async (t) => {
   const r = await run(['--help'])
   t.equal(r.code, 0)
   t.match(r.stdout, /Usage:/)
-  for (const option of ['--server', '--profile', '--state', '--out', '--transport', '--count', '--claim-token', '--interval']) t.match(r.stdout, option)
+  for (const option of ['--server', '--profile', '--state', '--out', '--transport', '--count', '--claim-token', '--interval'])
+    t.match(r.stdout, option)
   const codes = r.stdout.slice(r.stdout.indexOf('Exit codes:'))
-  for (const [name, code] of Object.entries(EXIT)) t.match(codes, new RegExp(`^\\s+${code}\\s+\\S`, 'm'), `exit code ${code} (${name}) is documented`)
+  for (const [name, code] of Object.entries(EXIT))
+    t.match(codes, new RegExp(`^\\s+${code}\\s+\\S`, 'm'), `exit code ${code} (${name}) is documented`)
   t.match(codes, /3\s+service unreachable/)
 })
 
@@ -73,22 +82,43 @@ t.test('a run pairs with a claim token, prints what arrives and stops on Ctrl-C'
   const statePath = join(dir, 'desk.json')
   let promptSent = false
   let stopped = false
-  const r = await run(['--server', svc.url, '--mqtt-url', mqttUrl(svc), '--name', 'desk', '--state', statePath, '--out', join(dir, 'img'), '--claim-token', token, '--no-qr'], {
-    cwd: dir,
-    onOutput(out, child) {
-      const online = /desk online\s+\S+ \(new session\)/.test(out)
-      if (online && !promptSent) {
-        promptSent = true
-        void loadState(statePath).then((s) => call(svc, 'POST', '/api/prompts', token, { text: 'a red kite', deviceId: s!.deviceId }))
-      }
-      if (/desk prompt\s+"a red kite"/.test(out) && !stopped) {
-        stopped = true
-        child.kill('SIGINT')
-      }
+  const r = await run(
+    [
+      '--server',
+      svc.url,
+      '--mqtt-url',
+      mqttUrl(svc),
+      '--name',
+      'desk',
+      '--state',
+      statePath,
+      '--out',
+      join(dir, 'img'),
+      '--claim-token',
+      token,
+      '--no-qr',
+    ],
+    {
+      cwd: dir,
+      onOutput(out, child) {
+        const online = /desk online\s+\S+ \(new session\)/.test(out)
+        if (online && !promptSent) {
+          promptSent = true
+          void loadState(statePath).then((s) => call(svc, 'POST', '/api/prompts', token, { text: 'a red kite', deviceId: s!.deviceId }))
+        }
+        if (/desk prompt\s+"a red kite"/.test(out) && !stopped) {
+          stopped = true
+          child.kill('SIGINT')
+        }
+      },
     },
-  })
+  )
   t.equal(r.code, EXIT.OK, 'Ctrl-C exits 0')
-  t.match(r.stdout, /desk pairing\s+code [BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}, claiming it with the token/, 'it printed the pin code it claims')
+  t.match(
+    r.stdout,
+    /desk pairing\s+code [BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}, claiming it with the token/,
+    'it printed the pin code it claims',
+  )
   t.match(r.stdout, /desk paired\s+device [0-9a-f-]{36}; credentials saved in /)
   t.match(r.stdout, /desk config\s+v1 name "desk"/, 'the config line')
   t.match(r.stdout, /desk prompt\s+"a red kite"/, 'the prompt line')
@@ -98,38 +128,43 @@ t.test('a run pairs with a claim token, prints what arrives and stops on Ctrl-C'
   t.ok(state?.credentials?.password, 'the credentials are kept for the next run')
 })
 
-t.test('pairing by hand: the code, a QR code of the link, the chosen display; a denied pairing with --pair-attempts 1 exits 4', async (t) => {
-  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '1' } })
-  const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('cli-deny'))
-  const dir = await tempDir(t)
-  let denied = false
-  const r = await run(['--server', svc.url, '--profile', 'color', '--width', '640', '--height', '400', '--pair-attempts', '1'], {
-    cwd: dir,
-    onOutput(out) {
-      const m = /code ([BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}) \(valid until/.exec(out)
-      if (m && /or with curl/.test(out) && !denied) {
-        denied = true
-        void call(svc, 'POST', '/api/device/deny', token, { pinCode: m[1] })
-      }
-    },
-  })
-  t.equal(r.code, EXIT.PAIRING_FAILED, 'exit code 4')
-  t.match(r.stderr, /denied/, 'says the pairing was denied')
-  const link = /claim it: open (\S+) or scan:/.exec(r.stdout)
-  t.ok(link, 'prints the pairing link')
-  t.match(link?.[1], new RegExp(`^${svc.url}/device\\?user_code=[0-9a-f-]{36}$`))
-  const qrLines = r.stdout.split('\n').filter((l) => /[█▀▄]{4,}/.test(l))
-  t.ok(qrLines.length >= 10, `and a QR code of it (${qrLines.length} lines)`)
-  t.match(r.stdout, /or with curl: curl -X POST/)
-  // The default state file, in ./.display-sim/ of the working folder, keeps the chosen display.
-  const state = await loadState(join(dir, '.display-sim', 'sim-color.json'))
-  t.same(state?.display, { width: 640, height: 400, palette: 'color' }, '--profile color --width 640 --height 400')
-})
+t.test(
+  'pairing by hand: the code, a QR code of the link, the chosen display; a denied pairing with --pair-attempts 1 exits 4',
+  async (t) => {
+    const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '1' } })
+    const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('cli-deny'))
+    const dir = await tempDir(t)
+    let denied = false
+    const r = await run(['--server', svc.url, '--profile', 'color', '--width', '640', '--height', '400', '--pair-attempts', '1'], {
+      cwd: dir,
+      onOutput(out) {
+        const m = /code ([BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}) \(valid until/.exec(out)
+        if (m && /or with curl/.test(out) && !denied) {
+          denied = true
+          void call(svc, 'POST', '/api/device/deny', token, { pinCode: m[1] })
+        }
+      },
+    })
+    t.equal(r.code, EXIT.PAIRING_FAILED, 'exit code 4')
+    t.match(r.stderr, /denied/, 'says the pairing was denied')
+    const link = /claim it: open (\S+) or scan:/.exec(r.stdout)
+    t.ok(link, 'prints the pairing link')
+    t.match(link?.[1], new RegExp(`^${svc.url}/device\\?user_code=[0-9a-f-]{36}$`))
+    const qrLines = r.stdout.split('\n').filter((l) => /[█▀▄]{4,}/.test(l))
+    t.ok(qrLines.length >= 10, `and a QR code of it (${qrLines.length} lines)`)
+    t.match(r.stdout, /or with curl: curl -X POST/)
+    // The default state file, in ./.display-sim/ of the working folder, keeps the chosen display.
+    const state = await loadState(join(dir, '.display-sim', 'sim-color.json'))
+    t.same(state?.display, { width: 640, height: 400, palette: 'color' }, '--profile color --width 640 --height 400')
+  },
+)
 
 t.test('a refused claim token exits 5; an unreadable state file exits 6', async (t) => {
   const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const dir = await tempDir(t)
-  const refused = await run(['--server', svc.url, '--state', join(dir, 'a.json'), '--claim-token', 'not-a-session', '--no-qr'], { cwd: dir })
+  const refused = await run(['--server', svc.url, '--state', join(dir, 'a.json'), '--claim-token', 'not-a-session', '--no-qr'], {
+    cwd: dir,
+  })
   t.equal(refused.code, EXIT.CLAIM_REFUSED, 'exit code 5')
   t.match(refused.stderr, /claim token/i)
   const { writeFile } = await import('node:fs/promises')
@@ -145,19 +180,39 @@ t.test('fleet mode from the command line: a progress bar, then the summary; Ctrl
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('cli-fleet'))
   const dir = await tempDir(t)
   let stopped = false
-  const r = await run(['--server', svc.url, '--mqtt-url', mqttUrl(svc), '--count', '3', '--name', 'wall', '--claim-token', token, '--state', join(dir, 'fleet')], {
-    cwd: dir,
-    onOutput(out, child) {
-      if (/all 3 devices paired and connected/.test(out) && !stopped) {
-        stopped = true
-        child.kill('SIGINT')
-      }
+  const r = await run(
+    [
+      '--server',
+      svc.url,
+      '--mqtt-url',
+      mqttUrl(svc),
+      '--count',
+      '3',
+      '--name',
+      'wall',
+      '--claim-token',
+      token,
+      '--state',
+      join(dir, 'fleet'),
+    ],
+    {
+      cwd: dir,
+      onOutput(out, child) {
+        if (/all 3 devices paired and connected/.test(out) && !stopped) {
+          stopped = true
+          child.kill('SIGINT')
+        }
+      },
     },
-  })
+  )
   t.equal(r.code, EXIT.OK)
   t.match(r.stderr, /pairing and connecting \[[^\]]*\] \d\/3 connected/, 'the progress bar (on stderr, as cli-progress writes it)')
   t.match(r.stdout, /wall fleet\s+all 3 devices paired and connected/)
-  t.match(r.stdout, /wall stopped\s+0\/3 connected · \d+ messages · 0 images · 0 commands · 0 duplicates · 0 errors/, 'a summary when it stops')
+  t.match(
+    r.stdout,
+    /wall stopped\s+0\/3 connected · \d+ messages · 0 images · 0 commands · 0 duplicates · 0 errors/,
+    'a summary when it stops',
+  )
   const list = await call<{ devices: Array<{ name: string }> }>(svc, 'GET', '/api/device', token)
   t.same(list.body.devices.map((d) => d.name).sort(), ['wall-1', 'wall-2', 'wall-3'], 'three devices on the account')
 

@@ -16,7 +16,15 @@ t.test('a restarted simulator reuses its credentials; revoked ones make it pair 
   const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('sim-creds'))
   const dir = await tempDir(t)
-  const opts: SimDeviceOptions = { server: svc.url, name: 'hall', display: resolveProfile('gray4'), statePath: join(dir, 'hall.json'), mqttUrl: mqttUrl(svc), reconnectMinMs: 100, reconnectMaxMs: 500 }
+  const opts: SimDeviceOptions = {
+    server: svc.url,
+    name: 'hall',
+    display: resolveProfile('gray4'),
+    statePath: join(dir, 'hall.json'),
+    mqttUrl: mqttUrl(svc),
+    reconnectMinMs: 100,
+    reconnectMaxMs: 500,
+  }
 
   const first = new SimDevice(opts)
   t.teardown(() => first.stop())

@@ -69,7 +69,10 @@ t.test('a simulated device pairs, is claimed, and shows a generated image', asyn
 
   // A prompt for the device reaches it.
   const promptArrives = nextEvent(sim, 'prompt')
-  const prompt = await call<{ id: string; text: string }>(svc, 'POST', '/api/prompts', token, { text: 'a lighthouse', deviceId: pairing.deviceId })
+  const prompt = await call<{ id: string; text: string }>(svc, 'POST', '/api/prompts', token, {
+    text: 'a lighthouse',
+    deviceId: pairing.deviceId,
+  })
   t.equal(prompt.status, 201)
   t.equal((await promptArrives).promptId, prompt.body.id, 'the prompt arrives')
 
@@ -92,17 +95,29 @@ t.test('a simulated device pairs, is claimed, and shows a generated image', asyn
 
   // The terminal preview: the BMP decodes to the same pixels as the PNG variant of the image.
   const done = await eventually(async () => {
-    const r = await call<{ status: string; result: { images: Array<{ format: string; url: string }> } | null }>(svc, 'GET', `/api/generate/${job.body.id}`, token)
+    const r = await call<{ status: string; result: { images: Array<{ format: string; url: string }> } | null }>(
+      svc,
+      'GET',
+      `/api/generate/${job.body.id}`,
+      token,
+    )
     return r.body.status === 'succeeded' ? r.body : null
   })
   const pngUrl = done.result!.images.find((i) => i.format === 'png1')!.url
-  const png = await sharp(Buffer.from(await (await fetch(pngUrl)).arrayBuffer())).removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true })
+  const png = await sharp(Buffer.from(await (await fetch(pngUrl)).arrayBuffer()))
+    .removeAlpha()
+    .toColourspace('srgb')
+    .raw()
+    .toBuffer({ resolveWithObject: true })
   const bmp = decodeBmp(onDisk)
   t.same([bmp.width, bmp.height], [png.info.width, png.info.height])
   t.ok(png.info.channels === 3 && bmp.data.equals(png.data), 'the simulator reads its 1-bit BMP pixel for pixel')
   const ascii = (await renderPreview(onDisk, { columns: 40 })).split('\n')
   t.equal(ascii.length, 12, 'a 40-column ASCII preview of 800×480 has 12 lines (cells are twice as tall as wide)')
-  t.ok(ascii.every((l) => l.length <= 40 && /^[ .:\-=+*#%@]*$/.test(l)), 'of ramp characters')
+  t.ok(
+    ascii.every((l) => l.length <= 40 && /^[ .:\-=+*#%@]*$/.test(l)),
+    'of ramp characters',
+  )
   const colour = (await renderPreview(onDisk, { columns: 40, color: true })).split('\n')
   t.equal(colour.length, 12, 'the colour preview packs two pixel rows per line')
   t.equal(colour[0]!.split('▀').length - 1, 40, 'with 40 half blocks per line')
@@ -123,12 +138,17 @@ t.test('a simulated device pairs, is claimed, and shows a generated image', asyn
   t.equal((await identified).deviceId, pairing.deviceId)
 
   const asleep = nextEvent(sim, 'disconnected')
-  const sleep = await call<{ commandId: string }>(svc, 'POST', `/api/device/${pairing.deviceId}/command`, token, { command: 'sleep', seconds: 1 })
+  const sleep = await call<{ commandId: string }>(svc, 'POST', `/api/device/${pairing.deviceId}/command`, token, {
+    command: 'sleep',
+    seconds: 1,
+  })
   t.equal(sleep.status, 202)
   t.equal((await asleep).reason, 'sleep', 'sleep disconnects the device')
   const wakes = nextEvent(sim, 'connected')
   const refreshed = nextEvent(sim, 'command', (c) => c.command === 'refresh')
-  const whileAsleep = await call<{ commandId: string }>(svc, 'POST', `/api/device/${pairing.deviceId}/command`, token, { command: 'refresh' })
+  const whileAsleep = await call<{ commandId: string }>(svc, 'POST', `/api/device/${pairing.deviceId}/command`, token, {
+    command: 'refresh',
+  })
   t.equal((await wakes).sessionPresent, true, 'it comes back to its persistent session')
   t.equal((await refreshed).commandId, whileAsleep.body.commandId, 'and gets the command sent while it slept')
 

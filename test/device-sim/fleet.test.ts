@@ -19,7 +19,16 @@ t.test(`fleet mode pairs and connects ${COUNT} devices`, async (t) => {
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('fleet'))
   const dir = await tempDir(t)
   const stateDir = join(dir, 'fleet')
-  const fleet = new Fleet({ server: svc.url, name: 'bench', count: COUNT, stateDir, display: resolveProfile('bw-800x480'), claimToken: token, mqttUrl: mqttUrl(svc), concurrency: 10 })
+  const fleet = new Fleet({
+    server: svc.url,
+    name: 'bench',
+    count: COUNT,
+    stateDir,
+    display: resolveProfile('bw-800x480'),
+    claimToken: token,
+    mqttUrl: mqttUrl(svc),
+    concurrency: 10,
+  })
   t.teardown(() => fleet.stop())
   const progress: FleetStats[] = []
   fleet.on('progress', (s) => progress.push(s))
@@ -30,7 +39,10 @@ t.test(`fleet mode pairs and connects ${COUNT} devices`, async (t) => {
   await Promise.race([
     fleet.start(),
     new Promise((_, reject) => {
-      stalled = setTimeout(() => reject(new Error(`the fleet did not come up in 120 s: ${JSON.stringify(fleet.stats())}\n${warnings.slice(-20).join('\n')}`)), 120_000)
+      stalled = setTimeout(
+        () => reject(new Error(`the fleet did not come up in 120 s: ${JSON.stringify(fleet.stats())}\n${warnings.slice(-20).join('\n')}`)),
+        120_000,
+      )
     }),
   ]).finally(() => clearTimeout(stalled))
 
@@ -39,7 +51,10 @@ t.test(`fleet mode pairs and connects ${COUNT} devices`, async (t) => {
   t.equal(stats.paired, COUNT, 'every device paired')
   t.equal(stats.connected, COUNT, 'every device is connected')
   t.equal(stats.errors, 0)
-  t.ok(progress.some((p) => p.connected > 0 && p.connected < COUNT), 'progress was reported along the way')
+  t.ok(
+    progress.some((p) => p.connected > 0 && p.connected < COUNT),
+    'progress was reported along the way',
+  )
   t.equal(progress.at(-1)?.connected, COUNT)
 
   const ids = fleet.devices.map((d) => d.deviceId)
@@ -53,7 +68,11 @@ t.test(`fleet mode pairs and connects ${COUNT} devices`, async (t) => {
     const { body } = await call<{ devices: DeviceDetail[] }>(svc, 'GET', '/api/device', token)
     return body.devices.length === COUNT && body.devices.every((d) => d.isActive) ? body.devices : null
   }, 20_000)
-  t.same(listed.map((d) => d.name).sort(), Array.from({ length: COUNT }, (_, i) => `bench-${i + 1}`).sort(), 'the account has all of them, online, named by the fleet')
+  t.same(
+    listed.map((d) => d.name).sort(),
+    Array.from({ length: COUNT }, (_, i) => `bench-${i + 1}`).sort(),
+    'the account has all of them, online, named by the fleet',
+  )
 
   // A command to one device of the fleet reaches that device only.
   const target = fleet.devices[11]!
@@ -71,7 +90,14 @@ t.test('the development auto-approve switch pairs a fleet without anyone claimin
   const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', DEVICE_AUTO_APPROVE_USER_EMAIL: email } })
   const { token } = await signUp(makeClient(svc.url).client, email)
   const dir = await tempDir(t)
-  const fleet = new Fleet({ server: svc.url, name: 'auto', count: 3, stateDir: join(dir, 'auto'), display: resolveProfile('acep7'), mqttUrl: mqttUrl(svc) })
+  const fleet = new Fleet({
+    server: svc.url,
+    name: 'auto',
+    count: 3,
+    stateDir: join(dir, 'auto'),
+    display: resolveProfile('acep7'),
+    mqttUrl: mqttUrl(svc),
+  })
   t.teardown(() => fleet.stop())
   await fleet.start()
   t.equal(fleet.stats().connected, 3, 'all three paired and connected with no claim')
@@ -88,13 +114,29 @@ t.test('the development auto-approve switch pairs a fleet without anyone claimin
   })()
   t.type(refused, ConfigError, 'it is refused when NODE_ENV=production')
   t.match((refused as Error).message, /DEVICE_AUTO_APPROVE_USER_EMAIL is for development only/)
-  t.throws(() => loadConfig({ DATA_DIR: dir, DEVICE_AUTO_APPROVE_USER_EMAIL: 'not an email' }), ConfigError, 'and must be an e-mail address')
+  t.throws(
+    () => loadConfig({ DATA_DIR: dir, DEVICE_AUTO_APPROVE_USER_EMAIL: 'not an email' }),
+    ConfigError,
+    'and must be an e-mail address',
+  )
 })
 
 t.test('without the switch a new device waits to be claimed', async (t) => {
   const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
-  const init = (await (await fetch(`${svc.url}/api/device/init`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ display: { width: 800, height: 480, palette: 'bw' } }) })).json()) as { deviceId: string; deviceCode: string }
-  const rec = (await (await fetch(`${svc.url}/api/device/get-init-device`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ deviceId: init.deviceId, deviceCode: init.deviceCode }) })).json()) as { status: string; credentials?: unknown }
+  const init = (await (
+    await fetch(`${svc.url}/api/device/init`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ display: { width: 800, height: 480, palette: 'bw' } }),
+    })
+  ).json()) as { deviceId: string; deviceCode: string }
+  const rec = (await (
+    await fetch(`${svc.url}/api/device/get-init-device`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ deviceId: init.deviceId, deviceCode: init.deviceCode }),
+    })
+  ).json()) as { status: string; credentials?: unknown }
   t.equal(rec.status, 'pending')
   t.notOk(rec.credentials)
 })

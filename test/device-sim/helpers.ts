@@ -36,7 +36,13 @@ export async function tempDir(t: Tap, prefix = 'sim-'): Promise<string> {
 }
 
 /** A JSON call to the service with a user's bearer token. */
-export async function call<T = Record<string, unknown>>(svc: TestApp | string, method: string, path: string, token: string, body?: unknown): Promise<{ status: number; body: T }> {
+export async function call<T = Record<string, unknown>>(
+  svc: TestApp | string,
+  method: string,
+  path: string,
+  token: string,
+  body?: unknown,
+): Promise<{ status: number; body: T }> {
   const base = typeof svc === 'string' ? svc : svc.url
   const res = await fetch(`${base}${path}`, {
     method,

@@ -29,7 +29,14 @@ t.test('the simulator survives a service restart and gets what was sent meanwhil
   const first = await startApp(t, { env })
   const { token } = await signUp(makeClient(first.url).client, uniqueEmail('sim-restart'))
   const dir = await tempDir(t)
-  const sim = new SimDevice({ server: first.url, name: 'porch', display: resolveProfile('spectra6'), statePath: join(dir, 'porch.json'), reconnectMinMs: 100, reconnectMaxMs: 400 })
+  const sim = new SimDevice({
+    server: first.url,
+    name: 'porch',
+    display: resolveProfile('spectra6'),
+    statePath: join(dir, 'porch.json'),
+    reconnectMinMs: 100,
+    reconnectMaxMs: 400,
+  })
   t.teardown(() => sim.stop())
   const shown = nextEvent(sim, 'pairing')
   const online = sim.start()
@@ -50,7 +57,10 @@ t.test('the simulator survives a service restart and gets what was sent meanwhil
   t.ok((await dropped).reason, 'the simulator saw its connection end')
   t.ok((await retrying).delayMs > 0, 'and schedules reconnects with a delay')
 
-  const second = await startApp(t, { env, reuse: { dataDir: first.dataDir, databaseUrl: first.config.databaseUrl, redisPrefix: first.config.redisPrefix } })
+  const second = await startApp(t, {
+    env,
+    reuse: { dataDir: first.dataDir, databaseUrl: first.config.databaseUrl, redisPrefix: first.config.redisPrefix },
+  })
   t.equal(second.url, first.url, 'the service is back at the same address')
   t.notOk(sim.connected, 'the simulator is still reconnecting')
 
@@ -66,7 +76,11 @@ t.test('the simulator survives a service restart and gets what was sent meanwhil
 
   // With Redis the broker kept the session and its queue; the embedded broker keeps sessions in
   // memory, so the device starts a new one and the service sends what it never acknowledged.
-  t.equal(reconnected.sessionPresent, durableSessions, durableSessions ? 'its persistent session survived the restart (Redis)' : 'a new session after the restart')
+  t.equal(
+    reconnected.sessionPresent,
+    durableSessions,
+    durableSessions ? 'its persistent session survived the restart (Redis)' : 'a new session after the restart',
+  )
   await eventually(async () => commands.includes(meanwhile.body.commandId))
   t.pass('the command sent while it was reconnecting arrives')
   await eventually(async () => {

@@ -43,7 +43,8 @@ async function initDevice() {
   return res.body as { deviceId: string; deviceCode: string; userCode: string; pinCode: string }
 }
 
-const validate = (p: Person, body: Record<string, unknown>) => api('/api/device/validate', { token: p.token, body: { name: 'A frame', ...body } })
+const validate = (p: Person, body: Record<string, unknown>) =>
+  api('/api/device/validate', { token: p.token, body: { name: 'A frame', ...body } })
 const poll = (deviceId: string, deviceCode: string) => api('/api/device/get-init-device', { body: { deviceId, deviceCode } })
 
 /** Pairs a new device for `p` and collects its credentials; returns its id and codes. */
@@ -70,14 +71,31 @@ function otherPin(avoid: string, n: number): string {
   return pin === avoid ? otherPin(avoid, n + 1) : pin
 }
 
-const secretHashOf = async (id: string) => (await svc.app.database.db.select({ h: device.secretHash }).from(device).where(eq(device.id, id)))[0]?.h
+const secretHashOf = async (id: string) =>
+  (await svc.app.database.db.select({ h: device.secretHash }).from(device).where(eq(device.id, id)))[0]?.h
 
 t.test("a second user can neither claim, see, change, disconnect nor delete someone else's device", async (t) => {
   const [alice, bob] = await Promise.all([person('alice'), person('bob')])
   const codes = await initDevice()
-  t.equal((await validate(alice, { userCode: codes.userCode, name: 'Alice frame', color: '#112233' })).status, 200, 'alice claims the device')
-  errorBody(t, await validate(bob, { pinCode: codes.pinCode, name: 'Bob now' }), 409, 'CODE_ALREADY_USED', 'bob claiming the same pin afterwards')
-  errorBody(t, await validate(bob, { userCode: codes.userCode, name: 'Bob now' }), 409, 'CODE_ALREADY_USED', 'bob claiming the same userCode afterwards')
+  t.equal(
+    (await validate(alice, { userCode: codes.userCode, name: 'Alice frame', color: '#112233' })).status,
+    200,
+    'alice claims the device',
+  )
+  errorBody(
+    t,
+    await validate(bob, { pinCode: codes.pinCode, name: 'Bob now' }),
+    409,
+    'CODE_ALREADY_USED',
+    'bob claiming the same pin afterwards',
+  )
+  errorBody(
+    t,
+    await validate(bob, { userCode: codes.userCode, name: 'Bob now' }),
+    409,
+    'CODE_ALREADY_USED',
+    'bob claiming the same userCode afterwards',
+  )
   const creds = (await poll(codes.deviceId, codes.deviceCode)).body.credentials
   t.ok(creds, 'the device got its credentials')
   const id = codes.deviceId
@@ -85,10 +103,34 @@ t.test("a second user can neither claim, see, change, disconnect nor delete some
 
   errorBody(t, await api(`/api/device/${id}`, { token: bob.token }), 404, 'DEVICE_NOT_FOUND', 'bob gets it')
   errorBody(t, await api(`/api/device/${id}/events`, { token: bob.token }), 404, 'DEVICE_NOT_FOUND', 'bob reads its events')
-  errorBody(t, await api(`/api/device/${id}`, { method: 'PATCH', token: bob.token, body: { name: 'Hijacked' } }), 404, 'DEVICE_NOT_FOUND', 'bob patches it')
-  errorBody(t, await api('/api/device/disconnect', { token: bob.token, body: { deviceId: id } }), 404, 'DEVICE_NOT_FOUND', 'bob disconnects it')
-  errorBody(t, await api('/api/device/delete', { method: 'DELETE', token: bob.token, body: { deviceId: id } }), 404, 'DEVICE_NOT_FOUND', 'bob deletes it with his session')
-  errorBody(t, await api('/api/device/delete', { method: 'DELETE', token: bobJwt, body: { deviceId: id } }), 404, 'DEVICE_NOT_FOUND', 'bob deletes it with his JWT')
+  errorBody(
+    t,
+    await api(`/api/device/${id}`, { method: 'PATCH', token: bob.token, body: { name: 'Hijacked' } }),
+    404,
+    'DEVICE_NOT_FOUND',
+    'bob patches it',
+  )
+  errorBody(
+    t,
+    await api('/api/device/disconnect', { token: bob.token, body: { deviceId: id } }),
+    404,
+    'DEVICE_NOT_FOUND',
+    'bob disconnects it',
+  )
+  errorBody(
+    t,
+    await api('/api/device/delete', { method: 'DELETE', token: bob.token, body: { deviceId: id } }),
+    404,
+    'DEVICE_NOT_FOUND',
+    'bob deletes it with his session',
+  )
+  errorBody(
+    t,
+    await api('/api/device/delete', { method: 'DELETE', token: bobJwt, body: { deviceId: id } }),
+    404,
+    'DEVICE_NOT_FOUND',
+    'bob deletes it with his JWT',
+  )
   const missing = await api(`/api/device/${crypto.randomUUID()}`, { token: bob.token })
   const hidden = await api(`/api/device/${id}`, { token: bob.token })
   t.same(hidden.body, missing.body, "someone else's device looks exactly like one that does not exist")
@@ -110,7 +152,17 @@ t.test("a second user can neither claim, see, change, disconnect nor delete some
   errorBody(t, await api(`/api/device/${id}`, { method: 'PATCH', body: { name: 'x' } }), 401, 'UNAUTHORIZED', 'patch without a session')
   errorBody(t, await api('/api/device/disconnect', { body: { deviceId: id } }), 401, 'UNAUTHORIZED', 'disconnect without a session')
   errorBody(t, await api('/api/device/delete', { method: 'DELETE', body: { deviceId: id } }), 401, 'UNAUTHORIZED', 'delete without a token')
-  errorBody(t, await api('/api/device/delete', { method: 'DELETE', token: 'eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl', body: { deviceId: id } }), 401, 'UNAUTHORIZED', 'delete with a garbage JWT')
+  errorBody(
+    t,
+    await api('/api/device/delete', {
+      method: 'DELETE',
+      token: 'eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl',
+      body: { deviceId: id },
+    }),
+    401,
+    'UNAUTHORIZED',
+    'delete with a garbage JWT',
+  )
 
   // The owner's JWT does what bob's could not.
   const aliceJwt = await jwtOf(alice)
@@ -133,7 +185,13 @@ t.test('brute force on pinCode: 429 after 5 wrong codes for one user; another us
   errorBody(t, blocked, 429, 'TOO_MANY_ATTEMPTS', 'the sixth attempt')
   t.ok(Number(blocked.headers.get('retry-after')) > 0, 'Retry-After is set')
   errorBody(t, await validate(mallory, { pinCode: codes.pinCode }), 429, 'TOO_MANY_ATTEMPTS', 'even the right code, once blocked')
-  errorBody(t, await api('/api/device/deny', { token: mallory.token, body: { pinCode: codes.pinCode } }), 429, 'TOO_MANY_ATTEMPTS', 'deny, once blocked')
+  errorBody(
+    t,
+    await api('/api/device/deny', { token: mallory.token, body: { pinCode: codes.pinCode } }),
+    429,
+    'TOO_MANY_ATTEMPTS',
+    'deny, once blocked',
+  )
   t.equal((await poll(codes.deviceId, codes.deviceCode)).body.status, 'pending', 'the record is untouched')
 
   const ok = await validate(honest, { pinCode: codes.pinCode, name: 'Honest frame' })
@@ -146,7 +204,10 @@ t.test('organizations: owner, admin, member and outsider', async (t) => {
   const [olive, adam, mia, nora] = await Promise.all([person('olive'), person('adam'), person('mia'), person('nora')])
 
   // The owner creates an organization over plain HTTP with her bearer token.
-  const created = await api('/api/auth/organization/create', { token: olive.token, body: { name: 'Acme Frames', slug: `acme-frames-${suffix}` } })
+  const created = await api('/api/auth/organization/create', {
+    token: olive.token,
+    body: { name: 'Acme Frames', slug: `acme-frames-${suffix}` },
+  })
   t.equal(created.status, 200, 'organization created')
   const orgId = created.body.id as string
   t.type(orgId, 'string')
@@ -183,21 +244,65 @@ t.test('organizations: owner, admin, member and outsider', async (t) => {
   t.equal(miaGet.body.name, 'Lobby')
   t.equal((await api(`/api/device/${id}/events`, { token: mia.token })).status, 200, 'a member reads its events')
   const miaList = await api('/api/device', { token: mia.token })
-  t.same(miaList.body.devices.map((d: Json) => d.id), [id], "a member's list holds the organization's device, not the owner's personal one")
-  errorBody(t, await api(`/api/device/${personal.deviceId}`, { token: mia.token }), 404, 'DEVICE_NOT_FOUND', "a member gets the owner's personal device")
-  errorBody(t, await api(`/api/device/${id}`, { method: 'PATCH', token: mia.token, body: { name: 'Mine' } }), 403, 'FORBIDDEN', 'a member patches')
+  t.same(
+    miaList.body.devices.map((d: Json) => d.id),
+    [id],
+    "a member's list holds the organization's device, not the owner's personal one",
+  )
+  errorBody(
+    t,
+    await api(`/api/device/${personal.deviceId}`, { token: mia.token }),
+    404,
+    'DEVICE_NOT_FOUND',
+    "a member gets the owner's personal device",
+  )
+  errorBody(
+    t,
+    await api(`/api/device/${id}`, { method: 'PATCH', token: mia.token, body: { name: 'Mine' } }),
+    403,
+    'FORBIDDEN',
+    'a member patches',
+  )
   errorBody(t, await api('/api/device/disconnect', { token: mia.token, body: { deviceId: id } }), 403, 'FORBIDDEN', 'a member disconnects')
-  errorBody(t, await api('/api/device/delete', { method: 'DELETE', token: mia.token, body: { deviceId: id } }), 403, 'FORBIDDEN', 'a member deletes with her session')
-  errorBody(t, await api('/api/device/delete', { method: 'DELETE', token: await jwtOf(mia), body: { deviceId: id } }), 403, 'FORBIDDEN', 'a member deletes with her JWT')
+  errorBody(
+    t,
+    await api('/api/device/delete', { method: 'DELETE', token: mia.token, body: { deviceId: id } }),
+    403,
+    'FORBIDDEN',
+    'a member deletes with her session',
+  )
+  errorBody(
+    t,
+    await api('/api/device/delete', { method: 'DELETE', token: await jwtOf(mia), body: { deviceId: id } }),
+    403,
+    'FORBIDDEN',
+    'a member deletes with her JWT',
+  )
   const afterMia = await api(`/api/device/${id}`, { token: olive.token })
   t.equal(afterMia.body.name, 'Lobby', 'nothing changed')
   t.ok(await secretHashOf(id), 'the secret is still there')
 
   // A member may not add devices to the organization; an outsider neither.
   const pendingForOrg = await initDevice()
-  errorBody(t, await validate(mia, { pinCode: pendingForOrg.pinCode, organizationId: orgId }), 403, 'FORBIDDEN', 'a member claiming into the organization')
-  errorBody(t, await validate(nora, { pinCode: pendingForOrg.pinCode, organizationId: orgId }), 403, 'FORBIDDEN', 'a non-member claiming into the organization')
-  t.equal((await poll(pendingForOrg.deviceId, pendingForOrg.deviceCode)).body.status, 'pending', 'the refused claims left the record pending')
+  errorBody(
+    t,
+    await validate(mia, { pinCode: pendingForOrg.pinCode, organizationId: orgId }),
+    403,
+    'FORBIDDEN',
+    'a member claiming into the organization',
+  )
+  errorBody(
+    t,
+    await validate(nora, { pinCode: pendingForOrg.pinCode, organizationId: orgId }),
+    403,
+    'FORBIDDEN',
+    'a non-member claiming into the organization',
+  )
+  t.equal(
+    (await poll(pendingForOrg.deviceId, pendingForOrg.deviceCode)).body.status,
+    'pending',
+    'the refused claims left the record pending',
+  )
 
   // An admin manages: claims into the organization, patches, disconnects.
   const adamClaim = await validate(adam, { pinCode: pendingForOrg.pinCode, organizationId: orgId, name: 'Reception' })
@@ -210,17 +315,37 @@ t.test('organizations: owner, admin, member and outsider', async (t) => {
   t.equal(seenByOwner.body.name, 'Main lobby', 'the owner sees the change')
   t.equal(seenByOwner.body.color, '#abcdef')
   t.equal(seenByOwner.body.userId, olive.id, 'the owner stays the owner')
-  errorBody(t, await api(`/api/device/${personal.deviceId}`, { method: 'PATCH', token: adam.token, body: { name: 'x' } }), 404, 'DEVICE_NOT_FOUND', "an admin patches the owner's personal device")
+  errorBody(
+    t,
+    await api(`/api/device/${personal.deviceId}`, { method: 'PATCH', token: adam.token, body: { name: 'x' } }),
+    404,
+    'DEVICE_NOT_FOUND',
+    "an admin patches the owner's personal device",
+  )
 
   // The organization owner manages a device another member added.
-  const byOwner = await api(`/api/device/${adamClaim.body.device.id}`, { method: 'PATCH', token: olive.token, body: { description: 'At the desk' } })
+  const byOwner = await api(`/api/device/${adamClaim.body.device.id}`, {
+    method: 'PATCH',
+    token: olive.token,
+    body: { description: 'At the desk' },
+  })
   t.equal(byOwner.status, 200, "the organization owner patches the admin's organization device")
   t.equal(byOwner.body.userId, adam.id)
-  t.equal((await api(`/api/device/${adamClaim.body.device.id}`, { token: mia.token })).status, 200, 'the member sees the admin-added device')
+  t.equal(
+    (await api(`/api/device/${adamClaim.body.device.id}`, { token: mia.token })).status,
+    200,
+    'the member sees the admin-added device',
+  )
 
   // An outsider sees nothing.
   errorBody(t, await api(`/api/device/${id}`, { token: nora.token }), 404, 'DEVICE_NOT_FOUND', 'an outsider gets it')
-  errorBody(t, await api(`/api/device/${id}`, { method: 'PATCH', token: nora.token, body: { name: 'x' } }), 404, 'DEVICE_NOT_FOUND', 'an outsider patches it')
+  errorBody(
+    t,
+    await api(`/api/device/${id}`, { method: 'PATCH', token: nora.token, body: { name: 'x' } }),
+    404,
+    'DEVICE_NOT_FOUND',
+    'an outsider patches it',
+  )
   t.same((await api('/api/device', { token: nora.token })).body.devices, [], "an outsider's list is empty")
 
   // Admin disconnects and deletes.

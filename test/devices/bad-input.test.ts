@@ -45,7 +45,12 @@ async function send(method: string, path: string, c: Case, token?: string): Prom
 }
 
 async function api(path: string, opts: { method?: string; token?: string; body?: unknown } = {}): Promise<Res> {
-  return send(opts.method ?? (opts.body === undefined ? 'GET' : 'POST'), path, opts.body === undefined ? { what: '' } : { what: '', body: opts.body }, opts.token)
+  return send(
+    opts.method ?? (opts.body === undefined ? 'GET' : 'POST'),
+    path,
+    opts.body === undefined ? { what: '' } : { what: '', body: opts.body },
+    opts.token,
+  )
 }
 
 /** Each case is answered 400 {message, code}; none is a server error. */
@@ -76,7 +81,10 @@ t.before(async () => {
   bob = { token: b.token, id: b.userId }
   const i1 = await api('/api/device/init', { body: { display } })
   paired = i1.body
-  const claimed = await api('/api/device/validate', { token: alice.token, body: { pinCode: paired.pinCode, name: 'Original', color: '#123456' } })
+  const claimed = await api('/api/device/validate', {
+    token: alice.token,
+    body: { pinCode: paired.pinCode, name: 'Original', color: '#123456' },
+  })
   if (claimed.status !== 200) throw new Error(`setup claim failed: ${claimed.status}`)
   const polled = await api('/api/device/get-init-device', { body: { deviceId: paired.deviceId, deviceCode: paired.deviceCode } })
   if (!polled.body.credentials) throw new Error('setup: no credentials')
@@ -120,18 +128,28 @@ t.test('POST /api/device/init', async (t) => {
 })
 
 t.test('device routes ignore fields they do not know (a newer firmware pairs with an older service)', async (t) => {
-  const init = await api('/api/device/init', { body: { display: { ...display, depth: 8 }, owner: 'me', deviceId: 'mine', firmwareVersion: '2.0.0', model: 'Frame' } })
+  const init = await api('/api/device/init', {
+    body: { display: { ...display, depth: 8 }, owner: 'me', deviceId: 'mine', firmwareVersion: '2.0.0', model: 'Frame' },
+  })
   t.equal(init.status, 200, 'init with unknown fields, also in display')
   t.not(init.body.deviceId, 'mine', 'a deviceId sent by the device is ignored: the service picks it')
   const [row] = await svc.app.database.db.select().from(deviceInit).where(eq(deviceInit.id, init.body.deviceId))
   t.same(Object.keys(row!.display).sort(), ['fit', 'height', 'palette', 'width'], 'only the known display fields are stored')
   t.same(row!.info, { model: 'Frame' }, 'only the known device information is stored')
-  const poll = await api('/api/device/get-init-device', { body: { deviceId: init.body.deviceId, deviceCode: init.body.deviceCode, status: 'approved', battery: 80 } })
+  const poll = await api('/api/device/get-init-device', {
+    body: { deviceId: init.body.deviceId, deviceCode: init.body.deviceCode, status: 'approved', battery: 80 },
+  })
   t.equal(poll.status, 200, 'a poll with unknown fields')
   t.equal(poll.body.status, 'pending', 'and they change nothing')
-  const doc = (await (await fetch(`${svc.url}/api/openapi.json`)).json()) as { paths: Record<string, { post: { requestBody: { content: { 'application/json': { schema: { additionalProperties?: boolean } } } } } }> }
+  const doc = (await (await fetch(`${svc.url}/api/openapi.json`)).json()) as {
+    paths: Record<string, { post: { requestBody: { content: { 'application/json': { schema: { additionalProperties?: boolean } } } } } }>
+  }
   for (const path of ['/api/device/init', '/api/device/get-init-device']) {
-    t.equal(doc.paths[path]!.post.requestBody.content['application/json'].schema.additionalProperties, true, `the document says ${path} takes unknown fields`)
+    t.equal(
+      doc.paths[path]!.post.requestBody.content['application/json'].schema.additionalProperties,
+      true,
+      `the document says ${path} takes unknown fields`,
+    )
   }
 })
 
@@ -174,7 +192,11 @@ t.test('POST /api/device/validate', async (t) => {
     ],
     alice.token,
   )
-  t.equal((await api('/api/device/get-init-device', { body: { deviceId: pending.deviceId, deviceCode: pending.deviceCode } })).body.status, 'pending', 'the record is still pending')
+  t.equal(
+    (await api('/api/device/get-init-device', { body: { deviceId: pending.deviceId, deviceCode: pending.deviceCode } })).body.status,
+    'pending',
+    'the record is still pending',
+  )
   // None of the bad requests counted as a wrong code: the user is not blocked.
   const good = await api('/api/device/validate', { token: alice.token, body: { ...code, name: 'Second', color: '#ABCDEF' } })
   t.equal(good.status, 200, 'a good request still claims the device')
@@ -198,7 +220,11 @@ t.test('POST /api/device/deny', async (t) => {
     ],
     bob.token,
   )
-  t.equal((await api('/api/device/get-init-device', { body: { deviceId: fresh.deviceId, deviceCode: fresh.deviceCode } })).body.status, 'pending', 'nothing was denied')
+  t.equal(
+    (await api('/api/device/get-init-device', { body: { deviceId: fresh.deviceId, deviceCode: fresh.deviceCode } })).body.status,
+    'pending',
+    'nothing was denied',
+  )
 })
 
 t.test('POST /api/device/get-init-device', async (t) => {
@@ -232,12 +258,16 @@ const idCases = (): Case[] => [
   ...malformed,
 ]
 
-const secretHash = async () => (await svc.app.database.db.select({ h: device.secretHash }).from(device).where(eq(device.id, paired.deviceId)))[0]?.h
+const secretHash = async () =>
+  (await svc.app.database.db.select({ h: device.secretHash }).from(device).where(eq(device.id, paired.deviceId)))[0]?.h
 
 t.test('POST /api/device/disconnect', async (t) => {
   await expectBad(t, 'POST', '/api/device/disconnect', [...idCases(), { what: 'no body at all', contentType: null }], alice.token)
   t.ok(await secretHash(), 'the device was not disconnected')
-  t.equal((await api('/api/device/get-init-device', { body: { deviceId: paired.deviceId, deviceCode: paired.deviceCode } })).body.status, 'active')
+  t.equal(
+    (await api('/api/device/get-init-device', { body: { deviceId: paired.deviceId, deviceCode: paired.deviceCode } })).body.status,
+    'active',
+  )
 })
 
 t.test('DELETE /api/device/delete', async (t) => {

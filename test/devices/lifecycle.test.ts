@@ -23,7 +23,9 @@ type Tap = Pick<typeof t, 'equal' | 'type' | 'ok' | 'match' | 'same' | 'not'>
 let svc: TestApp
 
 t.before(async () => {
-  svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', LOCAL_PROVIDER_DURATION_MS: '100', GENERATION_TICK_MS: '50', GENERATION_POLL_BASE_MS: '50' } })
+  svc = await startApp(t, {
+    env: { DEVICE_POLL_INTERVAL: '0', LOCAL_PROVIDER_DURATION_MS: '100', GENERATION_TICK_MS: '50', GENERATION_POLL_BASE_MS: '50' },
+  })
 })
 
 const api = (path: string, opts: CallOptions = {}) => jsonCall(svc.url, path, opts)
@@ -54,58 +56,106 @@ t.test('a code is locked after 5 refused claims, whichever accounts made them', 
   // Five different people, each within their own budget, name the code for an organization they cannot add to.
   for (let i = 0; i < 5; i++) {
     const stranger = await person(`stranger${i}`)
-    const res = await api('/api/device/validate', { token: stranger.token, body: { pinCode: codes.pinCode, name: 'Mine', organizationId: org.body.id } })
+    const res = await api('/api/device/validate', {
+      token: stranger.token,
+      body: { pinCode: codes.pinCode, name: 'Mine', organizationId: org.body.id },
+    })
     errorBody(t, res, 403, 'FORBIDDEN', `refused claim ${i + 1}`)
   }
-  const locked = await api('/api/device/validate', { token: owner.token, body: { pinCode: codes.pinCode, name: 'Lobby', organizationId: org.body.id } })
+  const locked = await api('/api/device/validate', {
+    token: owner.token,
+    body: { pinCode: codes.pinCode, name: 'Lobby', organizationId: org.body.id },
+  })
   errorBody(t, locked, 429, 'TOO_MANY_ATTEMPTS', 'the code is locked, even for someone allowed')
   const retry = Number(locked.headers.get('retry-after'))
   t.ok(retry > 800 && retry <= 900, `Retry-After is the time left in the 15-minute window (${retry} s)`)
-  errorBody(t, await api('/api/device/validate', { token: owner.token, body: { userCode: codes.userCode, name: 'Lobby' } }), 429, 'TOO_MANY_ATTEMPTS', 'by userCode too')
+  errorBody(
+    t,
+    await api('/api/device/validate', { token: owner.token, body: { userCode: codes.userCode, name: 'Lobby' } }),
+    429,
+    'TOO_MANY_ATTEMPTS',
+    'by userCode too',
+  )
   const [rec] = await svc.app.database.db.select().from(deviceInit).where(eq(deviceInit.id, codes.deviceId))
   t.equal(rec?.status, 'pending', 'the record itself is untouched')
   t.equal(rec?.failedAttempts, 5, 'and keeps the count of refused claims')
 
   // A code nobody attacked is not affected.
   const other = await initDevice()
-  t.equal((await api('/api/device/validate', { token: owner.token, body: { pinCode: other.pinCode, name: 'Lobby', organizationId: org.body.id } })).status, 200)
+  t.equal(
+    (
+      await api('/api/device/validate', {
+        token: owner.token,
+        body: { pinCode: other.pinCode, name: 'Lobby', organizationId: org.body.id },
+      })
+    ).status,
+    200,
+  )
 })
 
 t.test('pinCode and userCode together must name the same device', async (t) => {
   const user = await person('both')
   const a = await initDevice()
   const b = await initDevice()
-  errorBody(t, await api('/api/device/validate', { token: user.token, body: { userCode: a.userCode, pinCode: b.pinCode, name: 'Mixed' } }), 404, 'INVALID_CODE', "a's userCode with b's pin")
-  t.equal((await svc.app.database.db.select().from(deviceInit).where(eq(deviceInit.id, a.deviceId)))[0]?.status, 'pending', 'nothing was claimed')
-  const ok = await api('/api/device/validate', { token: user.token, body: { userCode: a.userCode, pinCode: a.pinCode.toLowerCase().replace('-', ''), name: 'Matched' } })
+  errorBody(
+    t,
+    await api('/api/device/validate', { token: user.token, body: { userCode: a.userCode, pinCode: b.pinCode, name: 'Mixed' } }),
+    404,
+    'INVALID_CODE',
+    "a's userCode with b's pin",
+  )
+  t.equal(
+    (await svc.app.database.db.select().from(deviceInit).where(eq(deviceInit.id, a.deviceId)))[0]?.status,
+    'pending',
+    'nothing was claimed',
+  )
+  const ok = await api('/api/device/validate', {
+    token: user.token,
+    body: { userCode: a.userCode, pinCode: a.pinCode.toLowerCase().replace('-', ''), name: 'Matched' },
+  })
   t.equal(ok.status, 200, 'both codes of one device')
   t.equal(ok.body.device.id, a.deviceId)
 })
 
 t.test('the per-user budget holds under parallel guesses', async (t) => {
   const guesser = await person('parallel')
-  const results = await Promise.all(Array.from({ length: 20 }, () => api('/api/device/validate', { token: guesser.token, body: { pinCode: 'BBBB-BBBB', name: 'x' } })))
+  const results = await Promise.all(
+    Array.from({ length: 20 }, () => api('/api/device/validate', { token: guesser.token, body: { pinCode: 'BBBB-BBBB', name: 'x' } })),
+  )
   const statuses = results.map((r) => r.status)
   t.equal(statuses.filter((s) => s === 404).length, 5, 'exactly five guesses were looked up')
   t.equal(statuses.filter((s) => s === 429).length, 15, 'the rest were refused')
   // Right codes, even many at once, do not use any of it.
   const careful = await person('careful')
   const codes = await Promise.all(Array.from({ length: 12 }, () => initDevice()))
-  const claims = await Promise.all(codes.map((c, i) => api('/api/device/validate', { token: careful.token, body: { pinCode: c.pinCode, name: `ok ${i}` } })))
+  const claims = await Promise.all(
+    codes.map((c, i) => api('/api/device/validate', { token: careful.token, body: { pinCode: c.pinCode, name: `ok ${i}` } })),
+  )
   t.same(
     claims.map((r) => r.status),
     codes.map(() => 200),
     'twelve right codes at once all succeed',
   )
-  for (let i = 0; i < 5; i++) t.equal((await api('/api/device/validate', { token: careful.token, body: { pinCode: 'CCCC-CCCC', name: 'x' } })).status, 404, `wrong guess ${i + 1} of 5`)
-  t.equal((await api('/api/device/validate', { token: careful.token, body: { pinCode: 'CCCC-CCCC', name: 'x' } })).status, 429, 'the sixth failure is refused')
+  for (let i = 0; i < 5; i++)
+    t.equal(
+      (await api('/api/device/validate', { token: careful.token, body: { pinCode: 'CCCC-CCCC', name: 'x' } })).status,
+      404,
+      `wrong guess ${i + 1} of 5`,
+    )
+  t.equal(
+    (await api('/api/device/validate', { token: careful.token, body: { pinCode: 'CCCC-CCCC', name: 'x' } })).status,
+    429,
+    'the sixth failure is refused',
+  )
 })
 
 t.test('the compare-and-set: of eight claims at once, exactly one wins', async (t) => {
   const people = await Promise.all(Array.from({ length: 8 }, (_, i) => person(`racer${i}`)))
   for (let round = 0; round < 2; round++) {
     const codes = await initDevice()
-    const results = await Promise.all(people.map((p, i) => api('/api/device/validate', { token: p.token, body: { userCode: codes.userCode, name: `Racer ${i}` } })))
+    const results = await Promise.all(
+      people.map((p, i) => api('/api/device/validate', { token: p.token, body: { userCode: codes.userCode, name: `Racer ${i}` } })),
+    )
     t.equal(results.filter((r) => r.status === 200).length, 1, `round ${round + 1}: one winner`)
     t.equal(results.filter((r) => r.status === 409).length, 7, 'seven 409s')
     const events = await svc.app.database.db.select().from(event).where(eq(event.deviceId, codes.deviceId))
@@ -114,14 +164,23 @@ t.test('the compare-and-set: of eight claims at once, exactly one wins', async (
   // The repository's transition on its own: every concurrent caller but one sees null.
   const codes = await initDevice()
   const db = svc.app.database.db
-  const outcomes = await Promise.all(Array.from({ length: 6 }, () => db.transaction((tx) => transitionDeviceInit(tx, codes.deviceId, ['pending'], 'denied', { decidedAt: new Date() }))))
+  const outcomes = await Promise.all(
+    Array.from({ length: 6 }, () =>
+      db.transaction((tx) => transitionDeviceInit(tx, codes.deviceId, ['pending'], 'denied', { decidedAt: new Date() })),
+    ),
+  )
   t.equal(outcomes.filter(Boolean).length, 1, 'one transition from pending')
 })
 
 t.test('delete removes what hangs off a device and leaves no event behind', async (t) => {
   const owner = await person('deleter')
   const paired = await pairDevice(svc, owner.token, { name: 'Doomed' })
-  const mqtt = await connect(mqttUrl(svc), { clientId: paired.clientId, username: paired.deviceId, password: paired.password, clean: false })
+  const mqtt = await connect(mqttUrl(svc), {
+    clientId: paired.clientId,
+    username: paired.deviceId,
+    password: paired.password,
+    clean: false,
+  })
   t.teardown(() => close(mqtt))
   let closed = false
   mqtt.on('close', () => (closed = true))
@@ -134,7 +193,9 @@ t.test('delete removes what hangs off a device and leaves no event behind', asyn
   const db = svc.app.database.db
   t.ok((await db.select().from(image).where(eq(image.deviceId, paired.deviceId))).length > 0, 'the device has an image')
 
-  const jwt = ((await (await fetch(`${svc.url}/api/auth/token`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as { token: string }).token
+  const jwt = (
+    (await (await fetch(`${svc.url}/api/auth/token`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as { token: string }
+  ).token
   const del = await api('/api/device/delete', { method: 'DELETE', token: jwt, body: { deviceId: paired.deviceId } })
   t.equal(del.status, 200)
   t.equal(del.body.device.id, paired.deviceId)
@@ -142,7 +203,11 @@ t.test('delete removes what hangs off a device and leaves no event behind', asyn
   await new Promise((r) => setTimeout(r, 300))
   t.same(await db.select().from(device).where(eq(device.id, paired.deviceId)), [], 'the device row is gone')
   t.same(await db.select().from(deviceInit).where(eq(deviceInit.id, paired.deviceId)), [], 'its initialisation record too')
-  t.same(await db.select().from(event).where(eq(event.deviceId, paired.deviceId)), [], 'no event of the device remains, not even its disconnect')
+  t.same(
+    await db.select().from(event).where(eq(event.deviceId, paired.deviceId)),
+    [],
+    'no event of the device remains, not even its disconnect',
+  )
   t.same(await db.select().from(prompt).where(eq(prompt.deviceId, paired.deviceId)), [], 'its prompts are deleted')
   t.same(await db.select().from(deviceCommand).where(eq(deviceCommand.deviceId, paired.deviceId)), [], 'its commands are deleted')
   t.same(await db.select().from(generationJob).where(eq(generationJob.deviceId, paired.deviceId)), [], 'no job points at it')
@@ -169,10 +234,15 @@ t.test('device lists page without skipping rows, by organization and with a JWT'
 
   const org = await api('/api/auth/organization/create', { token: owner.token, body: { name: 'List Org', slug: `list-${Date.now()}` } })
   await pairDevice(svc, owner.token, { name: 'Org frame', organizationId: org.body.id })
-  const jwt = ((await (await fetch(`${svc.url}/api/auth/token`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as { token: string }).token
+  const jwt = (
+    (await (await fetch(`${svc.url}/api/auth/token`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as { token: string }
+  ).token
   const viaJwt = await api(`/api/device?organizationId=${org.body.id}`, { token: jwt })
   t.equal(viaJwt.status, 200)
-  t.ok(viaJwt.body.devices.some((d: Json) => d.name === 'Org frame'), 'a JWT caller names the organization')
+  t.ok(
+    viaJwt.body.devices.some((d: Json) => d.name === 'Org frame'),
+    'a JWT caller names the organization',
+  )
   const stranger = await person('not-member')
   errorBody(t, await api(`/api/device?organizationId=${org.body.id}`, { token: stranger.token }), 403, 'FORBIDDEN', 'not a member')
   errorBody(t, await api('/api/device?limit=0', { token: owner.token }), 400, 'VALIDATION_ERROR', 'limit 0')
@@ -184,8 +254,15 @@ t.test('event pages never skip events recorded in the same millisecond', async (
   const paired = await pairDevice(svc, owner.token, { name: 'Busy' })
   const db = svc.app.database.db
   // Four events within one millisecond (as a connect storm writes them), microseconds apart.
-  for (const [i, at] of ['2030-01-01T00:00:00.000100Z', '2030-01-01T00:00:00.000300Z', '2030-01-01T00:00:00.000600Z', '2030-01-01T00:00:00.000900Z'].entries()) {
-    await db.execute(sql`insert into ${event} (id, type, device_id, user_id, data, created_at) values (${`e-${i}-${randomUUID()}`}, ${'test.burst'}, ${paired.deviceId}, ${owner.id}, ${JSON.stringify({ i })}::jsonb, ${at}::timestamptz)`)
+  for (const [i, at] of [
+    '2030-01-01T00:00:00.000100Z',
+    '2030-01-01T00:00:00.000300Z',
+    '2030-01-01T00:00:00.000600Z',
+    '2030-01-01T00:00:00.000900Z',
+  ].entries()) {
+    await db.execute(
+      sql`insert into ${event} (id, type, device_id, user_id, data, created_at) values (${`e-${i}-${randomUUID()}`}, ${'test.burst'}, ${paired.deviceId}, ${owner.id}, ${JSON.stringify({ i })}::jsonb, ${at}::timestamptz)`,
+    )
   }
   const all = await api(`/api/device/${paired.deviceId}/events?limit=100`, { token: owner.token })
   const walked: string[] = []
@@ -196,11 +273,21 @@ t.test('event pages never skip events recorded in the same millisecond', async (
     cursor = res.body.nextCursor
   } while (cursor)
   t.equal(all.body.events.filter((e: Json) => e.type === 'test.burst').length, 4)
-  t.same(walked, all.body.events.map((e: Json) => e.id), 'one at a time gives the same events as one page')
+  t.same(
+    walked,
+    all.body.events.map((e: Json) => e.id),
+    'one at a time gives the same events as one page',
+  )
   // Cursors JavaScript would accept but PostgreSQL would not are refused as ours never are.
   for (const at of ['+275760-09-13T00:00:00.000Z', '-000001-01-01T00:00:00.000Z', '2030-01-01']) {
     const forged = Buffer.from(`${at}|x`).toString('base64url')
-    errorBody(t, await api(`/api/device/${paired.deviceId}/events?cursor=${forged}`, { token: owner.token }), 400, 'INVALID_CURSOR', `cursor at ${at}`)
+    errorBody(
+      t,
+      await api(`/api/device/${paired.deviceId}/events?cursor=${forged}`, { token: owner.token }),
+      400,
+      'INVALID_CURSOR',
+      `cursor at ${at}`,
+    )
   }
 })
 
@@ -210,7 +297,7 @@ async function counterSuite(t: Tap & { test: typeof import('tap').test }, counte
   t.equal(await counters.hit(key, 1), 1)
   t.equal(await counters.hit(key, 1), 2)
   t.equal(await counters.get(key), 2)
-  t.equal(await counters.secondsLeft(key), 1, "the window has a second left")
+  t.equal(await counters.secondsLeft(key), 1, 'the window has a second left')
   await new Promise((r) => setTimeout(r, 1200))
   t.equal(await counters.get(key), 0, 'the window ended and the count with it')
 }

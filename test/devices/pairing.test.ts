@@ -20,7 +20,19 @@ const pinPattern = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/
 const base64url43 = /^[A-Za-z0-9_-]{43}$/
 
 /** The interface's Device record, in its order. */
-const deviceFields = ['id', 'name', 'userId', 'pinCode', 'isSynced', 'icon', 'description', 'color', 'created_at', 'isActive', 'selectedModel']
+const deviceFields = [
+  'id',
+  'name',
+  'userId',
+  'pinCode',
+  'isSynced',
+  'icon',
+  'description',
+  'color',
+  'created_at',
+  'isActive',
+  'selectedModel',
+]
 /** The interface's Device initialisation record: the Device fields plus these. */
 const initFields = [...deviceFields, 'organization_id', 'eventId', 'deviceCode', 'userCode', 'status', 'expires_at']
 /** What GET /api/device/:id adds to the Device record. */
@@ -52,8 +64,10 @@ async function initDevice(base = svc.url) {
   return res.body as { deviceId: string; deviceCode: string; userCode: string; pinCode: string; expires_at: string; interval: number }
 }
 
-const poll = (deviceId: string, deviceCode: string, base = svc.url) => call(base, '/api/device/get-init-device', { body: { deviceId, deviceCode } })
-const validate = (token: string, body: Record<string, unknown>) => api('/api/device/validate', { token, body: { name: 'Kitchen frame', ...body } })
+const poll = (deviceId: string, deviceCode: string, base = svc.url) =>
+  call(base, '/api/device/get-init-device', { body: { deviceId, deviceCode } })
+const validate = (token: string, body: Record<string, unknown>) =>
+  api('/api/device/validate', { token, body: { name: 'Kitchen frame', ...body } })
 /** What a person types: lower case, no dash. */
 const typed = (pin: string) => pin.replace('-', '').toLowerCase()
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
@@ -66,7 +80,8 @@ function errorBody(t: Tap, res: Res, status: number, code: string, what: string)
 
 /** Every Device field with the interface's type (and the color a hex colour). */
 function deviceTypes(t: Tap, d: Json, what: string) {
-  for (const k of ['id', 'name', 'userId', 'pinCode', 'icon', 'description', 'selectedModel']) t.type(d[k], 'string', `${what}: ${k} is a string`)
+  for (const k of ['id', 'name', 'userId', 'pinCode', 'icon', 'description', 'selectedModel'])
+    t.type(d[k], 'string', `${what}: ${k} is a string`)
   t.type(d.isSynced, 'boolean', `${what}: isSynced is a boolean`)
   t.type(d.isActive, 'boolean', `${what}: isActive is a boolean`)
   t.match(d.color, /^#[0-9a-fA-F]{6}$/, `${what}: color is hex`)
@@ -97,7 +112,17 @@ t.test('the full flow: init, validate, credentials once, list/get/patch, disconn
   const codes = init.body
   t.same(
     Object.keys(codes).sort(),
-    ['deviceCode', 'deviceId', 'expires_at', 'expires_in', 'interval', 'pinCode', 'userCode', 'verification_uri', 'verification_uri_complete'].sort(),
+    [
+      'deviceCode',
+      'deviceId',
+      'expires_at',
+      'expires_in',
+      'interval',
+      'pinCode',
+      'userCode',
+      'verification_uri',
+      'verification_uri_complete',
+    ].sort(),
     'init answers with the codes',
   )
   t.match(codes.deviceId, uuid)
@@ -134,7 +159,13 @@ t.test('the full flow: init, validate, credentials once, list/get/patch, disconn
   t.notOk('credentials' in pending.body, 'no credentials while pending')
 
   // 3. Alice claims it with the pin as a person types it: lower case, no dash.
-  const claimed = await validate(alice.token, { pinCode: typed(codes.pinCode), icon: 'kitchen', color: '#A1B2C3', description: 'By the window', selectedModel: 'local' })
+  const claimed = await validate(alice.token, {
+    pinCode: typed(codes.pinCode),
+    icon: 'kitchen',
+    color: '#A1B2C3',
+    description: 'By the window',
+    selectedModel: 'local',
+  })
   t.equal(claimed.status, 200, 'validate by pinCode succeeds')
   t.equal(claimed.body.success, true)
   t.equal(claimed.body.status, 'approved')
@@ -287,14 +318,19 @@ t.test('the full flow: init, validate, credentials once, list/get/patch, disconn
     t.match(e.created_at, iso)
   }
   const times = all.body.events.map((e: Json) => Date.parse(e.created_at))
-  t.ok(times.every((x: number, i: number) => i === 0 || x <= times[i - 1]), 'created_at never increases down the list')
+  t.ok(
+    times.every((x: number, i: number) => i === 0 || x <= times[i - 1]),
+    'created_at never increases down the list',
+  )
   t.equal(all.body.events[2].id, claimed.body.eventId, 'the paired event is the eventId of the record')
   t.equal(all.body.events[2].data.via, 'pinCode')
 
   const walked: string[] = []
   let cursor: string | null = null
   for (let pageNo = 0; pageNo < 10; pageNo++) {
-    const res: Res = await api(`/api/device/${codes.deviceId}/events?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { token: alice.token })
+    const res: Res = await api(`/api/device/${codes.deviceId}/events?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, {
+      token: alice.token,
+    })
     t.equal(res.status, 200, `page ${pageNo + 1}`)
     t.equal(res.body.events.length, 1, 'one event per page')
     walked.push(res.body.events[0].id)
@@ -302,7 +338,11 @@ t.test('the full flow: init, validate, credentials once, list/get/patch, disconn
     if (cursor === null) break
     t.type(cursor, 'string')
   }
-  t.same(walked, all.body.events.map((e: Json) => e.id), 'limit=1 walks every event once, in order')
+  t.same(
+    walked,
+    all.body.events.map((e: Json) => e.id),
+    'limit=1 walks every event once, in order',
+  )
   const badCursor = await api(`/api/device/${codes.deviceId}/events?cursor=not-a-cursor`, { token: alice.token })
   t.equal(badCursor.status, 400, 'an invalid cursor is refused')
   t.equal(badCursor.body.code, 'INVALID_CURSOR')
@@ -334,17 +374,47 @@ t.test('the full flow: init, validate, credentials once, list/get/patch, disconn
   t.same(await db.select().from(event).where(eq(event.deviceId, codes.deviceId)), [], 'its events are gone')
   t.same(await db.select().from(deviceInit).where(eq(deviceInit.id, codes.deviceId)), [], 'its initialisation record is gone')
   errorBody(t, await poll(codes.deviceId, codes.deviceCode), 404, 'DEVICE_NOT_FOUND', 'the deleted device polling')
-  errorBody(t, await api('/api/device/delete', { method: 'DELETE', token: jwt, body: { deviceId: codes.deviceId } }), 404, 'DEVICE_NOT_FOUND', 'deleting twice')
+  errorBody(
+    t,
+    await api('/api/device/delete', { method: 'DELETE', token: jwt, body: { deviceId: codes.deviceId } }),
+    404,
+    'DEVICE_NOT_FOUND',
+    'deleting twice',
+  )
   const listAfter = await api('/api/device', { token: alice.token })
   t.same(listAfter.body.devices.map((x: Json) => x.id).sort(), [second.deviceId, repaired.deviceId].sort(), 'the list no longer holds it')
 
   // 11. Delete with the session token works too; no token or a bad JWT does not.
-  errorBody(t, await api('/api/device/delete', { method: 'DELETE', body: { deviceId: second.deviceId } }), 401, 'UNAUTHORIZED', 'delete without a token')
-  errorBody(t, await api('/api/device/delete', { method: 'DELETE', token: 'aaaa.bbbb.cccc', body: { deviceId: second.deviceId } }), 401, 'UNAUTHORIZED', 'delete with a garbage JWT')
+  errorBody(
+    t,
+    await api('/api/device/delete', { method: 'DELETE', body: { deviceId: second.deviceId } }),
+    401,
+    'UNAUTHORIZED',
+    'delete without a token',
+  )
+  errorBody(
+    t,
+    await api('/api/device/delete', { method: 'DELETE', token: 'aaaa.bbbb.cccc', body: { deviceId: second.deviceId } }),
+    401,
+    'UNAUTHORIZED',
+    'delete with a garbage JWT',
+  )
   const [h, p, s] = jwt.split('.') as [string, string, string]
   const forged = `${h}.${p}.${s.slice(0, -4)}${s.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`
-  errorBody(t, await api('/api/device/delete', { method: 'DELETE', token: forged, body: { deviceId: second.deviceId } }), 401, 'UNAUTHORIZED', 'delete with a JWT whose signature is wrong')
-  errorBody(t, await api('/api/device/delete', { method: 'DELETE', token: 'not-a-session', body: { deviceId: second.deviceId } }), 401, 'UNAUTHORIZED', 'delete with a garbage session token')
+  errorBody(
+    t,
+    await api('/api/device/delete', { method: 'DELETE', token: forged, body: { deviceId: second.deviceId } }),
+    401,
+    'UNAUTHORIZED',
+    'delete with a JWT whose signature is wrong',
+  )
+  errorBody(
+    t,
+    await api('/api/device/delete', { method: 'DELETE', token: 'not-a-session', body: { deviceId: second.deviceId } }),
+    401,
+    'UNAUTHORIZED',
+    'delete with a garbage session token',
+  )
   t.equal((await api(`/api/device/${second.deviceId}`, { token: alice.token })).status, 200, 'refused deletes leave the device')
   const delSession = await api('/api/device/delete', { method: 'DELETE', token: alice.token, body: { deviceId: second.deviceId } })
   t.equal(delSession.status, 200, 'delete with the session token succeeds')
@@ -373,13 +443,22 @@ t.test('expired: a pending record past expires_at is refused with 410 and reads 
   const carol = await person('carol')
   const codes = await initDevice()
   const db = svc.app.database.db
-  await db.update(deviceInit).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(deviceInit.id, codes.deviceId))
+  await db
+    .update(deviceInit)
+    .set({ expiresAt: new Date(Date.now() - 1000) })
+    .where(eq(deviceInit.id, codes.deviceId))
   const [stillPending] = await db.select().from(deviceInit).where(eq(deviceInit.id, codes.deviceId))
   t.equal(stillPending?.status, 'pending', 'nothing has swept it yet')
 
   errorBody(t, await validate(carol.token, { pinCode: typed(codes.pinCode) }), 410, 'CODE_EXPIRED', 'validate an expired pinCode')
   errorBody(t, await validate(carol.token, { userCode: codes.userCode }), 410, 'CODE_EXPIRED', 'validate an expired userCode')
-  errorBody(t, await api('/api/device/deny', { token: carol.token, body: { userCode: codes.userCode } }), 410, 'CODE_EXPIRED', 'deny an expired code')
+  errorBody(
+    t,
+    await api('/api/device/deny', { token: carol.token, body: { userCode: codes.userCode } }),
+    410,
+    'CODE_EXPIRED',
+    'deny an expired code',
+  )
   const polled = await poll(codes.deviceId, codes.deviceCode)
   t.equal(polled.status, 200)
   t.equal(polled.body.status, 'expired', 'the device sees expired')
@@ -400,10 +479,22 @@ t.test('denied: the user refuses a code; the device sees denied; the code cannot
   t.notOk('credentials' in polled.body)
   errorBody(t, await validate(dave.token, { userCode: codes.userCode }), 409, 'CODE_ALREADY_USED', 'validate after deny')
   errorBody(t, await validate(dave.token, { pinCode: codes.pinCode }), 409, 'CODE_ALREADY_USED', 'validate the denied pinCode')
-  errorBody(t, await api('/api/device/deny', { token: dave.token, body: { userCode: codes.userCode } }), 409, 'CODE_ALREADY_USED', 'deny twice')
+  errorBody(
+    t,
+    await api('/api/device/deny', { token: dave.token, body: { userCode: codes.userCode } }),
+    409,
+    'CODE_ALREADY_USED',
+    'deny twice',
+  )
   t.same(await svc.app.database.db.select().from(device).where(eq(device.id, codes.deviceId)), [], 'no device was created')
   errorBody(t, await api('/api/device/deny', { body: { userCode: codes.userCode } }), 401, 'UNAUTHORIZED', 'deny without a session')
-  errorBody(t, await api('/api/device/validate', { body: { userCode: codes.userCode, name: 'x' } }), 401, 'UNAUTHORIZED', 'validate without a session')
+  errorBody(
+    t,
+    await api('/api/device/validate', { body: { userCode: codes.userCode, name: 'x' } }),
+    401,
+    'UNAUTHORIZED',
+    'validate without a session',
+  )
 })
 
 t.test('reused: a claimed code is refused with 409, for the claimer and for anyone else', async (t) => {
@@ -413,10 +504,28 @@ t.test('reused: a claimed code is refused with 409, for the claimer and for anyo
   t.equal((await validate(erin.token, { userCode: codes.userCode, name: 'Erin frame' })).status, 200)
   errorBody(t, await validate(erin.token, { userCode: codes.userCode, name: 'Again' }), 409, 'CODE_ALREADY_USED', 'the same user again')
   errorBody(t, await validate(frank.token, { userCode: codes.userCode, name: 'Mine now' }), 409, 'CODE_ALREADY_USED', 'a second user')
-  errorBody(t, await validate(frank.token, { pinCode: typed(codes.pinCode), name: 'Mine now' }), 409, 'CODE_ALREADY_USED', 'a second user by pinCode')
+  errorBody(
+    t,
+    await validate(frank.token, { pinCode: typed(codes.pinCode), name: 'Mine now' }),
+    409,
+    'CODE_ALREADY_USED',
+    'a second user by pinCode',
+  )
   await poll(codes.deviceId, codes.deviceCode)
-  errorBody(t, await validate(frank.token, { userCode: codes.userCode, name: 'Mine now' }), 409, 'CODE_ALREADY_USED', 'after the credentials were issued')
-  errorBody(t, await api('/api/device/deny', { token: frank.token, body: { userCode: codes.userCode } }), 409, 'CODE_ALREADY_USED', 'deny a claimed code')
+  errorBody(
+    t,
+    await validate(frank.token, { userCode: codes.userCode, name: 'Mine now' }),
+    409,
+    'CODE_ALREADY_USED',
+    'after the credentials were issued',
+  )
+  errorBody(
+    t,
+    await api('/api/device/deny', { token: frank.token, body: { userCode: codes.userCode } }),
+    409,
+    'CODE_ALREADY_USED',
+    'deny a claimed code',
+  )
   const rec = await poll(codes.deviceId, codes.deviceCode)
   t.equal(rec.body.userId, erin.id, 'the device still belongs to the first claimer')
   t.equal(rec.body.name, 'Erin frame')
@@ -476,7 +585,10 @@ t.test('with the default poll interval: polling too fast is 429 SLOW_DOWN; the s
   errorBody(t, await poll(codes.deviceId, codes.deviceCode, slow.url), 429, 'SLOW_DOWN', 'still too fast')
   errorBody(t, await poll(codes.deviceId, randomUUID(), slow.url), 404, 'DEVICE_NOT_FOUND', 'a wrong code is still 404, not SLOW_DOWN')
   // As if the interval had passed since the last answered poll.
-  await db.update(deviceInit).set({ lastPolledAt: new Date(Date.now() - 6000) }).where(eq(deviceInit.id, codes.deviceId))
+  await db
+    .update(deviceInit)
+    .set({ lastPolledAt: new Date(Date.now() - 6000) })
+    .where(eq(deviceInit.id, codes.deviceId))
   const later = await poll(codes.deviceId, codes.deviceCode, slow.url)
   t.equal(later.status, 200, 'after the interval the device is answered again')
   t.equal(later.body.status, 'pending')
@@ -484,8 +596,12 @@ t.test('with the default poll interval: polling too fast is 429 SLOW_DOWN; the s
   // The sweeper: a stale pending record becomes expired in the table without anyone reading it.
   const stale = await initDevice(slow.url)
   const fresh = await initDevice(slow.url)
-  await db.update(deviceInit).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(deviceInit.id, stale.deviceId))
-  const statusOf = async (id: string) => (await db.select({ status: deviceInit.status }).from(deviceInit).where(eq(deviceInit.id, id)))[0]?.status
+  await db
+    .update(deviceInit)
+    .set({ expiresAt: new Date(Date.now() - 1000) })
+    .where(eq(deviceInit.id, stale.deviceId))
+  const statusOf = async (id: string) =>
+    (await db.select({ status: deviceInit.status }).from(deviceInit).where(eq(deviceInit.id, id)))[0]?.status
   const deadline = Date.now() + 15_000
   while ((await statusOf(stale.deviceId)) !== 'expired' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
   t.equal(await statusOf(stale.deviceId), 'expired', 'the sweeper marked the stale record expired')

@@ -44,7 +44,8 @@ function resolve(doc: { components?: { schemas?: Record<string, Schema> } }, s: 
   return s
 }
 
-const mapProps = (props: Record<string, Schema>, f: (name: string, s: Schema) => unknown) => JSON.stringify(Object.fromEntries(Object.entries(props).map(([k, v]) => [k, f(k, v)])))
+const mapProps = (props: Record<string, Schema>, f: (name: string, s: Schema) => unknown) =>
+  JSON.stringify(Object.fromEntries(Object.entries(props).map(([k, v]) => [k, f(k, v)])))
 
 /** The bodies to send to an operation that takes one. */
 function bodies(props: Record<string, Schema>): Array<{ label: string; type: string; body: string | Uint8Array }> {
@@ -56,15 +57,23 @@ function bodies(props: Record<string, Schema>): Array<{ label: string; type: str
     { label: 'wrong types', type: json, body: mapProps(props, (_, s) => wrongType(s)) },
     { label: '1 MB strings', type: json, body: mapProps(props, (_, s) => (stringish(s) ? 'a'.repeat(MB) : wrongType(s))) },
     { label: 'NUL bytes', type: json, body: mapProps(props, () => 'a\u0000b') },
-    { label: 'invalid UTF-8', type: json, body: Buffer.concat([Buffer.from(`{"${names[0] ?? 'a'}":"`), Buffer.from([0xff, 0xfe, 0xc3, 0x28]), Buffer.from('"}')]) },
+    {
+      label: 'invalid UTF-8',
+      type: json,
+      body: Buffer.concat([Buffer.from(`{"${names[0] ?? 'a'}":"`), Buffer.from([0xff, 0xfe, 0xc3, 0x28]), Buffer.from('"}')]),
+    },
     { label: 'duplicate keys', type: json, body: `{${(names.length ? names : ['a']).map((n) => `"${n}":"x","${n}":{"y":1}`).join(',')}}` },
     { label: '__proto__ keys', type: json, body: '{"__proto__":{"isAdmin":true},"constructor":{"prototype":{"polluted":true}}}' },
-    { label: '20,000 levels', type: json, body: '{"a":'.repeat(20_000) + '1' + '}'.repeat(20_000) },
+    { label: '20,000 levels', type: json, body: `${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}` },
     { label: 'malformed JSON', type: json, body: '{"a":' },
     { label: 'a JSON array', type: json, body: '[1,2,3]' },
     { label: 'text/plain', type: 'text/plain', body: '{"a":1}' },
     { label: 'XML', type: 'application/xml', body: '<a>1</a>' },
-    { label: 'broken multipart', type: 'multipart/form-data; boundary=zz', body: '--zz\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n\r\nnot an image' },
+    {
+      label: 'broken multipart',
+      type: 'multipart/form-data; boundary=zz',
+      body: '--zz\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n\r\nnot an image',
+    },
     { label: 'form', type: 'application/x-www-form-urlencoded', body: 'a=1&a=2&__proto__[x]=1' },
   ]
 }
@@ -86,7 +95,15 @@ function probesFor(doc: { paths: Record<string, Record<string, Operation>>; comp
       const params = (op.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name)
       const fill = (v: string) => path.replace(/\{[^}]+\}/g, v)
       const query = (op.parameters ?? []).filter((p) => p.in === 'query')
-      const wrongQuery = query.length ? '?' + query.map((p) => `${encodeURIComponent(p.name)}=${encodeURIComponent(String(wrongType(p.schema)))}&${encodeURIComponent(p.name)}=${'q'.repeat(4096)}`).join('&') : '?__proto__[a]=1'
+      const wrongQuery = query.length
+        ? '?' +
+          query
+            .map(
+              (p) =>
+                `${encodeURIComponent(p.name)}=${encodeURIComponent(String(wrongType(p.schema)))}&${encodeURIComponent(p.name)}=${'q'.repeat(4096)}`,
+            )
+            .join('&')
+        : '?__proto__[a]=1'
       // A page for people (text/html) answers its errors as a page too.
       const page = JSON.stringify((op.responses as Record<string, unknown> | undefined)?.['200'] ?? {}).includes('text/html')
       const base = fill('00000000-0000-4000-8000-000000000000')
@@ -95,7 +112,8 @@ function probesFor(doc: { paths: Record<string, Record<string, Operation>>; comp
       const json = op.requestBody?.content?.['application/json']?.schema ?? op.requestBody?.content?.['multipart/form-data']?.schema
       if (m !== 'GET' && m !== 'HEAD') {
         const props = resolve(doc, json)?.properties ?? {}
-        for (const b of bodies(props)) out.push({ label: b.label, method: m, path: base, headers: { 'content-type': b.type }, body: b.body, page })
+        for (const b of bodies(props))
+          out.push({ label: b.label, method: m, path: base, headers: { 'content-type': b.type }, body: b.body, page })
       }
     }
   }
@@ -108,7 +126,12 @@ async function run(svc: TestApp, probes: Probe[], auth: () => Promise<Record<str
     while (next < probes.length) {
       const p = probes[next++]!
       const headers = { origin: svc.url, ...(await auth()), ...p.headers }
-      const res = await fetch(svc.url + p.path, { method: p.method, headers, body: p.body as BodyInit | undefined, redirect: 'manual' }).catch((err: Error) => ({ status: 0, err }) as const)
+      const res = await fetch(svc.url + p.path, {
+        method: p.method,
+        headers,
+        body: p.body as BodyInit | undefined,
+        redirect: 'manual',
+      }).catch((err: Error) => ({ status: 0, err }) as const)
       const where = `${p.method} ${p.path.slice(0, 80)} (${p.label})`
       if (!('headers' in res)) {
         problems.push(`${where}: no answer (${res.err.message})`)
@@ -122,7 +145,8 @@ async function run(svc: TestApp, probes: Probe[], auth: () => Promise<Record<str
         try {
           body = JSON.parse(text)
         } catch {}
-        if (typeof body.message !== 'string' || typeof body.code !== 'string') problems.push(`${where}: ${res.status} without {message, code}: ${text.slice(0, 120)}`)
+        if (typeof body.message !== 'string' || typeof body.code !== 'string')
+          problems.push(`${where}: ${res.status} without {message, code}: ${text.slice(0, 120)}`)
       }
     }
   }
@@ -130,7 +154,14 @@ async function run(svc: TestApp, probes: Probe[], auth: () => Promise<Record<str
 }
 
 t.test('no operation answers a 5xx or an error without {message, code}, whatever it is sent', async (t) => {
-  const svc = await startApp(t, { env: { RATE_LIMIT_MAX: '10000000', RATE_LIMIT_AUTH_MAX: '10000000', BODY_LIMIT: String(2 * MB), MQTT_AUTH_SECRET: 'fuzz-hook-secret-0123456789' } })
+  const svc = await startApp(t, {
+    env: {
+      RATE_LIMIT_MAX: '10000000',
+      RATE_LIMIT_AUTH_MAX: '10000000',
+      BODY_LIMIT: String(2 * MB),
+      MQTT_AUTH_SECRET: 'fuzz-hook-secret-0123456789',
+    },
+  })
   const email = uniqueEmail('fuzz')
   let token = (await signUp(makeClient(svc.url).client, email, PASSWORD)).token
   const doc = (await (await fetch(`${svc.url}/api/openapi.json`)).json()) as Parameters<typeof probesFor>[0]
@@ -145,7 +176,11 @@ t.test('no operation answers a 5xx or an error without {message, code}, whatever
     checking ??= (async () => {
       const ok = (await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })).status === 200
       if (!ok) {
-        const res = await fetch(`${svc.url}/sign-in/email`, { method: 'POST', headers: { 'content-type': 'application/json', origin: svc.url }, body: JSON.stringify({ email, password: PASSWORD }) })
+        const res = await fetch(`${svc.url}/sign-in/email`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: svc.url },
+          body: JSON.stringify({ email, password: PASSWORD }),
+        })
         token = ((await res.json()) as { token: string }).token
       }
     })().finally(() => setTimeout(() => (checking = undefined), 50))

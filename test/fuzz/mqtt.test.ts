@@ -12,10 +12,12 @@ import mqttPacket from 'mqtt-packet'
 import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
-import { close, connect, eventually, mqttUrl, nextMessage, subackCodes, subscribe } from '../helpers/mqtt.js'
+import { connect, eventually, mqttUrl, nextMessage, subackCodes, subscribe } from '../helpers/mqtt.js'
 
 t.test('abuse over MQTT: bounded, answered, and the service keeps serving', async (t) => {
-  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', MQTT_INBOUND_RATE: '100', MQTT_INBOUND_BURST: '200', MQTT_MAX_SUBSCRIPTIONS: '500' } })
+  const svc = await startApp(t, {
+    env: { DEVICE_POLL_INTERVAL: '0', MQTT_INBOUND_RATE: '100', MQTT_INBOUND_BURST: '200', MQTT_MAX_SUBSCRIPTIONS: '500' },
+  })
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('mqtt-fuzz'))
   const dev = await pairDevice(svc, token)
   const http = async () => (await fetch(`${svc.url}/api/device`, { headers: { authorization: `Bearer ${token}` } })).status
@@ -31,7 +33,11 @@ t.test('abuse over MQTT: bounded, answered, and the service keeps serving', asyn
 
   // 150 acknowledgements of commands that do not exist (under the rate's burst), some oversized.
   for (let i = 0; i < 150; i++) {
-    await device.publishAsync(dev.topics.ack!, JSON.stringify({ commandId: randomUUID(), ok: true, pad: 'x'.repeat(i % 3 === 0 ? 250_000 : 1000) }), { qos: 1 })
+    await device.publishAsync(
+      dev.topics.ack!,
+      JSON.stringify({ commandId: randomUUID(), ok: true, pad: 'x'.repeat(i % 3 === 0 ? 250_000 : 1000) }),
+      { qos: 1 },
+    )
   }
   await eventually(async () => stats.unmatchedAcks + stats.oversized >= 150)
   t.ok((await events()) - before <= 1, 'acknowledgements of nothing stored nothing')
@@ -43,7 +49,10 @@ t.test('abuse over MQTT: bounded, answered, and the service keeps serving', asyn
   const [codes, during] = await Promise.all([subackCodes(app, filters), http()])
   t.equal(codes.length, 2000, 'one return code per filter')
   t.equal(codes[0], 1, 'its own device is granted')
-  t.ok(codes.slice(1).every((c) => c === 0x80), 'every other filter refused')
+  t.ok(
+    codes.slice(1).every((c) => c === 0x80),
+    'every other filter refused',
+  )
   t.equal(guard.subscriptionsCapped, 1500, 'filters past MQTT_MAX_SUBSCRIPTIONS refused without a lookup')
   t.equal(during, 200, 'HTTP answered meanwhile')
 
@@ -54,17 +63,43 @@ t.test('abuse over MQTT: bounded, answered, and the service keeps serving', asyn
   // A QoS 1 flood of status reports from another device: acknowledged, mostly dropped, counted
   // (and if it lasts over three windows on a slow machine, that device is disconnected).
   const noisy = await pairDevice(svc, token)
-  const flooder = await connect(mqttUrl(svc), { clientId: noisy.deviceId, username: noisy.deviceId, password: noisy.password, clean: true, reconnectPeriod: 0 })
+  const flooder = await connect(mqttUrl(svc), {
+    clientId: noisy.deviceId,
+    username: noisy.deviceId,
+    password: noisy.password,
+    clean: true,
+    reconnectPeriod: 0,
+  })
   t.teardown(() => flooder.end(true))
-  const outcomes = await Promise.all(Array.from({ length: 1500 }, (_, i) => flooder.publishAsync(noisy.topics.status!, JSON.stringify({ battery: i % 100 }), { qos: 1 }).then(() => 'acked', () => 'closed')))
-  t.ok(outcomes.filter((o) => o === 'acked').length >= 1000 || guard.rateClosed === 1, 'acknowledged, unless the flood outlasted three windows and was disconnected')
+  const outcomes = await Promise.all(
+    Array.from({ length: 1500 }, (_, i) =>
+      flooder.publishAsync(noisy.topics.status!, JSON.stringify({ battery: i % 100 }), { qos: 1 }).then(
+        () => 'acked',
+        () => 'closed',
+      ),
+    ),
+  )
+  t.ok(
+    outcomes.filter((o) => o === 'acked').length >= 1000 || guard.rateClosed === 1,
+    'acknowledged, unless the flood outlasted three windows and was disconnected',
+  )
   t.ok(guard.rateDropped > 0, `the excess was dropped (${guard.rateDropped} of 1500)`)
   t.equal(await http(), 200, 'HTTP answers after the flood')
   t.equal(device.connected, true, 'the other device was not affected')
 
   // U+0000 in a topic and bytes that are not MQTT: that connection closes, nothing else.
   for (const [label, bytes] of [
-    ['U+0000 in a topic', mqttPacket.generate({ cmd: 'publish', topic: `devices/${dev.deviceId}/up/status\u0000`, payload: '{}', qos: 0, retain: false, dup: false })],
+    [
+      'U+0000 in a topic',
+      mqttPacket.generate({
+        cmd: 'publish',
+        topic: `devices/${dev.deviceId}/up/status\u0000`,
+        payload: '{}',
+        qos: 0,
+        retain: false,
+        dup: false,
+      }),
+    ],
     ['random bytes', Buffer.from(Array.from({ length: 512 }, (_, i) => (i * 97 + 13) % 256))],
   ] as const) {
     const socket = netConnect(svc.app.mqttPort!, '127.0.0.1')
@@ -72,7 +107,18 @@ t.test('abuse over MQTT: bounded, answered, and the service keeps serving', asyn
     await new Promise((resolve) => socket.once('connect', resolve))
     const gone = new Promise<boolean>((resolve) => socket.once('close', () => resolve(true)))
     const connack = new Promise<void>((resolve) => socket.once('data', () => resolve()))
-    socket.write(mqttPacket.generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean: true, clientId: noisy.deviceId, username: noisy.deviceId, password: Buffer.from(noisy.password), keepalive: 30 }))
+    socket.write(
+      mqttPacket.generate({
+        cmd: 'connect',
+        protocolId: 'MQTT',
+        protocolVersion: 4,
+        clean: true,
+        clientId: noisy.deviceId,
+        username: noisy.deviceId,
+        password: Buffer.from(noisy.password),
+        keepalive: 30,
+      }),
+    )
     await connack
     socket.write(bytes)
     t.ok(await Promise.race([gone, new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]), `${label}: the connection is closed`)
@@ -83,7 +129,11 @@ t.test('abuse over MQTT: bounded, answered, and the service keeps serving', asyn
   t.teardown(() => again.end(true))
   await subscribe(again, dev.topics.cmd!)
   const cmd = nextMessage<{ command: string }>(again, dev.topics.cmd!)
-  const sent = await fetch(`${svc.url}/api/device/${dev.deviceId}/command`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ command: 'identify' }) })
+  const sent = await fetch(`${svc.url}/api/device/${dev.deviceId}/command`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ command: 'identify' }),
+  })
   t.equal(sent.status, 202)
   t.equal((await cmd).payload.command, 'identify', 'a command still reaches the device')
   t.equal(await http(), 200)

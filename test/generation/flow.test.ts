@@ -11,7 +11,9 @@ import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../
 const json = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' })
 
 t.test('prompt → generation → image on the device', async (t) => {
-  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', LOCAL_PROVIDER_DURATION_MS: '600', GENERATION_POLL_BASE_MS: '50', GENERATION_TICK_MS: '50' } })
+  const svc = await startApp(t, {
+    env: { DEVICE_POLL_INTERVAL: '0', LOCAL_PROVIDER_DURATION_MS: '600', GENERATION_POLL_BASE_MS: '50', GENERATION_TICK_MS: '50' },
+  })
   const { client } = makeClient(svc.url)
   const { token } = await signUp(client, uniqueEmail())
   const dev = await pairDevice(svc, token, { palette: 'bw', width: 800, height: 480 })
@@ -20,15 +22,31 @@ t.test('prompt → generation → image on the device', async (t) => {
   await subscribe(c, `devices/${dev.deviceId}/#`)
 
   const promptMsg = nextMessage<{ promptId: string; text: string }>(c, `devices/${dev.deviceId}/prompt`)
-  const created = await fetch(`${svc.url}/api/prompts`, { method: 'POST', headers: json(token), body: JSON.stringify({ text: 'a lighthouse', template: 'line-art', deviceId: dev.deviceId }) })
+  const created = await fetch(`${svc.url}/api/prompts`, {
+    method: 'POST',
+    headers: json(token),
+    body: JSON.stringify({ text: 'a lighthouse', template: 'line-art', deviceId: dev.deviceId }),
+  })
   t.equal(created.status, 201)
   const prompt = (await created.json()) as { id: string; text: string; model: string; width: number; height: number }
   t.match(prompt.text, /line art of a lighthouse/)
   t.equal(prompt.model, 'local')
   t.equal((await promptMsg).payload.promptId, prompt.id, 'the device got the prompt')
 
-  const imageMsg = nextMessage<{ imageId: string; url: string; format: string; width: number; height: number; bytes: number; sha256: string }>(c, `devices/${dev.deviceId}/image`, 20_000)
-  const started = await fetch(`${svc.url}/api/generate`, { method: 'POST', headers: json(token), body: JSON.stringify({ promptId: prompt.id, deviceId: dev.deviceId }) })
+  const imageMsg = nextMessage<{
+    imageId: string
+    url: string
+    format: string
+    width: number
+    height: number
+    bytes: number
+    sha256: string
+  }>(c, `devices/${dev.deviceId}/image`, 20_000)
+  const started = await fetch(`${svc.url}/api/generate`, {
+    method: 'POST',
+    headers: json(token),
+    body: JSON.stringify({ promptId: prompt.id, deviceId: dev.deviceId }),
+  })
   t.equal(started.status, 202)
   const job = (await started.json()) as { id: string; status: string; price: string }
   t.equal(job.status, 'queued')
@@ -36,7 +54,11 @@ t.test('prompt → generation → image on the device', async (t) => {
 
   const seen = new Set<string>()
   const done = await eventually(async () => {
-    const r = (await (await fetch(`${svc.url}/api/generate/${job.id}`, { headers: json(token) })).json()) as { status: string; progress: number; result: { images: Array<{ format: string; url: string }> } | null }
+    const r = (await (await fetch(`${svc.url}/api/generate/${job.id}`, { headers: json(token) })).json()) as {
+      status: string
+      progress: number
+      result: { images: Array<{ format: string; url: string }> } | null
+    }
     seen.add(r.status)
     return r.status === 'succeeded' ? r : null
   }, 20_000)
@@ -67,7 +89,9 @@ t.test('prompt → generation → image on the device', async (t) => {
   })
   t.pass('synced after it reports the image')
 
-  const list = (await (await fetch(`${svc.url}/api/prompts/device/${dev.deviceId}`, { headers: json(token) })).json()) as { prompts: Array<{ id: string }> }
+  const list = (await (await fetch(`${svc.url}/api/prompts/device/${dev.deviceId}`, { headers: json(token) })).json()) as {
+    prompts: Array<{ id: string }>
+  }
   t.equal(list.prompts[0]?.id, prompt.id)
 })
 
@@ -75,7 +99,10 @@ t.test('GET /api/demo runs the pipeline without an account', async (t) => {
   const svc = await startApp(t)
   const res = await fetch(`${svc.url}/api/demo?palette=spectra6`)
   t.equal(res.status, 200)
-  const body = (await res.json()) as { result: { original: { url: string }; images: Array<{ format: string; url: string; width: number }> }; cached: boolean }
+  const body = (await res.json()) as {
+    result: { original: { url: string }; images: Array<{ format: string; url: string; width: number }> }
+    cached: boolean
+  }
   t.equal(body.cached, false)
   t.equal(body.result.images[0]?.format, 'png-spectra6')
   t.equal(body.result.images[0]?.width, 800)

@@ -26,7 +26,8 @@ async function replicatePeer(t: { teardown(fn: () => unknown): void }) {
         counts.throttled += 1
         return { status: 429, body: { detail: 'Request was throttled' }, headers: { 'retry-after': '1' } }
       }
-      if (p.prompt.includes('explode')) return { status: 200, body: { id: p.id, status: 'failed', error: 'CUDA out of memory', output: null } }
+      if (p.prompt.includes('explode'))
+        return { status: 200, body: { id: p.id, status: 'failed', error: 'CUDA out of memory', output: null } }
       if (p.polls.length < 3) return { status: 200, body: { id: p.id, status: 'processing', output: null, logs: '50%|█████     | 2/4' } }
       return succeeded()
     },
@@ -44,7 +45,11 @@ async function generate(svc: TestApp, token: string, body: object) {
 
 async function waitJob(svc: TestApp, token: string, id: string, until: string[], timeoutMs = 20_000) {
   return eventually(async () => {
-    const r = (await (await fetch(`${svc.url}/api/generate/${id}`, { headers: hdr(token) })).json()) as { status: string; error: { code: string } | null; result: unknown }
+    const r = (await (await fetch(`${svc.url}/api/generate/${id}`, { headers: hdr(token) })).json()) as {
+      status: string
+      error: { code: string } | null
+      result: unknown
+    }
     return until.includes(r.status) ? r : null
   }, timeoutMs)
 }
@@ -56,7 +61,9 @@ async function balance(svc: TestApp, token: string): Promise<string> {
 t.test('paid jobs: debit, Retry-After, success, failure refund, 402, cancel refund, no double spend', async (t) => {
   const replicate = await replicatePeer(t)
   const adminEmail = uniqueEmail('admin')
-  const svc = await startApp(t, { env: { ...fast, ADMIN_EMAILS: adminEmail, REPLICATE_API_TOKEN: TOKEN, REPLICATE_BASE_URL: replicate.url } })
+  const svc = await startApp(t, {
+    env: { ...fast, ADMIN_EMAILS: adminEmail, REPLICATE_API_TOKEN: TOKEN, REPLICATE_BASE_URL: replicate.url },
+  })
   const admin = await signUpAdmin(svc, adminEmail)
   const { client } = makeClient(svc.url)
   const user = await signUp(client, uniqueEmail())
@@ -105,13 +112,24 @@ t.test('paid jobs: debit, Retry-After, success, failure refund, 402, cancel refu
   ])
   t.same([a.status, b.status].sort(), [202, 402], 'one job starts, the other gets 402')
   t.equal(Number(await balance(svc, racer.token)), 0, 'never below zero')
-  const ledger = (await (await fetch(`${svc.url}/api/credits`, { headers: hdr(racer.token) })).json()) as { ledger: Array<{ amount: string; reason: string }> }
-  t.same(ledger.ledger.map((l) => [l.reason, Number(l.amount)]).sort(), [['admin_credit', 1], ['generation', -1]].sort(), 'every change is a ledger row')
+  const ledger = (await (await fetch(`${svc.url}/api/credits`, { headers: hdr(racer.token) })).json()) as {
+    ledger: Array<{ amount: string; reason: string }>
+  }
+  t.same(
+    ledger.ledger.map((l) => [l.reason, Number(l.amount)]).sort(),
+    [
+      ['admin_credit', 1],
+      ['generation', -1],
+    ].sort(),
+    'every change is a ledger row',
+  )
 
   // Twenty at once with credits for four: four start, and only their prompts are stored.
   const crowd = await signUp(makeClient(svc.url).client, uniqueEmail())
   await creditUser(svc, admin.token, crowd.userId, '4')
-  const starts = await Promise.all(Array.from({ length: 20 }, (_, i) => generate(svc, crowd.token, { prompt: { text: `slow crowd ${i}` }, model: 'flux-schnell' })))
+  const starts = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => generate(svc, crowd.token, { prompt: { text: `slow crowd ${i}` }, model: 'flux-schnell' })),
+  )
   t.equal(starts.filter((r) => r.status === 202).length, 4, 'four accepted')
   t.equal(starts.filter((r) => r.status === 402).length, 16, 'the rest refused for the balance')
   const stored = await svc.app.database.db.select({ text: prompt.text }).from(prompt).where(eq(prompt.userId, crowd.userId))
@@ -144,7 +162,11 @@ t.test('bad input and ownership', async (t) => {
   t.equal(peek.status, 404, "someone else's job is not found")
   t.equal((await fetch(`${svc.url}/api/generate/${randomUUID()}`, { headers: hdr(owner.token) })).status, 404, 'unknown job id')
   t.equal((await fetch(`${svc.url}/api/generate/${mine.body.id}`)).status, 401, 'no session')
-  const prompts = await fetch(`${svc.url}/api/prompts`, { method: 'POST', headers: hdr(owner.token), body: JSON.stringify({ text: 'x', template: 'nope' }) })
+  const prompts = await fetch(`${svc.url}/api/prompts`, {
+    method: 'POST',
+    headers: hdr(owner.token),
+    body: JSON.stringify({ text: 'x', template: 'nope' }),
+  })
   t.equal(prompts.status, 400)
 })
 
@@ -156,7 +178,10 @@ t.test('a job survives a restart in the middle of polling; a deadline fails and 
   const started = await generate(first, user.token, { prompt: { text: 'across a restart' } })
   await waitJob(first, user.token, started.body.id, ['running'], 10_000)
   await first.close()
-  const second = await startApp(t, { env, reuse: { dataDir: first.dataDir, databaseUrl: first.config.databaseUrl, redisPrefix: first.config.redisPrefix } })
+  const second = await startApp(t, {
+    env,
+    reuse: { dataDir: first.dataDir, databaseUrl: first.config.databaseUrl, redisPrefix: first.config.redisPrefix },
+  })
   const done = await waitJob(second, user.token, started.body.id, ['succeeded', 'failed'])
   t.equal(done.status, 'succeeded', 'the restarted service resumed and finished the job')
   t.ok(done.result, 'with its images')
@@ -170,7 +195,10 @@ t.test('a job survives a restart in the middle of polling; a deadline fails and 
   const database = openDatabase({ databaseUrl: first.config.databaseUrl, dataDir: first.dataDir })
   await database.db.update(generationJob).set({ leaseUntil: leaseEnd }).where(eq(generationJob.id, held.body.id))
   await database.close()
-  const third = await startApp(t, { env, reuse: { dataDir: first.dataDir, databaseUrl: first.config.databaseUrl, redisPrefix: first.config.redisPrefix } })
+  const third = await startApp(t, {
+    env,
+    reuse: { dataDir: first.dataDir, databaseUrl: first.config.databaseUrl, redisPrefix: first.config.redisPrefix },
+  })
   if (third.config.redisUrl) {
     // A cluster node cannot tell its own old leases from another node's: the lease stands.
     await new Promise((r) => setTimeout(r, 1500))

@@ -30,8 +30,17 @@ t.before(async () => {
 })
 
 const hdr = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' })
-async function call<T = Record<string, unknown>>(method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: T & { code?: string } }> {
-  const res = await fetch(`${svc.url}${path}`, { method, headers: token ? hdr(token) : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+async function call<T = Record<string, unknown>>(
+  method: string,
+  path: string,
+  token?: string,
+  body?: unknown,
+): Promise<{ status: number; body: T & { code?: string } }> {
+  const res = await fetch(`${svc.url}${path}`, {
+    method,
+    headers: token ? hdr(token) : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
   const text = await res.text()
   return { status: res.status, body: (text ? JSON.parse(text) : {}) as T & { code?: string } }
 }
@@ -45,7 +54,10 @@ t.test('templates are listed and usable by name', async (t) => {
   const lineArt = list.body.templates.find((x) => x.name === 'line-art')
   t.ok(lineArt, 'line-art is one of them')
   for (const tpl of list.body.templates) {
-    const created = await call<{ text: string; style: string | null }>('POST', '/api/prompts', token, { text: 'a harbour', template: tpl.name })
+    const created = await call<{ text: string; style: string | null }>('POST', '/api/prompts', token, {
+      text: 'a harbour',
+      template: tpl.name,
+    })
     t.equal(created.status, 201, `template ${tpl.name}`)
     t.match(created.body.text, /a harbour/, 'the subject is inside the template')
     t.not(created.body.text, 'a harbour', 'and the template added to it')
@@ -58,11 +70,16 @@ t.test("a device's prompts page newest first without skipping any", async (t) =>
   const { token } = await person('pages')
   const dev = await pairDevice(svc, token)
   const made: string[] = []
-  for (let i = 0; i < 7; i++) made.push((await call<{ id: string }>('POST', '/api/prompts', token, { text: `prompt ${i}`, deviceId: dev.deviceId })).body.id)
+  for (let i = 0; i < 7; i++)
+    made.push((await call<{ id: string }>('POST', '/api/prompts', token, { text: `prompt ${i}`, deviceId: dev.deviceId })).body.id)
   const walked: string[] = []
   let cursor: string | null = null
   do {
-    const page: { status: number; body: { prompts: Array<{ id: string }>; nextCursor: string | null } } = await call('GET', `/api/prompts/device/${dev.deviceId}?limit=3${cursor ? `&cursor=${cursor}` : ''}`, token)
+    const page: { status: number; body: { prompts: Array<{ id: string }>; nextCursor: string | null } } = await call(
+      'GET',
+      `/api/prompts/device/${dev.deviceId}?limit=3${cursor ? `&cursor=${cursor}` : ''}`,
+      token,
+    )
     t.equal(page.status, 200)
     walked.push(...page.body.prompts.map((p) => p.id))
     cursor = page.body.nextCursor
@@ -76,7 +93,10 @@ t.test('who may send to a device: owner and organization admin; a member reads; 
   const member = await person('org-member')
   const admin = await person('org-admin')
   const stranger = await person('stranger')
-  const org = await call<{ id: string }>('POST', '/api/auth/organization/create', owner.token, { name: 'Prompt Org', slug: `prompt-org-${Date.now()}` })
+  const org = await call<{ id: string }>('POST', '/api/auth/organization/create', owner.token, {
+    name: 'Prompt Org',
+    slug: `prompt-org-${Date.now()}`,
+  })
   t.equal(org.status, 200)
   await svc.app.auth.api.addMember({ body: { userId: member.userId, organizationId: org.body.id, role: 'member' } })
   await svc.app.auth.api.addMember({ body: { userId: admin.userId, organizationId: org.body.id, role: 'admin' } })
@@ -84,13 +104,29 @@ t.test('who may send to a device: owner and organization admin; a member reads; 
   const own = await call<{ id: string }>('POST', '/api/prompts', owner.token, { text: 'by the owner', deviceId: dev.deviceId })
   t.equal(own.status, 201)
 
-  t.equal((await call('POST', '/api/prompts', admin.token, { text: 'by an admin', deviceId: dev.deviceId })).status, 201, 'an organization admin sends prompts')
-  t.equal((await call('POST', '/api/generate', admin.token, { prompt: { text: 'admin image' }, deviceId: dev.deviceId })).status, 202, 'and generates for it')
+  t.equal(
+    (await call('POST', '/api/prompts', admin.token, { text: 'by an admin', deviceId: dev.deviceId })).status,
+    201,
+    'an organization admin sends prompts',
+  )
+  t.equal(
+    (await call('POST', '/api/generate', admin.token, { prompt: { text: 'admin image' }, deviceId: dev.deviceId })).status,
+    202,
+    'and generates for it',
+  )
   const read = await call<{ prompts: unknown[] }>('GET', `/api/prompts/device/${dev.deviceId}`, member.token)
   t.equal(read.status, 200, 'a member reads its prompts')
   t.equal(read.body.prompts.length, 3, "the owner's, the admin's and the one the admin's generation stored")
-  t.equal((await call('POST', '/api/prompts', member.token, { text: 'by a member', deviceId: dev.deviceId })).status, 403, 'but may not send one')
-  t.equal((await call('POST', '/api/generate', member.token, { prompt: { text: 'member image' }, deviceId: dev.deviceId })).status, 403, 'nor generate for it')
+  t.equal(
+    (await call('POST', '/api/prompts', member.token, { text: 'by a member', deviceId: dev.deviceId })).status,
+    403,
+    'but may not send one',
+  )
+  t.equal(
+    (await call('POST', '/api/generate', member.token, { prompt: { text: 'member image' }, deviceId: dev.deviceId })).status,
+    403,
+    'nor generate for it',
+  )
   for (const [what, res] of [
     ['list', await call('GET', `/api/prompts/device/${dev.deviceId}`, stranger.token)],
     ['create', await call('POST', '/api/prompts', stranger.token, { text: 'intruder', deviceId: dev.deviceId })],
@@ -102,7 +138,10 @@ t.test('who may send to a device: owner and organization admin; a member reads; 
 
   // The admin's stored prompt stops working for them once they are only a member.
   const adminsPrompt = await call<{ id: string }>('POST', '/api/prompts', admin.token, { text: 'for later', deviceId: dev.deviceId })
-  await svc.app.auth.api.updateMemberRole({ body: { memberId: (await memberId(org.body.id, admin.userId))!, role: 'member', organizationId: org.body.id }, headers: new Headers({ authorization: `Bearer ${owner.token}` }) })
+  await svc.app.auth.api.updateMemberRole({
+    body: { memberId: (await memberId(org.body.id, admin.userId))!, role: 'member', organizationId: org.body.id },
+    headers: new Headers({ authorization: `Bearer ${owner.token}` }),
+  })
   const later = await call('POST', '/api/generate', admin.token, { promptId: adminsPrompt.body.id })
   t.equal(later.status, 403, "a stored prompt's device is checked again when it is used")
 })
@@ -110,7 +149,10 @@ t.test('who may send to a device: owner and organization admin; a member reads; 
 async function memberId(organizationId: string, userId: string) {
   const { member } = await import('../../src/db/schema.js')
   const { and } = await import('drizzle-orm')
-  const [row] = await svc.app.database.db.select().from(member).where(and(eq(member.organizationId, organizationId), eq(member.userId, userId)))
+  const [row] = await svc.app.database.db
+    .select()
+    .from(member)
+    .where(and(eq(member.organizationId, organizationId), eq(member.userId, userId)))
   return row?.id
 }
 
@@ -121,12 +163,20 @@ t.test('a refused generation stores and publishes nothing', async (t) => {
   t.teardown(() => close(c))
   await subscribe(c, dev.topics.prompt!)
   const firstPrompt = nextMessage<{ text: string }>(c, dev.topics.prompt!)
-  const poor = await call('POST', '/api/generate', token, { prompt: { text: 'too expensive' }, model: 'flux-schnell', deviceId: dev.deviceId })
+  const poor = await call('POST', '/api/generate', token, {
+    prompt: { text: 'too expensive' },
+    model: 'flux-schnell',
+    deviceId: dev.deviceId,
+  })
   t.equal(poor.status, 402)
   t.equal(poor.body.code, 'INSUFFICIENT_BALANCE')
   const unknown = await call('POST', '/api/generate', token, { prompt: { text: 'no such model' }, model: 'nope-1', deviceId: dev.deviceId })
   t.equal(unknown.status, 400)
-  t.equal((await call<{ prompts: unknown[] }>('GET', `/api/prompts/device/${dev.deviceId}`, token)).body.prompts.length, 0, 'no prompt was stored')
+  t.equal(
+    (await call<{ prompts: unknown[] }>('GET', `/api/prompts/device/${dev.deviceId}`, token)).body.prompts.length,
+    0,
+    'no prompt was stored',
+  )
   await call('POST', '/api/prompts', token, { text: 'the first real one', deviceId: dev.deviceId })
   t.equal((await firstPrompt).payload.text, 'the first real one', 'the device saw no prompt before it')
 })
@@ -152,7 +202,11 @@ t.test('the local provider: queued, running, done; the same prompt draws the sam
   t.equal(createHash('sha256').update(first).digest('hex'), createHash('sha256').update(second).digest('hex'), 'deterministic')
   const other = await provider.poll({ ...job, input: { ...input, prompt: 'a loud city', seed: seedFor('a loud city\n') } })
   const otherBytes = other.status === 'succeeded' && 'data' in other.outputs[0]! ? other.outputs[0].data : Buffer.alloc(0)
-  t.not(createHash('sha256').update(otherBytes).digest('hex'), createHash('sha256').update(first).digest('hex'), 'another prompt, another picture')
+  t.not(
+    createHash('sha256').update(otherBytes).digest('hex'),
+    createHash('sha256').update(first).digest('hex'),
+    'another prompt, another picture',
+  )
   const failing = await provider.poll({ ...job, input: { ...input, prompt: '!fail please' } })
   t.same(failing, { status: 'failed', error: { code: 'LOCAL_INJECTED_FAILURE', message: 'failure injected by the prompt' } })
 })
@@ -160,14 +214,26 @@ t.test('the local provider: queued, running, done; the same prompt draws the sam
 t.test('small images travel inline when the display asks; each delivery is an Event; image URLs revalidate', async (t) => {
   const { token, userId } = await person('inline')
   // pairDevice has no inline switch: init with it directly.
-  const init = await call<{ deviceId: string; deviceCode: string; pinCode: string }>('POST', '/api/device/init', undefined, { display: { width: 200, height: 120, palette: 'bw', inline: true }, model: 'tiny' })
+  const init = await call<{ deviceId: string; deviceCode: string; pinCode: string }>('POST', '/api/device/init', undefined, {
+    display: { width: 200, height: 120, palette: 'bw', inline: true },
+    model: 'tiny',
+  })
   await call('POST', '/api/device/validate', token, { pinCode: init.body.pinCode, name: 'Tiny' })
-  const creds = (await call<{ credentials: { password: string } }>('POST', '/api/device/get-init-device', undefined, { deviceId: init.body.deviceId, deviceCode: init.body.deviceCode })).body.credentials
+  const creds = (
+    await call<{ credentials: { password: string } }>('POST', '/api/device/get-init-device', undefined, {
+      deviceId: init.body.deviceId,
+      deviceCode: init.body.deviceCode,
+    })
+  ).body.credentials
   const id = init.body.deviceId
   const c = await connect(mqttUrl(svc), { clientId: id, username: id, password: creds.password })
   t.teardown(() => close(c))
   await subscribe(c, `devices/${id}/image`)
-  const arrives = nextMessage<{ imageId: string; url: string; bytes: number; sha256: string; data?: string }>(c, `devices/${id}/image`, 20_000)
+  const arrives = nextMessage<{ imageId: string; url: string; bytes: number; sha256: string; data?: string }>(
+    c,
+    `devices/${id}/image`,
+    20_000,
+  )
   const job = await call<{ id: string }>('POST', '/api/generate', token, { prompt: { text: 'a tiny boat' }, deviceId: id })
   t.equal(job.status, 202)
   const msg = (await arrives).payload

@@ -35,7 +35,8 @@ async function replicatePeer(t: { teardown(fn: () => unknown): void }) {
     },
     poll(p, succeeded) {
       const throttle = /throttle-(\d+)/.exec(p.prompt)
-      if (throttle && p.polls.length === 1) return { status: 429, body: { detail: 'Request was throttled' }, headers: { 'retry-after': throttle[1] as string } }
+      if (throttle && p.polls.length === 1)
+        return { status: 429, body: { detail: 'Request was throttled' }, headers: { 'retry-after': throttle[1] as string } }
       if (p.prompt.includes('hold') && !state.released) return { status: 200, body: { id: p.id, status: 'processing', output: null } }
       return succeeded()
     },
@@ -49,18 +50,35 @@ async function setup(t: { teardown(fn: () => unknown): void }, env: Record<strin
   const replicate = await replicatePeer(t)
   const adminEmail = uniqueEmail('admin')
   const svc = await startApp(t, {
-    env: { GENERATION_POLL_BASE_MS: '50', GENERATION_POLL_MAX_MS: '200', GENERATION_TICK_MS: '50', ADMIN_EMAILS: adminEmail, REPLICATE_API_TOKEN: TOKEN, REPLICATE_BASE_URL: replicate.url, ...env },
+    env: {
+      GENERATION_POLL_BASE_MS: '50',
+      GENERATION_POLL_MAX_MS: '200',
+      GENERATION_TICK_MS: '50',
+      ADMIN_EMAILS: adminEmail,
+      REPLICATE_API_TOKEN: TOKEN,
+      REPLICATE_BASE_URL: replicate.url,
+      ...env,
+    },
   })
   const admin = await signUpAdmin(svc, adminEmail)
   const user = await signUp(makeClient(svc.url).client, uniqueEmail())
   await creditUser(svc, admin.token, user.userId, '20')
   const generate = async (text: string) => {
-    const res = await fetch(`${svc.url}/api/generate`, { method: 'POST', headers: hdr(user.token), body: JSON.stringify({ prompt: { text }, model: 'flux-schnell' }) })
+    const res = await fetch(`${svc.url}/api/generate`, {
+      method: 'POST',
+      headers: hdr(user.token),
+      body: JSON.stringify({ prompt: { text }, model: 'flux-schnell' }),
+    })
     if (res.status !== 202) throw new Error(`generate → ${res.status} ${await res.text()}`)
     return ((await res.json()) as { id: string }).id
   }
-  const job = async (id: string) => (await (await fetch(`${svc.url}/api/generate/${id}`, { headers: hdr(user.token) })).json()) as { status: string; error: { code: string } | null }
-  const balance = async () => Number(((await (await fetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as { balance: string }).balance)
+  const job = async (id: string) =>
+    (await (await fetch(`${svc.url}/api/generate/${id}`, { headers: hdr(user.token) })).json()) as {
+      status: string
+      error: { code: string } | null
+    }
+  const balance = async () =>
+    Number(((await (await fetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as { balance: string }).balance)
   return { svc, replicate, user, generate, job, balance }
 }
 
@@ -68,7 +86,10 @@ const row = async (svc: TestApp, id: string) => (await svc.app.database.db.selec
 
 t.test('backoff doubles from the base and stops at the cap', async (t) => {
   const opts = { baseBackoffMs: 50, maxBackoffMs: 200 }
-  t.same([0, 1, 2, 3, 4, 30].map((a) => backoffMs(a, opts)), [50, 100, 200, 200, 200, 200])
+  t.same(
+    [0, 1, 2, 3, 4, 30].map((a) => backoffMs(a, opts)),
+    [50, 100, 200, 200, 200, 200],
+  )
 })
 
 t.test('Retry-After is waited for; the backoff between polls never exceeds the cap', async (t) => {
@@ -114,8 +135,14 @@ t.test('a paid job at its deadline fails, is refunded and canceled at the provid
   t.equal(await balance(), before, 'both refunded')
   const heldPrediction = [...replicate.predictions.values()].find((p) => p.prompt === 'hold forever')!
   t.ok(replicate.seen.cancels.includes(heldPrediction.id), 'the provider was asked to cancel')
-  const { ledger } = (await (await fetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as { ledger: Array<{ reason: string; jobId: string | null; amount: string }> }
-  for (const id of [held, throttled]) t.ok(ledger.some((l) => l.reason === 'refund' && l.jobId === id && Number(l.amount) === 1), `a refund row for ${id.slice(0, 8)}`)
+  const { ledger } = (await (await fetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as {
+    ledger: Array<{ reason: string; jobId: string | null; amount: string }>
+  }
+  for (const id of [held, throttled])
+    t.ok(
+      ledger.some((l) => l.reason === 'refund' && l.jobId === id && Number(l.amount) === 1),
+      `a refund row for ${id.slice(0, 8)}`,
+    )
 })
 
 t.test('a cancel while the provider is still starting the job stops it there too', async (t) => {
@@ -139,17 +166,34 @@ t.test('jobs of a provider this instance lacks end at their deadline, refunded',
   const id = randomUUID()
   const past = new Date(Date.now() - 1000)
   await db.transaction(async (tx) => {
-    await insertJob(tx, { id, userId: user.userId, provider: 'fal', model: 'fal-flux-schnell', input: { prompt: 'orphan' }, price: '1.00', deadlineAt: past, nextPollAt: past })
+    await insertJob(tx, {
+      id,
+      userId: user.userId,
+      provider: 'fal',
+      model: 'fal-flux-schnell',
+      input: { prompt: 'orphan' },
+      price: '1.00',
+      deadlineAt: past,
+      nextPollAt: past,
+    })
     await debit(tx, user.userId, '1.00', id)
   })
   // The runner may end it before the next line runs: the ledger shows both moves either way.
   await eventually(async () => (await job(id)).status === 'failed', 10_000)
   t.equal((await job(id)).error?.code, 'PROVIDER_NOT_CONFIGURED')
   t.equal(await balance(), before, 'refunded')
-  const { ledger } = (await (await fetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as { ledger: Array<{ reason: string; jobId: string | null; amount: string }> }
+  const { ledger } = (await (await fetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as {
+    ledger: Array<{ reason: string; jobId: string | null; amount: string }>
+  }
   t.same(
-    ledger.filter((l) => l.jobId === id).map((l) => [l.reason, Number(l.amount)]).sort(),
-    [['generation', -1], ['refund', 1]],
+    ledger
+      .filter((l) => l.jobId === id)
+      .map((l) => [l.reason, Number(l.amount)])
+      .sort(),
+    [
+      ['generation', -1],
+      ['refund', 1],
+    ],
     'taken, then given back',
   )
 })
@@ -162,7 +206,10 @@ t.test('a job whose output is being stored is held briefly and renewed, not for 
   const held = await row(svc, id)
   t.equal(held.status, 'running', 'the provider succeeded; the output is being fetched')
   const ahead = held.leaseUntil!.getTime() - Date.now()
-  t.ok(ahead > 0 && ahead <= SUCCEED_HOLD_MS, `the lease ends within ${SUCCEED_HOLD_MS / 1000} s (${Math.round(ahead / 1000)} s ahead), so a runner killed now frees the job that soon, not at its deadline`)
+  t.ok(
+    ahead > 0 && ahead <= SUCCEED_HOLD_MS,
+    `the lease ends within ${SUCCEED_HOLD_MS / 1000} s (${Math.round(ahead / 1000)} s ahead), so a runner killed now frees the job that soon, not at its deadline`,
+  )
   replicate.state.outputReleased = true
   await eventually(async () => (await job(id)).status === 'succeeded', 20_000)
   t.equal((await row(svc, id)).leaseUntil, null, 'the lease is released when the job ends')
@@ -174,7 +221,10 @@ t.test('a job taken up again after its runner stored the image keeps that one im
   await eventually(async () => (await job(id)).status === 'succeeded', 20_000)
   t.equal((await row(svc, id)).imageId, imageIdForJob(id), 'the image id is derived from the job')
   // As if the runner had died after storing the image and before marking the job: running, no lease.
-  await svc.app.database.db.update(generationJob).set({ status: 'running', imageId: null, finishedAt: null, leaseUntil: null, nextPollAt: new Date() }).where(eq(generationJob.id, id))
+  await svc.app.database.db
+    .update(generationJob)
+    .set({ status: 'running', imageId: null, finishedAt: null, leaseUntil: null, nextPollAt: new Date() })
+    .where(eq(generationJob.id, id))
   await eventually(async () => (await job(id)).status === 'succeeded', 20_000)
   t.equal((await row(svc, id)).imageId, imageIdForJob(id), 'taken up again, it ends with the same image')
   const images = await svc.app.database.db.select({ id: image.id }).from(image).where(eq(image.jobId, id))

@@ -81,7 +81,11 @@ async function pgliteTemplate(): Promise<string> {
     if (name.endsWith('.sql')) hash.update(name).update(await readFile(join(migrationsFolder, name)))
   }
   const dir = join(tmpdir(), `dps-pglite-template-${hash.digest('hex').slice(0, 16)}`)
-  const ready = async () => stat(join(dir, 'ready')).then(() => true, () => false)
+  const ready = async () =>
+    stat(join(dir, 'ready')).then(
+      () => true,
+      () => false,
+    )
   if (await ready()) return dir
   const work = await mkdtemp(join(tmpdir(), 'dps-pglite-build-'))
   const db = openDatabase({ dataDir: work })

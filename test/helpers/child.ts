@@ -6,7 +6,7 @@ import postgres from 'postgres'
 
 type Tap = { teardown(fn: () => unknown): void }
 
-export type Run = { code: number | null; signal: NodeJS.Signals | null; output: string }
+type Run = { code: number | null; signal: NodeJS.Signals | null; output: string }
 
 export type ServiceProcess = {
   child: ChildProcess

@@ -43,7 +43,16 @@ export function makeClient(url: string, opts: { jar?: CookieJar } = {}) {
   const client = createAuthClient({
     baseURL: `${url}/api/auth`,
     fetchOptions: { customFetchImpl: fetchWithJar as typeof fetch },
-    plugins: [adminClient(), organizationClient({ teams: { enabled: true } }), multiSessionClient(), magicLinkClient(), emailOTPClient(), passkeyClient(), jwtClient(), apiKeyClient()],
+    plugins: [
+      adminClient(),
+      organizationClient({ teams: { enabled: true } }),
+      multiSessionClient(),
+      magicLinkClient(),
+      emailOTPClient(),
+      passkeyClient(),
+      jwtClient(),
+      apiKeyClient(),
+    ],
   })
   return { client, jar }
 }

@@ -16,9 +16,17 @@ async function post(url: string, body: unknown, token?: string) {
 }
 
 /** Needs an app started with DEVICE_POLL_INTERVAL=0 (or polls slowly enough). */
-export async function pairDevice(svc: Pick<TestApp, 'url'>, token: string, opts: { name?: string; palette?: string; width?: number; height?: number; organizationId?: string } = {}): Promise<PairedDevice> {
+export async function pairDevice(
+  svc: Pick<TestApp, 'url'>,
+  token: string,
+  opts: { name?: string; palette?: string; width?: number; height?: number; organizationId?: string } = {},
+): Promise<PairedDevice> {
   const init = await post(`${svc.url}/api/device/init`, {
-    display: { width: opts.width ?? DEFAULT_DISPLAY.width, height: opts.height ?? DEFAULT_DISPLAY.height, palette: opts.palette ?? DEFAULT_DISPLAY.palette },
+    display: {
+      width: opts.width ?? DEFAULT_DISPLAY.width,
+      height: opts.height ?? DEFAULT_DISPLAY.height,
+      palette: opts.palette ?? DEFAULT_DISPLAY.palette,
+    },
     model: 'test-frame',
     firmware: '1.0.0',
   })

@@ -32,7 +32,11 @@ export function close(client: MqttClient): Promise<void> {
 }
 
 /** The next message on `topic` (exact match), as parsed JSON. */
-export function nextMessage<T = Record<string, unknown>>(client: MqttClient, topic: string, timeoutMs = 15_000): Promise<{ payload: T; retain: boolean }> {
+export function nextMessage<T = Record<string, unknown>>(
+  client: MqttClient,
+  topic: string,
+  timeoutMs = 15_000,
+): Promise<{ payload: T; retain: boolean }> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       client.off('message', onMessage)

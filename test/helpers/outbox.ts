@@ -3,7 +3,7 @@ import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Mail, MailKind } from '../../src/mail/mailer.js'
 
-export async function allMail(dataDir: string): Promise<Mail[]> {
+async function allMail(dataDir: string): Promise<Mail[]> {
   const dir = join(dataDir, 'outbox')
   const names = await readdir(dir).catch(() => [] as string[])
   names.sort()
@@ -11,7 +11,12 @@ export async function allMail(dataDir: string): Promise<Mail[]> {
 }
 
 /** The newest message of a kind to an address, waiting up to `timeoutMs` for it to arrive. */
-export async function waitForMail(dataDir: string, to: string, kind: MailKind, opts: { after?: number; timeoutMs?: number } = {}): Promise<Mail> {
+export async function waitForMail(
+  dataDir: string,
+  to: string,
+  kind: MailKind,
+  opts: { after?: number; timeoutMs?: number } = {},
+): Promise<Mail> {
   const deadline = Date.now() + (opts.timeoutMs ?? 5000)
   for (;;) {
     const found = (await allMail(dataDir)).filter((m) => m.to === to && m.kind === kind)

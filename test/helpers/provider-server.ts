@@ -18,7 +18,9 @@ export type FakeServer = {
 }
 
 /** A small real PNG: the "image" every fake provider serves. */
-export const PNG = await sharp({ create: { width: 4, height: 3, channels: 3, background: { r: 200, g: 30, b: 30 } } }).png().toBuffer()
+export const PNG = await sharp({ create: { width: 4, height: 3, channels: 3, background: { r: 200, g: 30, b: 30 } } })
+  .png()
+  .toBuffer()
 
 export function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': 'application/json', ...headers })
@@ -40,7 +42,7 @@ export async function startFakeServer(t: Test, handler: Handler): Promise<FakeSe
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
       const text = Buffer.concat(chunks).toString('utf8')
-      let body: unknown = undefined
+      let body: unknown
       if (text) {
         try {
           body = JSON.parse(text)

@@ -11,9 +11,9 @@ import { generate } from 'selfsigned'
 
 type Tap = { teardown(fn: () => unknown): void }
 
-export type Answer = { status: number; headers?: Record<string, string>; body?: string }
+type Answer = { status: number; headers?: Record<string, string>; body?: string }
 
-export type PushRequest = {
+type PushRequest = {
   subscription: string
   at: number
   headers: Record<string, string | undefined>
@@ -43,7 +43,15 @@ function p256PublicKey(raw: Buffer) {
 function checkVapid(authorization: string | undefined, origin: string): Pick<PushRequest, 'vapidError' | 'jwt' | 'vapidKey'> {
   const m = /^vapid\s+(.+)$/i.exec(authorization ?? '')
   if (!m) return { vapidError: 'no vapid authorization' }
-  const params = Object.fromEntries(m[1]!.split(',').map((p) => p.trim().split('=').map((s) => s.trim()) as [string, string]))
+  const params = Object.fromEntries(
+    m[1]!.split(',').map(
+      (p) =>
+        p
+          .trim()
+          .split('=')
+          .map((s) => s.trim()) as [string, string],
+    ),
+  )
   const token = params.t
   const k = params.k
   if (!token || !k) return { vapidError: 'missing t or k' }
@@ -55,20 +63,26 @@ function checkVapid(authorization: string | undefined, origin: string): Pick<Pus
   if (header.alg !== 'ES256') return { vapidError: `alg ${String(header.alg)}`, jwt, vapidKey: k }
   let ok = false
   try {
-    ok = verify('sha256', Buffer.from(`${h}.${p}`), { key: p256PublicKey(Buffer.from(k, 'base64url')), dsaEncoding: 'ieee-p1363' }, Buffer.from(s, 'base64url'))
+    ok = verify(
+      'sha256',
+      Buffer.from(`${h}.${p}`),
+      { key: p256PublicKey(Buffer.from(k, 'base64url')), dsaEncoding: 'ieee-p1363' },
+      Buffer.from(s, 'base64url'),
+    )
   } catch (err) {
     return { vapidError: `bad key: ${(err as Error).message}`, jwt, vapidKey: k }
   }
   if (!ok) return { vapidError: 'signature does not verify', jwt, vapidKey: k }
   if (payload.aud !== origin) return { vapidError: `aud ${payload.aud} is not ${origin}`, jwt, vapidKey: k }
   const now = Math.floor(Date.now() / 1000)
-  if (typeof payload.exp !== 'number' || payload.exp <= now || payload.exp > now + 24 * 3600) return { vapidError: `exp ${payload.exp} not within 24 h`, jwt, vapidKey: k }
+  if (typeof payload.exp !== 'number' || payload.exp <= now || payload.exp > now + 24 * 3600)
+    return { vapidError: `exp ${payload.exp} not within 24 h`, jwt, vapidKey: k }
   if (!payload.sub || !/^(mailto:|https:)/.test(payload.sub)) return { vapidError: 'sub must be mailto: or https:', jwt, vapidKey: k }
   return { vapidError: null, jwt, vapidKey: k }
 }
 
 /** RFC 8291 §3.4 and RFC 8188 §2: one aes128gcm record, decrypted with the user agent's keys. */
-export function decryptAes128gcm(body: Buffer, keys: Keys): Buffer {
+function decryptAes128gcm(body: Buffer, keys: Keys): Buffer {
   const salt = body.subarray(0, 16)
   const rs = body.readUInt32BE(16)
   const idlen = body[20]!
@@ -115,7 +129,13 @@ export async function startPushService(t: Tap, dir: string): Promise<PushService
     algorithm: 'sha256',
     extensions: [
       { name: 'basicConstraints', cA: true },
-      { name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }, { type: 2, value: 'localhost' }] },
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 7, ip: '127.0.0.1' },
+          { type: 2, value: 'localhost' },
+        ],
+      },
     ],
   })
   const caFile = join(dir, 'push-ca.pem')
@@ -146,10 +166,14 @@ export async function startPushService(t: Tap, dir: string): Promise<PushService
       let answer: Answer = scripted ?? { status: 201 }
       if (!k) answer = { status: 404, body: 'unknown subscription' }
       else if (vapid.vapidError) answer = { status: 403, body: vapid.vapidError }
-      else if (boundKeys.has(name) && boundKeys.get(name) !== vapid.vapidKey) answer = { status: 403, body: 'VAPID key differs from the subscription key' }
+      else if (boundKeys.has(name) && boundKeys.get(name) !== vapid.vapidKey)
+        answer = { status: 403, body: 'VAPID key differs from the subscription key' }
       else if (req.method !== 'POST') answer = { status: 405 }
       received.push({ subscription: name, at: Date.now(), headers, body, ...vapid, plaintext, answered: answer.status })
-      res.writeHead(answer.status, { ...(answer.status === 201 ? { location: `${origin}/message/${received.length}` } : {}), ...answer.headers })
+      res.writeHead(answer.status, {
+        ...(answer.status === 201 ? { location: `${origin}/message/${received.length}` } : {}),
+        ...answer.headers,
+      })
       res.end(answer.body ?? '')
     })
   })
@@ -174,7 +198,11 @@ export async function startPushService(t: Tap, dir: string): Promise<PushService
       const publicKey = ecdh.generateKeys()
       const auth = randomBytes(16)
       keys.set(name, { ecdh, publicKey, auth })
-      return { endpoint: `${origin}/push/${encodeURIComponent(name)}`, expirationTime: null, keys: { p256dh: b64u(publicKey), auth: b64u(auth) } }
+      return {
+        endpoint: `${origin}/push/${encodeURIComponent(name)}`,
+        expirationTime: null,
+        keys: { p256dh: b64u(publicKey), auth: b64u(auth) },
+      }
     },
     script(name, answers) {
       scripts.set(name, [...answers])

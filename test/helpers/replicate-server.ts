@@ -61,11 +61,18 @@ export async function replicateServer(t: { teardown(fn: () => unknown): void }, 
     p.polls.push(Date.now())
     seen.polls += 1
     const answer = behaviour.poll(p, () => ({ status: 200, body: { id: p.id, status: 'succeeded', output: [`${base()}/out.png`] } }))
-    if ((answer.body as { status?: string }).status === 'succeeded' || (answer.body as { status?: string }).status === 'failed') p.finished = true
+    if ((answer.body as { status?: string }).status === 'succeeded' || (answer.body as { status?: string }).status === 'failed')
+      p.finished = true
     return send(res, answer)
   })
   const base = () => `http://127.0.0.1:${(server.address() as { port: number }).port}`
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  t.teardown(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))))
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections()
+        server.close(() => r())
+      }),
+  )
   return { url: base(), predictions, seen }
 }

@@ -26,8 +26,19 @@ async function json<T>(res: Response): Promise<T> {
 }
 
 /** Connects a device with a persistent session; on a new session it subscribes to its downlink topics, one by one as firmware does. */
-async function online(dev: PairedDevice, mqttPort: number, received?: Received[]): Promise<{ client: MqttClient; sessionPresent: boolean }> {
-  const client = mqtt.connect(`mqtt://127.0.0.1:${mqttPort}`, { clientId: dev.clientId, username: dev.deviceId, password: dev.password, clean: false, reconnectPeriod: 0, protocolVersion: 4 })
+async function online(
+  dev: PairedDevice,
+  mqttPort: number,
+  received?: Received[],
+): Promise<{ client: MqttClient; sessionPresent: boolean }> {
+  const client = mqtt.connect(`mqtt://127.0.0.1:${mqttPort}`, {
+    clientId: dev.clientId,
+    username: dev.deviceId,
+    password: dev.password,
+    clean: false,
+    reconnectPeriod: 0,
+    protocolVersion: 4,
+  })
   if (received) {
     // Listening before the CONNACK: a resumed session's stored messages follow it at once.
     client.on('message', (topic, payload) => {
@@ -66,7 +77,11 @@ export async function restartScenario(t: Test, stop: 'SIGKILL' | 'SIGTERM') {
   const first = startServiceProcess(t, env)
   await first.waitFor(/public URL/)
 
-  const signUp = await fetch(`${url}/sign-up/email`, { method: 'POST', headers: { 'content-type': 'application/json', origin: url }, body: JSON.stringify({ email: `restart-${stop}@example.com`, password: 'correct-horse-battery', name: 'Restart' }) })
+  const signUp = await fetch(`${url}/sign-up/email`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: url },
+    body: JSON.stringify({ email: `restart-${stop}@example.com`, password: 'correct-horse-battery', name: 'Restart' }),
+  })
   t.equal(signUp.status, 200)
   const { token } = await json<{ token: string }>(signUp)
   const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
@@ -87,14 +102,20 @@ export async function restartScenario(t: Test, stop: 'SIGKILL' | 'SIGTERM') {
   const statuses: number[] = []
   for (let n = 0; n < PROMPTS_PER_DEVICE; n++) {
     for (const dev of devices) {
-      const res = await fetch(`${url}/api/prompts`, { method: 'POST', headers: auth, body: JSON.stringify({ text: `picture ${n}`, deviceId: dev.deviceId }) })
+      const res = await fetch(`${url}/api/prompts`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ text: `picture ${n}`, deviceId: dev.deviceId }),
+      })
       statuses.push(res.status)
       const prompt = await json<{ id: string }>(res)
       sent.set(dev.deviceId, [...(sent.get(dev.deviceId) ?? []), prompt.id])
     }
   }
   t.same(new Set(statuses), new Set([201]), `all ${statuses.length} prompts accepted (201)`)
-  const listed = await json<{ prompts: Array<{ id: string }> }>(await fetch(`${url}/api/prompts/device/${devices[0]!.deviceId}?limit=50`, { headers: auth }))
+  const listed = await json<{ prompts: Array<{ id: string }> }>(
+    await fetch(`${url}/api/prompts/device/${devices[0]!.deviceId}?limit=50`, { headers: auth }),
+  )
   t.equal(listed.prompts.length, PROMPTS_PER_DEVICE, 'and listed for the device')
 
   first.child.kill(stop)
@@ -111,11 +132,18 @@ export async function restartScenario(t: Test, stop: 'SIGKILL' | 'SIGTERM') {
     received.set(dev.deviceId, got)
     const { client, sessionPresent } = await online(dev, mqttPort, got)
     clients.push(client)
-    t.equal(sessionPresent, Boolean(process.env.REDIS_URL), process.env.REDIS_URL ? 'the broker kept the session (Redis)' : 'the broker lost the session with the process')
+    t.equal(
+      sessionPresent,
+      Boolean(process.env.REDIS_URL),
+      process.env.REDIS_URL ? 'the broker kept the session (Redis)' : 'the broker lost the session with the process',
+    )
   }
   t.teardown(() => Promise.all(clients.map((c) => close(c))))
 
-  await eventually(async () => devices.every((d) => new Set(received.get(d.deviceId)!.map((r) => r.promptId)).size === PROMPTS_PER_DEVICE), 60_000)
+  await eventually(
+    async () => devices.every((d) => new Set(received.get(d.deviceId)!.map((r) => r.promptId)).size === PROMPTS_PER_DEVICE),
+    60_000,
+  )
   let total = 0
   let duplicates = 0
   for (const dev of devices) {
@@ -125,7 +153,11 @@ export async function restartScenario(t: Test, stop: 'SIGKILL' | 'SIGTERM') {
     duplicates += ids.length - new Set(ids).size
     t.same([...new Set(ids)], sent.get(dev.deviceId), 'every prompt, in the order it was sent')
     const seqs = got.map((r) => r.seq)
-    t.same(seqs, [...seqs].sort((a, b) => a - b), 'seqs ascend')
+    t.same(
+      seqs,
+      [...seqs].sort((a, b) => a - b),
+      'seqs ascend',
+    )
   }
   t.equal(total, DEVICES * PROMPTS_PER_DEVICE, `${DEVICES * PROMPTS_PER_DEVICE} of ${DEVICES * PROMPTS_PER_DEVICE} prompts delivered`)
   t.equal(duplicates, 0, 'none twice')
@@ -142,12 +174,13 @@ export async function restartScenario(t: Test, stop: 'SIGKILL' | 'SIGTERM') {
   const later: Received[] = []
   const again = await online(dev, mqttPort, later)
   clients.push(again.client)
-  const marker = await json<{ id: string }>(await fetch(`${url}/api/prompts`, { method: 'POST', headers: auth, body: JSON.stringify({ text: 'marker', deviceId: dev.deviceId }) }))
+  const marker = await json<{ id: string }>(
+    await fetch(`${url}/api/prompts`, { method: 'POST', headers: auth, body: JSON.stringify({ text: 'marker', deviceId: dev.deviceId }) }),
+  )
   await eventually(async () => later.some((r) => r.promptId === marker.id))
   t.same(
     later.map((r) => r.promptId),
     [marker.id],
     'nothing delivered before is sent again',
   )
-
 }

@@ -18,15 +18,21 @@ export type Kind = 'sign-out' | 'revoke-session' | 'ban' | 'change-password' | '
 const PASSWORD = 'correct-horse-battery'
 
 const post = (svc: TestApp, path: string, token: string, body: object = {}) =>
-  fetch(`${svc.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', origin: svc.url }, body: JSON.stringify(body) })
+  fetch(`${svc.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', origin: svc.url },
+    body: JSON.stringify(body),
+  })
 
 /** The request an attacker holding the token keeps sending; alternates between our routes and get-session. */
 const probe = (svc: TestApp, token: string, n: number) =>
-  fetch(`${svc.url}${n % 3 === 2 ? '/get-session' : '/api/device'}`, { headers: { authorization: `Bearer ${token}` } }).then(async (res) => {
-    // get-session answers 401 for a session it does not know (our route), Better Auth's own would say null.
-    await res.arrayBuffer()
-    return res.status
-  })
+  fetch(`${svc.url}${n % 3 === 2 ? '/get-session' : '/api/device'}`, { headers: { authorization: `Bearer ${token}` } }).then(
+    async (res) => {
+      // get-session answers 401 for a session it does not know (our route), Better Auth's own would say null.
+      await res.arrayBuffer()
+      return res.status
+    },
+  )
 
 async function trial(svc: TestApp, admin: { token: string }, kind: Kind): Promise<{ late: number; accepted: number }> {
   const email = uniqueEmail(`race-${kind}`)
@@ -34,7 +40,11 @@ async function trial(svc: TestApp, admin: { token: string }, kind: Kind): Promis
   // The session the attacker holds: for revoke-session and change-password a second one, revoked by the first.
   let held = victim.token
   if (kind === 'revoke-session' || kind === 'change-password') {
-    const res = await fetch(`${svc.url}/sign-in/email`, { method: 'POST', headers: { 'content-type': 'application/json', origin: svc.url }, body: JSON.stringify({ email, password: PASSWORD }) })
+    const res = await fetch(`${svc.url}/sign-in/email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: svc.url },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    })
     held = ((await res.json()) as { token: string }).token
   }
   // Not cached yet: the first requests all look the session up, and those lookups are still
@@ -68,7 +78,11 @@ async function trial(svc: TestApp, admin: { token: string }, kind: Kind): Promis
       case 'ban':
         return post(svc, '/api/auth/admin/ban-user', admin.token, { userId: victim.userId })
       case 'change-password':
-        return post(svc, '/change-password', victim.token, { currentPassword: PASSWORD, newPassword: 'another-long-password', revokeOtherSessions: true })
+        return post(svc, '/change-password', victim.token, {
+          currentPassword: PASSWORD,
+          newPassword: 'another-long-password',
+          revokeOtherSessions: true,
+        })
       case 'remove-user':
         return post(svc, '/api/auth/admin/remove-user', admin.token, { userId: victim.userId })
     }
@@ -83,7 +97,9 @@ async function trial(svc: TestApp, admin: { token: string }, kind: Kind): Promis
 /** Runs TRIALS trials of each kind on one service and asserts no late request was served. */
 export async function raceRevocations(t: Test, kinds: readonly Kind[]) {
   const adminEmail = uniqueEmail('race-admin')
-  const svc = await startApp(t, { env: { ADMIN_EMAILS: adminEmail, SESSION_CACHE_TTL_MS: '60000', RATE_LIMIT_MAX: '1000000', RATE_LIMIT_AUTH_MAX: '1000000' } })
+  const svc = await startApp(t, {
+    env: { ADMIN_EMAILS: adminEmail, SESSION_CACHE_TTL_MS: '60000', RATE_LIMIT_MAX: '1000000', RATE_LIMIT_AUTH_MAX: '1000000' },
+  })
   const admin = await signUpAdmin(svc, adminEmail)
   for (const kind of kinds) {
     let accepted = 0

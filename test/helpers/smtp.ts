@@ -11,11 +11,14 @@ function decodeWords(value: string): string {
   return value.replace(/=\?([^?]+)\?([bq])\?([^?]*)\?=/gi, (_m, _charset: string, enc: string, text: string) =>
     enc.toLowerCase() === 'b'
       ? Buffer.from(text, 'base64').toString('utf8')
-      : Buffer.from(text.replace(/_/g, ' ').replace(/=([0-9a-f]{2})/gi, (_x, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8'),
+      : Buffer.from(
+          text.replace(/_/g, ' ').replace(/=([0-9a-f]{2})/gi, (_x, h: string) => String.fromCharCode(parseInt(h, 16))),
+          'latin1',
+        ).toString('utf8'),
   )
 }
 
-export function parseMessage(raw: string): { headers: Map<string, string>; text: string } {
+function parseMessage(raw: string): { headers: Map<string, string>; text: string } {
   const split = raw.indexOf('\r\n\r\n')
   const head = raw.slice(0, split).replace(/\r\n[ \t]+/g, ' ')
   let body = raw.slice(split + 4)
@@ -26,7 +29,10 @@ export function parseMessage(raw: string): { headers: Map<string, string>; text:
   }
   const encoding = (headers.get('content-transfer-encoding') ?? '7bit').toLowerCase()
   if (encoding === 'quoted-printable') {
-    body = Buffer.from(body.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/gi, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8')
+    body = Buffer.from(
+      body.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/gi, (_m, h: string) => String.fromCharCode(parseInt(h, 16))),
+      'latin1',
+    ).toString('utf8')
   } else if (encoding === 'base64') {
     body = Buffer.from(body.replace(/\s+/g, ''), 'base64').toString('utf8')
   }

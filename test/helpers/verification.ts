@@ -11,7 +11,9 @@ function redisPattern(svc: TestApp): string {
 }
 
 export async function storedVerifications(svc: TestApp): Promise<StoredVerification[]> {
-  const rows: StoredVerification[] = await svc.app.database.db.select({ identifier: verification.identifier, value: verification.value }).from(verification)
+  const rows: StoredVerification[] = await svc.app.database.db
+    .select({ identifier: verification.identifier, value: verification.value })
+    .from(verification)
   const redis = svc.app.redis
   if (redis) {
     const keys = await redis.client.keys(redisPattern(svc))
@@ -36,6 +38,9 @@ export async function expireVerifications(svc: TestApp): Promise<number> {
       await redis.client.set(key, JSON.stringify({ ...JSON.parse(raw), expiresAt: past.toISOString() }), 'KEEPTTL')
     }
   }
-  const rows = await svc.app.database.db.update(verification).set({ expiresAt: sql`${past.toISOString()}::timestamptz` }).returning({ id: verification.id })
+  const rows = await svc.app.database.db
+    .update(verification)
+    .set({ expiresAt: sql`${past.toISOString()}::timestamptz` })
+    .returning({ id: verification.id })
   return rows.length
 }

@@ -15,5 +15,8 @@ t.test('appError takes status and default message from the catalogue; a message 
   t.ok(e instanceof AppError)
   t.same([e.statusCode, e.code, e.message], [404, 'DEVICE_NOT_FOUND', 'Device not found'])
   const slow = appError('SLOW_DOWN', 'Poll at most every 5 seconds', { 'retry-after': '5' })
-  t.same([slow.statusCode, slow.code, slow.message, slow.headers], [429, 'SLOW_DOWN', 'Poll at most every 5 seconds', { 'retry-after': '5' }])
+  t.same(
+    [slow.statusCode, slow.code, slow.message, slow.headers],
+    [429, 'SLOW_DOWN', 'Poll at most every 5 seconds', { 'retry-after': '5' }],
+  )
 })

@@ -34,7 +34,7 @@ async function send(path: string, init: { method?: string; token?: string; body?
   return { status: res.status, body }
 }
 
-const nested = (levels: number) => '{"a":'.repeat(levels) + '1' + '}'.repeat(levels)
+const nested = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`
 
 t.test('20,000 levels of nesting: 400 BODY_TOO_DEEP on ours and on Better Auth, 64 levels still parse', async (t) => {
   for (const [path, token] of [
@@ -50,7 +50,10 @@ t.test('20,000 levels of nesting: 400 BODY_TOO_DEEP on ours and on Better Auth, 
     t.equal(res.body.code, 'BODY_TOO_DEEP', `${path}: BODY_TOO_DEEP`)
   }
   // Brackets inside strings are text, not nesting.
-  const inString = await send('/api/device/init', { body: JSON.stringify({ display: { width: 800, height: 480, palette: 'bw' }, model: '['.repeat(90) }), type: 'application/json' })
+  const inString = await send('/api/device/init', {
+    body: JSON.stringify({ display: { width: 800, height: 480, palette: 'bw' }, model: '['.repeat(90) }),
+    type: 'application/json',
+  })
   t.not(inString.body.code, 'BODY_TOO_DEEP', 'brackets in a string do not count')
   const sixtyFour = await send('/api/device/init', { body: nested(63), type: 'application/json' })
   t.equal(sixtyFour.status, 400)
@@ -67,17 +70,39 @@ t.test('Better Auth inputs that reached the database unchecked', async (t) => {
   t.type(sort.body.code, 'string')
   t.equal((await send('/api/auth/api-key/list?sortBy=createdAt', { method: 'GET', token: user.token })).status, 200, 'a known field sorts')
 
-  const org = await send('/api/auth/organization/create', { token: user.token, body: JSON.stringify({ name: 'Org', slug: `org-${Date.now()}` }), type: 'application/json' })
+  const org = await send('/api/auth/organization/create', {
+    token: user.token,
+    body: JSON.stringify({ name: 'Org', slug: `org-${Date.now()}` }),
+    type: 'application/json',
+  })
   t.equal(org.status, 200)
-  const nothing = await send('/api/auth/organization/update', { token: user.token, body: JSON.stringify({ organizationId: (org.body as { id: string }).id, data: {} }), type: 'application/json' })
+  const nothing = await send('/api/auth/organization/update', {
+    token: user.token,
+    body: JSON.stringify({ organizationId: (org.body as { id: string }).id, data: {} }),
+    type: 'application/json',
+  })
   t.equal(nothing.status, 400, 'an organization update of nothing')
   t.equal(nothing.body.code, 'VALIDATION_ERROR')
 
   const victim = await signUp(makeClient(svc.url).client, uniqueEmail('no5xx-ban'))
-  const ban = await send('/api/auth/admin/ban-user', { token: admin.token, body: JSON.stringify({ userId: victim.userId, banExpiresIn: 1e308 }), type: 'application/json' })
+  const ban = await send('/api/auth/admin/ban-user', {
+    token: admin.token,
+    body: JSON.stringify({ userId: victim.userId, banExpiresIn: 1e308 }),
+    type: 'application/json',
+  })
   t.equal(ban.status, 400, 'a ban until after the year 9999')
   t.equal(ban.body.code, 'VALIDATION_ERROR')
-  t.equal((await send('/api/auth/admin/ban-user', { token: admin.token, body: JSON.stringify({ userId: victim.userId, banExpiresIn: 3600 }), type: 'application/json' })).status, 200, 'an hour is fine')
+  t.equal(
+    (
+      await send('/api/auth/admin/ban-user', {
+        token: admin.token,
+        body: JSON.stringify({ userId: victim.userId, banExpiresIn: 3600 }),
+        type: 'application/json',
+      })
+    ).status,
+    200,
+    'an hour is fine',
+  )
 })
 
 t.test('headers over the limit: 431 with {message, code}', async (t) => {
@@ -98,7 +123,11 @@ t.test('headers over the limit: 431 with {message, code}', async (t) => {
 
 /** A real PNG whose header says `w`×`h` (only the header is read before the size is refused). */
 async function pngClaiming(w: number, h: number): Promise<Buffer> {
-  const png = Buffer.from(await sharp({ create: { width: 8, height: 8, channels: 3, background: '#888' } }).png().toBuffer())
+  const png = Buffer.from(
+    await sharp({ create: { width: 8, height: 8, channels: 3, background: '#888' } })
+      .png()
+      .toBuffer(),
+  )
   // IHDR: length(4) "IHDR"(4) width(4) height(4) … CRC over type and data.
   png.writeUInt32BE(w, 16)
   png.writeUInt32BE(h, 20)

@@ -18,7 +18,11 @@ t.test('origins, preflights and token forms', async (t) => {
 
   t.test('a cookie-carrying write from a foreign site is refused on our routes', async (t) => {
     const cancel = (headers: Record<string, string>) =>
-      fetch(`${svc.url}/api/generate/00000000-0000-4000-8000-000000000000/cancel`, { method: 'POST', headers: { 'content-type': 'text/plain', ...headers }, body: '' })
+      fetch(`${svc.url}/api/generate/00000000-0000-4000-8000-000000000000/cancel`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain', ...headers },
+        body: '',
+      })
     const cross = await cancel({ cookie, origin: FOREIGN })
     t.equal(cross.status, 403)
     t.equal((await cross.json()).code, 'FORBIDDEN_ORIGIN')
@@ -53,17 +57,26 @@ t.test('origins, preflights and token forms', async (t) => {
         if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue
         const res = await fetch(`${svc.url}${concrete}`, {
           method: 'OPTIONS',
-          headers: { origin: TRUSTED, 'access-control-request-method': method.toUpperCase(), 'access-control-request-headers': 'content-type, authorization' },
+          headers: {
+            origin: TRUSTED,
+            'access-control-request-method': method.toUpperCase(),
+            'access-control-request-headers': 'content-type, authorization',
+          },
         })
         const allowed = (res.headers.get('access-control-allow-methods') ?? '').split(',').map((m) => m.trim())
         if (res.status >= 300 || res.headers.get('access-control-allow-origin') !== TRUSTED || !allowed.includes(method.toUpperCase())) {
-          t.fail(`${method.toUpperCase()} ${path}: preflight ${res.status}, allows ${allowed.join(',')} for ${res.headers.get('access-control-allow-origin')}`)
+          t.fail(
+            `${method.toUpperCase()} ${path}: preflight ${res.status}, allows ${allowed.join(',')} for ${res.headers.get('access-control-allow-origin')}`,
+          )
         }
         checked++
       }
     }
     t.ok(checked > 100, `${checked} operations preflighted`)
-    const foreign = await fetch(`${svc.url}/api/device/delete`, { method: 'OPTIONS', headers: { origin: FOREIGN, 'access-control-request-method': 'DELETE' } })
+    const foreign = await fetch(`${svc.url}/api/device/delete`, {
+      method: 'OPTIONS',
+      headers: { origin: FOREIGN, 'access-control-request-method': 'DELETE' },
+    })
     t.equal(foreign.headers.get('access-control-allow-origin'), null, 'a foreign origin is not allowed')
   })
 
@@ -77,9 +90,14 @@ t.test('origins, preflights and token forms', async (t) => {
       t.equal(res.status, 200, 'signed in again')
       return { bare: (await res.json()).token as string, signed: res.headers.get('set-auth-token')! }
     }
-    const session = async (credential: string) => (await (await fetch(`${svc.url}/api/auth/get-session`, { headers: { authorization: `Bearer ${credential}` } })).json()) as unknown
+    const session = async (credential: string) =>
+      (await (await fetch(`${svc.url}/api/auth/get-session`, { headers: { authorization: `Bearer ${credential}` } })).json()) as unknown
     const revoke = (tokenValue: string, path = '/api/auth/revoke-session') =>
-      fetch(`${svc.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ token: tokenValue }) })
+      fetch(`${svc.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ token: tokenValue }),
+      })
 
     for (const path of ['/api/auth/revoke-session', '/revoke-session']) {
       const second = await signIn()

@@ -18,8 +18,15 @@ t.test('each helper emits the plain schema it stands for', async (t) => {
 })
 
 t.test('a Defaulted field is left out of required and filled in by the validator', async (t) => {
-  const query = Type.Object({ limit: Defaulted(Type.Integer({ minimum: 1, default: 20 })), cursor: Type.Optional(Type.String()) }, { additionalProperties: false })
-  t.same(plain(query), { type: 'object', properties: { limit: { type: 'integer', minimum: 1, default: 20 }, cursor: { type: 'string' } }, additionalProperties: false })
+  const query = Type.Object(
+    { limit: Defaulted(Type.Integer({ minimum: 1, default: 20 })), cursor: Type.Optional(Type.String()) },
+    { additionalProperties: false },
+  )
+  t.same(plain(query), {
+    type: 'object',
+    properties: { limit: { type: 'integer', minimum: 1, default: 20 }, cursor: { type: 'string' } },
+    additionalProperties: false,
+  })
   // As src/http/validation.ts configures it.
   const validate = new Ajv({ coerceTypes: 'array', useDefaults: true, strict: false }).compile(query)
   const value: Record<string, unknown> = {}

@@ -92,7 +92,11 @@ t.test('palette PNGs are indexed at the smallest bit depth and hold only palette
     const counts = histogram(await decodeRgb(v.data))
     const allowed = new Set(colours.map(([r, g, b]) => key(r, g, b)))
     const outside = [...counts.keys()].filter((k) => !allowed.has(k))
-    t.same(outside.map((k) => k.toString(16)), [], `${format}: no colour outside the palette`)
+    t.same(
+      outside.map((k) => k.toString(16)),
+      [],
+      `${format}: no colour outside the palette`,
+    )
     t.equal(counts.size, colours.length, `${format}: every palette colour is used on the test card`)
   }
 })
@@ -150,7 +154,11 @@ t.test('mid-grey dithers to about half black', async (t) => {
 t.test('mid-grey on 4 greys mixes the two middle levels', async (t) => {
   const [v] = await convertForDisplay(await solidPng(200, 200, [128, 128, 128]), { width: 200, height: 200, palette: 'gray4' })
   const counts = histogram(await decodeRgb(v!.data))
-  t.same([...counts.keys()].sort((a, b) => a - b), [key(85, 85, 85), key(170, 170, 170)], 'only 85 and 170')
+  t.same(
+    [...counts.keys()].sort((a, b) => a - b),
+    [key(85, 85, 85), key(170, 170, 170)],
+    'only 85 and 170',
+  )
   const dark = (counts.get(key(85, 85, 85)) ?? 0) / (200 * 200)
   t.ok(dark > 0.45 && dark < 0.55, `about half at 85 (${dark.toFixed(3)})`)
 })
@@ -186,9 +194,7 @@ t.test('cover fills the display, contain pads with white bands', async (t) => {
 t.test('EXIF orientation is applied before resizing', async (t) => {
   // Stored 300×100, black in the left third; orientation 6 means "rotate 90° clockwise to view",
   // so upright it is 100×300 with black in the top third.
-  const stored = await sharp(
-    await drawnPng(300, 100, (x) => (x < 100 ? [0, 0, 0] : [255, 255, 255])),
-  )
+  const stored = await sharp(await drawnPng(300, 100, (x) => (x < 100 ? [0, 0, 0] : [255, 255, 255])))
     .jpeg({ quality: 95 })
     .withMetadata({ orientation: 6 })
     .toBuffer()
@@ -219,7 +225,9 @@ t.test('transparent areas become white and greyscale input works', async (t) => 
 })
 
 t.test('input that is not an image is refused with a clear error', async (t) => {
-  const jpeg = await sharp({ create: { width: 300, height: 200, channels: 3, background: 'red' } }).jpeg().toBuffer()
+  const jpeg = await sharp({ create: { width: 300, height: 200, channels: 3, background: 'red' } })
+    .jpeg()
+    .toBuffer()
   const bad: Array<[string, Buffer]> = [
     ['text', Buffer.from('this is not an image')],
     ['html', Buffer.from('<!doctype html><html></html>')],

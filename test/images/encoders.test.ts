@@ -21,7 +21,7 @@ function randomIndices(count: number, colours: number): Uint8Array {
 
 function expectedRgb(indices: Uint8Array, pal: readonly Rgb[]): Buffer {
   const out = Buffer.alloc(indices.length * 3)
-  indices.forEach((i, p) => out.set(pal[i]!, p * 3))
+  for (let p = 0; p < indices.length; p++) out.set(pal[indices[p]!]!, p * 3)
   return out
 }
 

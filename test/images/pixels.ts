@@ -7,7 +7,9 @@ export type Raw = { data: Buffer; width: number; height: number }
 
 /** A PNG of one solid colour. */
 export function solidPng(width: number, height: number, [r, g, b]: Rgb): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 3, background: { r, g, b } } }).png().toBuffer()
+  return sharp({ create: { width, height, channels: 3, background: { r, g, b } } })
+    .png()
+    .toBuffer()
 }
 
 /** A PNG from a per-pixel function. */
@@ -22,7 +24,9 @@ export function drawnPng(width: number, height: number, colourAt: (x: number, y:
       raw[i + 2] = b
     }
   }
-  return sharp(raw, { raw: { width, height, channels: 3 } }).png().toBuffer()
+  return sharp(raw, { raw: { width, height, channels: 3 } })
+    .png()
+    .toBuffer()
 }
 
 /** Decode any image sharp reads to packed 8-bit RGB. */

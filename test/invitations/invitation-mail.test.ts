@@ -94,9 +94,16 @@ t.test('the invitation mail arrives over SMTP and its link accepts the invitatio
   // What the Accept button does: POST with the session cookie from the service's own page.
   const ok = await accept(inv.id, { jar: ivy.jar, origin: svc.url })
   t.equal(ok.status, 200)
-  t.match(ok.body, { success: true, organization: { id: org.id, name: org.name }, member: { organizationId: org.id, userId: ivy.id, role: 'member' } })
+  t.match(ok.body, {
+    success: true,
+    organization: { id: org.id, name: org.name },
+    member: { organizationId: org.id, userId: ivy.id, role: 'member' },
+  })
   const members = await owner.client.organization.listMembers({ query: { organizationId: org.id } })
-  t.ok(members.data?.members.some((m) => m.userId === ivy.id && m.role === 'member'), 'ivy is a member')
+  t.ok(
+    members.data?.members.some((m) => m.userId === ivy.id && m.role === 'member'),
+    'ivy is a member',
+  )
 
   const twice = await accept(inv.id, { token: ivy.token })
   t.equal(twice.status, 409)
@@ -141,7 +148,11 @@ t.test('a newcomer signs in from the page by e-mailed link and accepts', async (
   const opened = await fetch(mail.text.match(/https?:\/\/\S+/)![0], { redirect: 'manual' })
   jar.store(opened)
   t.equal(opened.status, 302)
-  t.equal(new URL(opened.headers.get('location')!, svc.url).pathname, `/accept-invitation/${inv.id}`, 'the link leads back to the invitation')
+  t.equal(
+    new URL(opened.headers.get('location')!, svc.url).pathname,
+    `/accept-invitation/${inv.id}`,
+    'the link leads back to the invitation',
+  )
   const back = await page(inv.link, jar)
   t.match(back.html, /id="accept"/, 'signed in, verified by the link, ready to accept')
   const ok = await accept(inv.id, { jar, origin: svc.url })

@@ -48,7 +48,10 @@ function decodeWords(value: string): string {
   return value.replace(/=\?([^?]+)\?([bq])\?([^?]*)\?=/gi, (_m, _charset: string, enc: string, text: string) =>
     enc.toLowerCase() === 'b'
       ? Buffer.from(text, 'base64').toString('utf8')
-      : Buffer.from(text.replace(/_/g, ' ').replace(/=([0-9a-f]{2})/gi, (_x, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8'),
+      : Buffer.from(
+          text.replace(/_/g, ' ').replace(/=([0-9a-f]{2})/gi, (_x, h: string) => String.fromCharCode(parseInt(h, 16))),
+          'latin1',
+        ).toString('utf8'),
   )
 }
 
@@ -158,7 +161,10 @@ t.test('an unknown address gets no message, and the answer does not tell', async
   const real = uniqueEmail('smtp-after')
   await signUp(makeClient(svc.url).client, real)
   await waitForMessage(real, /verify/i, before)
-  t.notOk(inbox.slice(before).some((m) => m.rcptTo.includes(ghost)), 'nothing was sent to the unknown address')
+  t.notOk(
+    inbox.slice(before).some((m) => m.rcptTo.includes(ghost)),
+    'nothing was sent to the unknown address',
+  )
 })
 
 t.test('in SMTP mode nothing is written to the outbox folder', async (t) => {

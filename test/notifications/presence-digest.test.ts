@@ -5,7 +5,14 @@ import { createPresenceDigest, digestMessage, type PresenceNotice } from '../../
 import type { PresenceChange } from '../../src/mqtt/contract.js'
 
 const at = new Date('2026-11-22T10:00:00Z')
-const change = (deviceId: string, online: boolean, userId = 'u1'): PresenceChange => ({ deviceId, deviceName: `Frame ${deviceId}`, userId, online, at, reason: online ? undefined : 'keepalive_timeout' })
+const change = (deviceId: string, online: boolean, userId = 'u1'): PresenceChange => ({
+  deviceId,
+  deviceName: `Frame ${deviceId}`,
+  userId,
+  online,
+  at,
+  reason: online ? undefined : 'keepalive_timeout',
+})
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 t.test('first change at once, the rest gathered into one message per owner', async (t) => {
@@ -23,7 +30,11 @@ t.test('first change at once, the rest gathered into one message per owner', asy
   digest.add(change('c', false))
   await sleep(150)
   t.equal(sent.length, 3, 'one message for what changed within the window')
-  t.same(sent[2]!.message, { title: '2 devices online, 1 device offline', body: 'Online: Frame b, Frame d. Offline: Frame c.', url: '/devices' })
+  t.same(sent[2]!.message, {
+    title: '2 devices online, 1 device offline',
+    body: 'Online: Frame b, Frame d. Offline: Frame c.',
+    url: '/devices',
+  })
   t.equal(sent[2]!.topicScope, undefined, 'no topic: a later digest must not replace this one')
 
   await sleep(150)
@@ -65,5 +76,9 @@ t.test('window 0 sends every change; close() sends what is gathered', async (t) 
 
 t.test('many devices: five names and a count', async (t) => {
   const many = Array.from({ length: 12 }, (_, i) => change(String(i), false))
-  t.same(digestMessage(many), { title: '12 devices are offline', body: 'Offline: Frame 0, Frame 1, Frame 2, Frame 3, Frame 4 and 7 more.', url: '/devices' })
+  t.same(digestMessage(many), {
+    title: '12 devices are offline',
+    body: 'Offline: Frame 0, Frame 1, Frame 2, Frame 3, Frame 4 and 7 more.',
+    url: '/devices',
+  })
 })

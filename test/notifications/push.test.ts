@@ -22,7 +22,14 @@ type Report = {
   sent: number
   failed: number
   removed: number
-  results: Array<{ subscriptionId: string; status: string; statusCode: number | null; attempts: number; error?: string; endpointOrigin: string }>
+  results: Array<{
+    subscriptionId: string
+    status: string
+    statusCode: number | null
+    attempts: number
+    error?: string
+    endpointOrigin: string
+  }>
 }
 type Message = { kind: string; title: string; body: string; url: string | null; sentAt: string }
 
@@ -63,7 +70,12 @@ async function person(prefix: string, email = uniqueEmail(prefix)): Promise<Pers
   return { token, id: userId, email }
 }
 
-async function api<T = Record<string, unknown>>(method: string, path: string, who?: Person, body?: unknown): Promise<{ status: number; body: T }> {
+async function api<T = Record<string, unknown>>(
+  method: string,
+  path: string,
+  who?: Person,
+  body?: unknown,
+): Promise<{ status: number; body: T }> {
   const headers: Record<string, string> = {}
   if (who) headers.authorization = `Bearer ${who.token}`
   if (body !== undefined) headers['content-type'] = 'application/json'
@@ -71,9 +83,11 @@ async function api<T = Record<string, unknown>>(method: string, path: string, wh
   return { status: res.status, body: (await res.json()) as T }
 }
 
-const subscribeAs = (who: Person, sub: TestSubscription) => api<{ id: string; endpoint: string }>('POST', '/api/notifications/subscriptions', who, sub)
+const subscribeAs = (who: Person, sub: TestSubscription) =>
+  api<{ id: string; endpoint: string }>('POST', '/api/notifications/subscriptions', who, sub)
 const send = (who: Person, body: Record<string, unknown>) => api<Report>('POST', '/api/notifications/send', who, body)
-const listSubs = async (who: Person) => (await api<{ subscriptions: Array<{ id: string; endpoint: string }> }>('GET', '/api/notifications/subscriptions', who)).body.subscriptions
+const listSubs = async (who: Person) =>
+  (await api<{ subscriptions: Array<{ id: string; endpoint: string }> }>('GET', '/api/notifications/subscriptions', who)).body.subscriptions
 const message = (r: { plaintext: string | null }) => JSON.parse(r.plaintext ?? 'null') as Message
 
 t.test('the VAPID public key is served', async (t) => {
@@ -107,13 +121,19 @@ t.test('subscriptions: validated, per user, deduplicated by endpoint, removed on
   const again = await subscribeAs(alice, sub)
   t.equal(again.status, 200, 'the same endpoint again is not a second subscription')
   t.equal(again.body.id, first.body.id)
-  t.same((await listSubs(alice)).map((s) => s.id), [first.body.id], 'one subscription listed')
+  t.same(
+    (await listSubs(alice)).map((s) => s.id),
+    [first.body.id],
+    'one subscription listed',
+  )
   t.same(await listSubs(bob), [], "bob sees none of alice's")
 
   const foreign = await api('DELETE', '/api/notifications/subscriptions', bob, { id: first.body.id })
   t.equal(foreign.status, 404, "bob cannot remove alice's subscription")
   t.equal((await listSubs(alice)).length, 1)
-  const byEndpoint = await api<{ success: boolean; id: string }>('DELETE', '/api/notifications/subscriptions', alice, { endpoint: sub.endpoint })
+  const byEndpoint = await api<{ success: boolean; id: string }>('DELETE', '/api/notifications/subscriptions', alice, {
+    endpoint: sub.endpoint,
+  })
   t.equal(byEndpoint.status, 200)
   t.same(byEndpoint.body, { success: true, id: first.body.id })
   t.same(await listSubs(alice), [], 'removed by endpoint')
@@ -142,7 +162,11 @@ t.test('a notification arrives at the push service signed with VAPID and encrypt
   t.equal(r.headers.ttl, '600')
   t.equal(r.headers.urgency, 'high')
   const msg = message(r)
-  t.match(msg, { kind: 'message', title: 'Hello', body: 'Your frame says hi ✓', url: '/devices' }, 'the browser decrypts exactly what was sent')
+  t.match(
+    msg,
+    { kind: 'message', title: 'Hello', body: 'Your frame says hi ✓', url: '/devices' },
+    'the browser decrypts exactly what was sent',
+  )
   t.ok(Date.parse(msg.sentAt) > 0)
 
   const defaults = await send(alice, { title: 'Defaults', body: '' })
@@ -201,7 +225,10 @@ t.test('a 410 from the push service removes the subscription; other answers are 
   const left = (await listSubs(bob)).map((s) => s.endpoint).sort()
   t.same(left, [live.endpoint, broken.endpoint].sort(), 'the 410 and 404 subscriptions are gone, the others stay')
   const next = await send(bob, { title: 'Again', body: 'y' })
-  t.notOk(next.body.results.some((r) => r.subscriptionId === goneId), 'the removed subscription is not tried again')
+  t.notOk(
+    next.body.results.some((r) => r.subscriptionId === goneId),
+    'the removed subscription is not tried again',
+  )
   t.equal(push.requestsFor('bob-old-browser').length, 1)
   await api('DELETE', '/api/notifications/subscriptions', bob, { endpoint: broken.endpoint })
 })
@@ -215,7 +242,10 @@ t.test('429 with Retry-After and 5xx are retried with backoff', async (t) => {
   const r = res.body.results.find((x) => x.attempts > 1)
   t.match(r, { status: 'sent', statusCode: 201, attempts: 3 }, 'delivered on the third attempt')
   const reqs = push.requestsFor('alice-busy')
-  t.same(reqs.map((q) => q.answered), [429, 503, 201])
+  t.same(
+    reqs.map((q) => q.answered),
+    [429, 503, 201],
+  )
   t.ok(reqs[1]!.at - reqs[0]!.at >= 1000, `the retry waited for Retry-After: 1 (${reqs[1]!.at - reqs[0]!.at} ms)`)
   t.equal(message(reqs[2]!).body, 'delivered', 'the retried message decrypts')
 
@@ -264,13 +294,15 @@ t.test('who may notify whom', async (t) => {
   t.equal((await api('GET', `/api/device/${orgDevice.deviceId}`, alice)).status, 200, 'alice, a member, sees the lobby frame')
   const before = push.requestsFor('bob-target').length
   const viaOrgDevice = await send(alice, { title: 'Click me', body: 'x', url: 'https://evil.example.com', deviceId: orgDevice.deviceId })
-  t.equal(viaOrgDevice.status, 403, "but may not notify its owner through it")
+  t.equal(viaOrgDevice.status, 403, 'but may not notify its owner through it')
   t.match(viaOrgDevice.body, { code: 'FORBIDDEN' })
   t.equal(push.requestsFor('bob-target').length, before, 'nothing reached bob')
 })
 
 t.test('a Better Auth JWT is accepted like the session it came from', async (t) => {
-  const jwt = ((await (await fetch(`${svc.url}/api/auth/token`, { headers: { authorization: `Bearer ${alice.token}` } })).json()) as { token: string }).token
+  const jwt = (
+    (await (await fetch(`${svc.url}/api/auth/token`, { headers: { authorization: `Bearer ${alice.token}` } })).json()) as { token: string }
+  ).token
   const res = await fetch(`${svc.url}/api/notifications/subscriptions`, { headers: { authorization: `Bearer ${jwt}` } })
   t.equal(res.status, 200)
   const prefs = await fetch(`${svc.url}/api/notifications/preferences`, { headers: { authorization: `Bearer ${jwt}` } })
@@ -300,7 +332,10 @@ t.test('a finished generation notifies its owner, unless they switched it off', 
 
   t.equal((await api('PATCH', '/api/notifications/preferences', carol, { generationResults: false })).status, 200)
   const quiet = await api<{ id: string }>('POST', '/api/generate', carol, { prompt: { text: 'a quiet one' } })
-  await eventually(async () => (await api<{ status: string }>('GET', `/api/generate/${quiet.body.id}`, carol)).body.status === 'succeeded', 20_000)
+  await eventually(
+    async () => (await api<{ status: string }>('GET', `/api/generate/${quiet.body.id}`, carol)).body.status === 'succeeded',
+    20_000,
+  )
   // The job reads as succeeded just before its notification would go out: a message sent after
   // it must be the next one to arrive.
   await new Promise((r) => setTimeout(r, 300))
@@ -313,7 +348,11 @@ t.test('device online/offline notifies the owner, per their preference, and not 
   const owner = await person('presence-owner')
   const sub = push.subscribe('owner-browser')
   await subscribeAs(owner, sub)
-  t.same((await api('GET', '/api/notifications/preferences', owner)).body, { generationResults: true, devicePresence: true }, 'everything on by default')
+  t.same(
+    (await api('GET', '/api/notifications/preferences', owner)).body,
+    { generationResults: true, devicePresence: true },
+    'everything on by default',
+  )
   const dev = await pairDevice(svc, owner.token, { name: 'Hall frame' })
 
   // The owner's app watches the device's events; each is published after the notification decision.
@@ -363,7 +402,11 @@ t.test('device online/offline notifies the owner, per their preference, and not 
   t.equal(push.requestsFor('owner-browser').length, 2, 'with devicePresence off, no presence notifications')
 
   // Other modules call app.notifier.notifyUser with a kind; preferences apply per kind.
-  const gen = await svc.app.notifier.notifyUser(owner.id, 'generation', { title: 'Your image is ready', body: 'Sunset over the sea', url: '/images/1' })
+  const gen = await svc.app.notifier.notifyUser(owner.id, 'generation', {
+    title: 'Your image is ready',
+    body: 'Sunset over the sea',
+    url: '/images/1',
+  })
   t.match(gen, { sent: 1 })
   t.match(message(await push.waitFor('owner-browser', 3)), { kind: 'generation', title: 'Your image is ready', url: '/images/1' })
   await api('PATCH', '/api/notifications/preferences', owner, { generationResults: false })
@@ -376,15 +419,19 @@ t.test('a fleet coming online at once: the first device at once, the rest in one
   const owner = await person('fleet-owner')
   await subscribeAs(owner, push.subscribe('fleet-browser'))
   const fleet = await Promise.all(Array.from({ length: 8 }, (_, i) => pairDevice(svc, owner.token, { name: `Frame ${i + 1}` })))
-  const clients = await Promise.all(fleet.map((dev) => connect(mqttUrl(svc), { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })))
-  t.teardown(() => clients.forEach((c) => c.end(true)))
+  const clients = await Promise.all(
+    fleet.map((dev) => connect(mqttUrl(svc), { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })),
+  )
+  t.teardown(() => {
+    for (const c of clients) c.end(true)
+  })
   const first = message(await push.waitFor('fleet-browser', 1))
   t.match(first, { kind: 'device-presence', title: /^Frame \d is online$/ })
   const digest = message(await push.waitFor('fleet-browser', 2))
   t.match(digest, { kind: 'device-presence', title: '7 devices are online', url: '/devices' })
   t.match(digest.body, /^Online: (Frame \d, ){4}Frame \d and 2 more\.$/)
   const requests = push.requestsFor('fleet-browser')
-  t.ok(requests[0]!.headers.topic, 'the single change has its device\'s topic')
+  t.ok(requests[0]!.headers.topic, "the single change has its device's topic")
   t.equal(requests[1]!.headers.topic, undefined, 'the digest has none, so nothing replaces it')
   await new Promise((r) => setTimeout(r, 1500))
   await svc.app.notifier.idle()
@@ -402,7 +449,11 @@ t.test('generated VAPID keys are kept: same key after a restart, private key sea
   await svc.close()
   const again = await startApp(t, { reuse, env: { PUSH_CA_FILE: push.caFile, PUSH_ENDPOINT_HOSTS: '127.0.0.1' } })
   const res = await fetch(`${again.url}/api/notifications/vapid-public-key`)
-  t.equal(((await res.json()) as { publicKey: string }).publicKey, vapidKey, 'the same public key after a restart, so subscriptions stay valid')
+  t.equal(
+    ((await res.json()) as { publicKey: string }).publicKey,
+    vapidKey,
+    'the same public key after a restart, so subscriptions stay valid',
+  )
 
   // And the restarted service still signs with the kept private key: a push to bob verifies.
   // Sessions live in the database, so bob's token from before the restart still works.
@@ -423,7 +474,13 @@ t.test('generated VAPID keys are kept: same key after a restart, private key sea
 t.test('VAPID keys from the configuration are used as given', async (t) => {
   const keys = webpush.generateVAPIDKeys()
   const configured = await startApp(t, {
-    env: { PUSH_CA_FILE: push.caFile, PUSH_ENDPOINT_HOSTS: '127.0.0.1', VAPID_PUBLIC_KEY: keys.publicKey, VAPID_PRIVATE_KEY: keys.privateKey, VAPID_SUBJECT: 'https://ops.example.com/contact' },
+    env: {
+      PUSH_CA_FILE: push.caFile,
+      PUSH_ENDPOINT_HOSTS: '127.0.0.1',
+      VAPID_PUBLIC_KEY: keys.publicKey,
+      VAPID_PRIVATE_KEY: keys.privateKey,
+      VAPID_SUBJECT: 'https://ops.example.com/contact',
+    },
   })
   const res = await fetch(`${configured.url}/api/notifications/vapid-public-key`)
   t.equal(((await res.json()) as { publicKey: string }).publicKey, keys.publicKey)

@@ -39,7 +39,10 @@ t.test('the checked-in document and types match what the service serves', async 
   ] as const) {
     const checkedIn = await readFile(file, 'utf8').catch(() => '')
     const same = checkedIn === generated
-    t.ok(same, same ? `${file} is up to date` : `${file} is out of date: run npm run openapi:types (${firstDifference(checkedIn, generated)})`)
+    t.ok(
+      same,
+      same ? `${file} is up to date` : `${file} is out of date: run npm run openapi:types (${firstDifference(checkedIn, generated)})`,
+    )
   }
   t.match(fresh.types, /export interface paths \{/)
   t.match(fresh.types, /"\/api\/device\/init": \{/)
@@ -87,7 +90,9 @@ t.test("the README's typed client: sign up, read the session, pair a device", as
   t.match(pinCode, /^[A-Z]{4}-[A-Z]{4}$/)
   const claimed = await api.POST('/api/device/validate', { body: { pinCode, name: 'Typed frame' }, ...auth })
   t.equal(claimed.data?.device.id, init.data!.deviceId)
-  const record = await api.POST('/api/device/get-init-device', { body: { deviceId: init.data!.deviceId, deviceCode: init.data!.deviceCode } })
+  const record = await api.POST('/api/device/get-init-device', {
+    body: { deviceId: init.data!.deviceId, deviceCode: init.data!.deviceCode },
+  })
   const status: components['schemas']['DeviceInitRecord']['status'] | undefined = record.data?.status
   t.equal(status, 'active')
 

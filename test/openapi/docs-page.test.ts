@@ -23,7 +23,8 @@ const cssRefs = (css: string) => [
 ]
 
 /** Absolute http(s) URLs in a text: none may point anywhere but here. */
-const foreignUrls = (text: string, origin: string) => [...text.matchAll(/https?:\/\/[^\s"'`)<>]+/g)].map((m) => m[0]).filter((u) => !u.startsWith(origin))
+const foreignUrls = (text: string, origin: string) =>
+  [...text.matchAll(/https?:\/\/[^\s"'`)<>]+/g)].map((m) => m[0]).filter((u) => !u.startsWith(origin))
 
 for (const page of ['/docs', '/docs/']) {
   t.test(`${page} and every asset it references are served by this service`, async (t) => {
@@ -33,9 +34,18 @@ for (const page of ['/docs', '/docs/']) {
     const html = await res.text()
     t.same(foreignUrls(html, svc.url), [], 'the page names no other host')
     const refs = htmlRefs(html)
-    t.ok(refs.some((r) => r.endsWith('/swagger-ui-bundle.js')), 'loads the Swagger UI bundle')
-    t.ok(refs.some((r) => r.endsWith('/swagger-initializer.js')), 'loads its initializer')
-    t.ok(refs.some((r) => r.endsWith('/swagger-ui.css')), 'loads the stylesheet')
+    t.ok(
+      refs.some((r) => r.endsWith('/swagger-ui-bundle.js')),
+      'loads the Swagger UI bundle',
+    )
+    t.ok(
+      refs.some((r) => r.endsWith('/swagger-initializer.js')),
+      'loads its initializer',
+    )
+    t.ok(
+      refs.some((r) => r.endsWith('/swagger-ui.css')),
+      'loads the stylesheet',
+    )
     for (const ref of refs) {
       const url = new URL(ref, `${svc.url}${page}`)
       t.equal(url.origin, svc.url, `${ref} is on this origin`)
@@ -51,7 +61,10 @@ for (const page of ['/docs', '/docs/']) {
         t.same(outside, [], `${url.pathname} pulls in nothing from elsewhere`)
       }
       if (url.pathname.endsWith('/swagger-initializer.js')) {
-        const code = body.split('\n').filter((line) => !line.trim().startsWith('//')).join('\n')
+        const code = body
+          .split('\n')
+          .filter((line) => !line.trim().startsWith('//'))
+          .join('\n')
         t.same(foreignUrls(code, svc.url), [], 'the initializer names no other host (comments aside)')
         t.match(body, /url: resolveUrl\('\.\/json'\)/, 'the page loads ./json next to itself')
         t.match(body, /validatorUrl: null/, "no call to the public spec validator's badge")
@@ -64,7 +77,11 @@ t.test('the page loads the same document as /api/openapi.json, served from this 
   const pageDoc = (await (await fetch(`${svc.url}/docs/json`)).json()) as OpenApiDocument
   const apiDoc = (await (await fetch(`${svc.url}/api/openapi.json`)).json()) as OpenApiDocument
   t.same(pageDoc, apiDoc)
-  t.same(apiDoc.servers, [{ url: '/', description: 'This service (the origin serving this document)' }], '"try it" sends to the origin of the page')
+  t.same(
+    apiDoc.servers,
+    [{ url: '/', description: 'This service (the origin serving this document)' }],
+    '"try it" sends to the origin of the page',
+  )
   const yaml = await fetch(`${svc.url}/docs/yaml`)
   t.equal(yaml.status, 200)
   t.match(await yaml.text(), /^openapi: 3\.1\.0$/m)
@@ -85,11 +102,19 @@ t.test('from the docs page alone: sign up, pair a device, send it a prompt', asy
   }
   // The simulator's side: plain HTTP, no account.
   const device = async (path: string, body: unknown) => {
-    const res = await fetch(`${svc.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    const res = await fetch(`${svc.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
     return (await res.json()) as Record<string, any>
   }
 
-  const signUp = await tryIt('POST', `${AUTH_BASE_PATH}/sign-up/email`, { email: uniqueEmail('docs'), password: 'a-long-password', name: 'Docs Reader' })
+  const signUp = await tryIt('POST', `${AUTH_BASE_PATH}/sign-up/email`, {
+    email: uniqueEmail('docs'),
+    password: 'a-long-password',
+    name: 'Docs Reader',
+  })
   t.equal(signUp.status, 200)
   t.ok(jar.size > 0, 'the browser now holds the session cookie')
   const cookieScheme = doc.components.securitySchemes?.cookieAuth as { name: string }
@@ -99,12 +124,20 @@ t.test('from the docs page alone: sign up, pair a device, send it a prompt', asy
   const validated = await tryIt('POST', '/api/device/validate', { pinCode: init.pinCode, name: 'Kitchen frame' })
   t.equal(validated.status, 200, 'paired with the cookie alone')
   t.equal(validated.body.device.id, init.deviceId)
-  t.same(doc.paths['/api/device/validate']?.post?.security?.some((s) => 'cookieAuth' in s), true, 'documented as taking the cookie')
+  t.same(
+    doc.paths['/api/device/validate']?.post?.security?.some((s) => 'cookieAuth' in s),
+    true,
+    'documented as taking the cookie',
+  )
 
   const record = await device('/api/device/get-init-device', { deviceId: init.deviceId, deviceCode: init.deviceCode })
   const creds = record.credentials as { username: string; password: string; clientId: string; mqttUrl: string }
   t.ok(creds, 'the device received its MQTT credentials')
-  const mqtt = await connect(`mqtt://127.0.0.1:${svc.app.mqttPort}`, { clientId: creds.clientId, username: creds.username, password: creds.password })
+  const mqtt = await connect(`mqtt://127.0.0.1:${svc.app.mqttPort}`, {
+    clientId: creds.clientId,
+    username: creds.username,
+    password: creds.password,
+  })
   t.teardown(() => close(mqtt))
   await subscribe(mqtt, `devices/${init.deviceId}/prompt`)
   const arrives = nextMessage<{ text: string }>(mqtt, `devices/${init.deviceId}/prompt`)

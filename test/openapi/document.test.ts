@@ -78,12 +78,24 @@ t.test('every route registered in Fastify is in the document', async (t) => {
   await svc.app.ready()
   const routes = registeredRoutes(svc.app.printRoutes())
   // The parser itself: known routes of several shapes come out whole.
-  for (const known of ['POST /api/device/init', 'GET /api/device/:id', 'POST /revoke-sessions', 'GET /reset-password/:token', 'GET /api/openapi.json']) {
-    t.ok(routes.some((r) => `${r.method} ${r.url}` === known), `route list has ${known}`)
+  for (const known of [
+    'POST /api/device/init',
+    'GET /api/device/:id',
+    'POST /revoke-sessions',
+    'GET /reset-password/:token',
+    'GET /api/openapi.json',
+  ]) {
+    t.ok(
+      routes.some((r) => `${r.method} ${r.url}` === known),
+      `route list has ${known}`,
+    )
   }
   t.ok(routes.length > 60, `${routes.length} routes read from the router`)
   // /mqtt is a WebSocket upgrade handled on the HTTP server, not a Fastify route.
-  t.notOk(routes.some((r) => r.url === '/mqtt'), '/mqtt is not a route')
+  t.notOk(
+    routes.some((r) => r.url === '/mqtt'),
+    '/mqtt is not a route',
+  )
 
   const missing: string[] = []
   for (const route of routes) {
@@ -107,7 +119,7 @@ t.test('every route registered in Fastify is in the document', async (t) => {
   t.same(phantom, [], 'every documented operation outside /api/auth is a registered route')
 })
 
-t.test("every Better Auth endpoint is documented under /api/auth, and nothing else is there", async (t) => {
+t.test('every Better Auth endpoint is documented under /api/auth, and nothing else is there', async (t) => {
   const endpoints: Route[] = []
   for (const endpoint of Object.values(svc.app.auth.api as Record<string, unknown>)) {
     const ep = endpoint as { path?: string; options?: { method?: string | string[]; metadata?: { SERVER_ONLY?: boolean } } }
@@ -149,7 +161,11 @@ t.test("the interface's root paths carry Better Auth's operations", async (t) =>
   t.same(signUp?.required, ['name', 'email', 'password'], 'root sign-up documents its body')
 
   const forget = doc.paths['/forget-password']?.post
-  t.same(forget?.requestBody, doc.paths[`${AUTH_BASE_PATH}/request-password-reset`]?.post?.requestBody, '/forget-password is request-password-reset')
+  t.same(
+    forget?.requestBody,
+    doc.paths[`${AUTH_BASE_PATH}/request-password-reset`]?.post?.requestBody,
+    '/forget-password is request-password-reset',
+  )
   const accountInfo = doc.paths['/account-info']?.post
   t.match(accountInfo?.requestBody, { required: true, content: { 'application/json': { schema: { required: ['accountId'] } } } })
   // What it documents is what it does: no accountId is the documented 400 with the Error body
@@ -157,7 +173,11 @@ t.test("the interface's root paths carry Better Auth's operations", async (t) =>
   const anonymous = await fetch(`${svc.url}/account-info`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
   t.equal(anonymous.status, 401)
   const { token } = await registerUser(makeClient(svc.url).client, uniqueEmail('account-info'))
-  const res = await fetch(`${svc.url}/account-info`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: '{}' })
+  const res = await fetch(`${svc.url}/account-info`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: '{}',
+  })
   t.equal(res.status, 400)
   t.match(await res.json(), { message: String, code: 'VALIDATION_ERROR' })
   t.ok(accountInfo?.responses?.['400'], '400 documented')
@@ -206,7 +226,8 @@ t.test('operations are well formed for client generators', async (t) => {
     const declared = (op.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name)
     if (templated.sort().join() !== declared.sort().join()) problems.push(`${method} ${path}: path ${templated} vs parameters ${declared}`)
     if (!op.tags?.length) problems.push(`${method} ${path}: no tag`)
-    if (!Object.keys(op.responses ?? {}).some((s) => s.startsWith('2') || s.startsWith('3'))) problems.push(`${method} ${path}: no success response`)
+    if (!Object.keys(op.responses ?? {}).some((s) => s.startsWith('2') || s.startsWith('3')))
+      problems.push(`${method} ${path}: no success response`)
   }
   t.same(problems, [])
 })
@@ -229,7 +250,17 @@ t.test('security schemes: session cookie, bearer session token, JWT', async (t) 
 
 t.test("tags match the interface's groups", async (t) => {
   const declared = (doc.tags ?? []).map((tag) => tag.name)
-  const interfaceTags = ['device module', 'admin API', 'default', 'admin', 'passkey', 'multi-session', 'magic-link', 'email-otp', 'organization']
+  const interfaceTags = [
+    'device module',
+    'admin API',
+    'default',
+    'admin',
+    'passkey',
+    'multi-session',
+    'magic-link',
+    'email-otp',
+    'organization',
+  ]
   for (const tag of interfaceTags) t.ok(declared.includes(tag), `tag ${tag} declared`)
   const used = new Set(operationsOf(doc).flatMap(({ op }) => op.tags ?? []))
   for (const tag of used) t.ok(declared.includes(tag), `used tag ${tag} declared`)
@@ -317,7 +348,8 @@ t.test('error answers are the Error record', async (t) => {
   for (const { path, method, op } of operationsOf(doc)) {
     if (!op.responses?.['429']) t.fail(`${method} ${path} has no 429 (the global rate limit applies to it)`)
     if (!op.responses?.['500']) t.fail(`${method} ${path} has no 500`)
-    if (op.requestBody && !(op.responses?.['400'] && op.responses['413'] && op.responses['415'])) t.fail(`${method} ${path} takes a body but lists no 400/413/415`)
+    if (op.requestBody && !(op.responses?.['400'] && op.responses['413'] && op.responses['415']))
+      t.fail(`${method} ${path} takes a body but lists no 400/413/415`)
   }
   t.pass('every operation lists 429 and 500, and 400/413/415 where it takes a body')
   for (const [path, method, statuses] of [
@@ -331,14 +363,17 @@ t.test('error answers are the Error record', async (t) => {
 })
 
 t.test('every operation that takes input documents its body', async (t) => {
-  const upload = doc.paths['/api/upload']?.post?.requestBody as { content?: Record<string, { schema?: { properties?: Record<string, { format?: string }> } }> } | undefined
+  const upload = doc.paths['/api/upload']?.post?.requestBody as
+    | { content?: Record<string, { schema?: { properties?: Record<string, { format?: string }> } }> }
+    | undefined
   t.equal(upload?.content?.['multipart/form-data']?.schema?.properties?.file?.format, 'binary', 'POST /api/upload: a multipart file part')
   const put = doc.paths['/files/{path}']?.put?.requestBody as { content?: Record<string, { schema?: { format?: string } }> } | undefined
   t.equal(put?.content?.['application/octet-stream']?.schema?.format, 'binary', 'PUT /files/{path}: raw bytes')
   // Every POST, PUT and PATCH of ours documents a body, except those that take none.
   const bodyless = new Set(['POST /api/generate/{id}/cancel', 'POST /sign-out', 'POST /api/auth/sign-out'])
   for (const { path, method, op } of operationsOf(doc)) {
-    if (!['post', 'put', 'patch'].includes(method) || path.startsWith(AUTH_BASE_PATH) || bodyless.has(`${method.toUpperCase()} ${path}`)) continue
+    if (!['post', 'put', 'patch'].includes(method) || path.startsWith(AUTH_BASE_PATH) || bodyless.has(`${method.toUpperCase()} ${path}`))
+      continue
     if (!op.requestBody) t.fail(`${method.toUpperCase()} ${path} documents no request body`)
   }
 })
@@ -350,8 +385,16 @@ t.test('public account operations need no session; the rest say which credential
     t.same(op?.security, [], `${path} is public`)
   }
   t.same(doc.paths['/sign-up/email']?.post?.security, [], 'the root copy too')
-  t.same(doc.paths[`${AUTH_BASE_PATH}/get-session`]?.get?.security, [{}, { bearerAuth: [] }, { cookieAuth: [] }], 'get-session answers with or without one')
+  t.same(
+    doc.paths[`${AUTH_BASE_PATH}/get-session`]?.get?.security,
+    [{}, { bearerAuth: [] }, { cookieAuth: [] }],
+    'get-session answers with or without one',
+  )
   t.same(doc.paths[`${AUTH_BASE_PATH}/change-password`]?.post?.security, [{ bearerAuth: [] }, { cookieAuth: [] }])
-  t.same(doc.paths['/api/device']?.get?.security, [{ bearerAuth: [] }, { cookieAuth: [] }, { jwtAuth: [] }, { apiKeyAuth: [] }], 'our routes also take a JWT or an API key')
+  t.same(
+    doc.paths['/api/device']?.get?.security,
+    [{ bearerAuth: [] }, { cookieAuth: [] }, { jwtAuth: [] }, { apiKeyAuth: [] }],
+    'our routes also take a JWT or an API key',
+  )
   t.same(doc.paths['/api/device/init']?.post?.security ?? [], [], 'a device starts pairing without an account')
 })

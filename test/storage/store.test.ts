@@ -71,7 +71,11 @@ function storeSuite(t: Tap, svc: () => TestApp, checksSignatures: boolean) {
 
     if (!checksSignatures) return
     const getUrl = await store().presign(key, { method: 'GET', expiresIn: 60 })
-    t.equal((await fetch(getUrl, { method: 'PUT', headers: { 'content-type': 'image/webp' }, body: randomBytes(10) })).status, 403, 'a GET link cannot upload')
+    t.equal(
+      (await fetch(getUrl, { method: 'PUT', headers: { 'content-type': 'image/webp' }, body: randomBytes(10) })).status,
+      403,
+      'a GET link cannot upload',
+    )
     t.ok((await store().get(key))?.body.equals(body), 'the object is unchanged')
   })
 

@@ -37,7 +37,11 @@ async function upload(who: Person | null, parts: Part[]) {
     if ('value' in p) form.append(p.field, p.value)
     else form.append(p.field ?? 'file', new Blob([new Uint8Array(p.data)], { type: p.type }), p.name)
   }
-  const res = await fetch(`${svc.url}/api/upload`, { method: 'POST', headers: who ? { authorization: `Bearer ${who.token}` } : {}, body: form })
+  const res = await fetch(`${svc.url}/api/upload`, {
+    method: 'POST',
+    headers: who ? { authorization: `Bearer ${who.token}` } : {},
+    body: form,
+  })
   return { status: res.status, body: (await res.json()) as Upload & { message: string; code: string } }
 }
 
@@ -46,9 +50,10 @@ const fetchBytes = async (url: string) => {
   const res = await fetch(url)
   return { status: res.status, type: res.headers.get('content-type'), body: Buffer.from(await res.arrayBuffer()) }
 }
-const uuidKey = (userId: string, ext: string) => new RegExp(`^uploads/${userId}/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\\.${ext}$`)
+const uuidKey = (userId: string, ext: string) =>
+  new RegExp(`^uploads/${userId}/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\\.${ext}$`)
 
-t.test('an image is stored under the uploader\'s key and the returned url serves it', async (t) => {
+t.test("an image is stored under the uploader's key and the returned url serves it", async (t) => {
   const png = await image(64, 48).png().toBuffer()
   const res = await upload(alice, [{ name: 'holiday.png', type: 'image/png', data: png }])
   t.equal(res.status, 201)
@@ -62,10 +67,14 @@ t.test('an image is stored under the uploader\'s key and the returned url serves
   const meta = await sharp(got.body).metadata()
   t.match(meta, { format: 'png', width: 64, height: 48 })
 
-  const fresh = await fetch(`${svc.url}/api/upload/url?key=${encodeURIComponent(res.body.key)}`, { headers: { authorization: `Bearer ${alice.token}` } })
+  const fresh = await fetch(`${svc.url}/api/upload/url?key=${encodeURIComponent(res.body.key)}`, {
+    headers: { authorization: `Bearer ${alice.token}` },
+  })
   t.equal(fresh.status, 200, 'the owner can get a fresh link')
   t.equal((await fetchBytes(((await fresh.json()) as { url: string }).url)).status, 200)
-  const foreign = await fetch(`${svc.url}/api/upload/url?key=${encodeURIComponent(res.body.key)}`, { headers: { authorization: `Bearer ${bob.token}` } })
+  const foreign = await fetch(`${svc.url}/api/upload/url?key=${encodeURIComponent(res.body.key)}`, {
+    headers: { authorization: `Bearer ${bob.token}` },
+  })
   t.equal(foreign.status, 404, 'another user cannot')
   t.equal((await upload(null, [{ name: 'a.png', type: 'image/png', data: png }])).status, 401, 'uploading needs a session')
 })
@@ -106,8 +115,16 @@ t.test('a text file renamed .png is refused with 415, as are other non-images', 
   t.equal(text.status, 415)
   t.match(text.body, { code: 'UNSUPPORTED_MEDIA_TYPE', message: /PNG, JPEG, WebP, GIF and AVIF/ })
   const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>alert(1)</script></svg>')
-  t.equal((await upload(alice, [{ name: 'x.png', type: 'image/png', data: svg }])).status, 415, 'SVG (an image sharp reads, but can carry script) is refused')
-  t.equal((await upload(alice, [{ name: 'x.tif', type: 'image/tiff', data: await image(4, 4).tiff().toBuffer() }])).status, 415, 'TIFF is not on the list')
+  t.equal(
+    (await upload(alice, [{ name: 'x.png', type: 'image/png', data: svg }])).status,
+    415,
+    'SVG (an image sharp reads, but can carry script) is refused',
+  )
+  t.equal(
+    (await upload(alice, [{ name: 'x.tif', type: 'image/tiff', data: await image(4, 4).tiff().toBuffer() }])).status,
+    415,
+    'TIFF is not on the list',
+  )
   const truncated = (await image(40, 40).png().toBuffer()).subarray(0, 60)
   const broken = await upload(alice, [{ name: 'x.png', type: 'image/png', data: truncated }])
   t.ok([415, 422].includes(broken.status), `a truncated PNG is refused (${broken.status})`)
@@ -122,7 +139,7 @@ t.test('a JPEG with EXIF is stored without it, its orientation applied to the pi
     .toBuffer()
   const before = await sharp(input).metadata()
   t.equal(before.orientation, 6, 'the input carries EXIF orientation')
-  t.ok(before.exif && before.exif.includes(Buffer.from('secret-owner-name')), 'and EXIF text')
+  t.ok(before.exif?.includes(Buffer.from('secret-owner-name')), 'and EXIF text')
 
   const res = await upload(alice, [{ name: 'IMG_0001.JPG', type: 'image/jpeg', data: input }])
   t.equal(res.status, 201)
@@ -139,7 +156,14 @@ t.test('a JPEG with EXIF is stored without it, its orientation applied to the pi
 
 t.test('path-traversal file names never reach the key or the disk', async (t) => {
   const png = await image(8, 8).png().toBuffer()
-  const names = ['../../../../etc/passwd.png', '..\\..\\windows\\evil.png', '/abs/olute.png', 'uploads/' + bob.id + '/steal.png', '%2e%2e%2fup.png', 'a\u0000b.png']
+  const names = [
+    '../../../../etc/passwd.png',
+    '..\\..\\windows\\evil.png',
+    '/abs/olute.png',
+    `uploads/${bob.id}/steal.png`,
+    '%2e%2e%2fup.png',
+    'a\u0000b.png',
+  ]
   const keys: string[] = []
   for (const name of names) {
     const res = await upload(alice, [{ name, type: 'image/png', data: png }])
@@ -202,7 +226,10 @@ t.test('an empty file, a missing part, two files and a non-multipart body are re
 })
 
 t.test('direct upload: presigned PUT, then complete runs the same checks', async (t) => {
-  const input = await image(60, 30).jpeg().withExif({ IFD0: { Copyright: 'direct-secret' } }).toBuffer()
+  const input = await image(60, 30)
+    .jpeg()
+    .withExif({ IFD0: { Copyright: 'direct-secret' } })
+    .toBuffer()
   const pre = await fetch(`${svc.url}/api/upload/presign`, {
     method: 'POST',
     headers: { authorization: `Bearer ${alice.token}`, 'content-type': 'application/json' },
@@ -255,17 +282,30 @@ t.test('an uploaded photo is sent to a paired device, converted for its display'
   const device = await connect(mqttUrl(svc), { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })
   t.teardown(() => device.end(true))
   await subscribe(device, dev.topics.image!)
-  const arrived = nextMessage<{ imageId: string; url: string; format: string; width: number; height: number; sha256: string }>(device, dev.topics.image!)
+  const arrived = nextMessage<{ imageId: string; url: string; format: string; width: number; height: number; sha256: string }>(
+    device,
+    dev.topics.image!,
+  )
 
-  const photo = await sharp({ create: { width: 1200, height: 900, channels: 3, background: { r: 30, g: 160, b: 220 } } }).jpeg().toBuffer()
+  const photo = await sharp({ create: { width: 1200, height: 900, channels: 3, background: { r: 30, g: 160, b: 220 } } })
+    .jpeg()
+    .toBuffer()
   const up = await upload(alice, [{ name: 'beach.jpg', type: 'image/jpeg', data: photo }])
   t.equal(up.status, 201)
   const sendAs = (who: Person, body: Record<string, string>) =>
-    fetch(`${svc.url}/api/upload/send`, { method: 'POST', headers: { authorization: `Bearer ${who.token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    fetch(`${svc.url}/api/upload/send`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${who.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
 
   const res = await sendAs(alice, { key: up.body.key, deviceId: dev.deviceId })
   t.equal(res.status, 200)
-  const sent = (await res.json()) as { imageId: string; deviceId: string; image: { format: string; width: number; height: number; url: string } }
+  const sent = (await res.json()) as {
+    imageId: string
+    deviceId: string
+    image: { format: string; width: number; height: number; url: string }
+  }
   t.match(sent, { deviceId: dev.deviceId, image: { format: 'png-gray4', width: 400, height: 300 } })
 
   const msg = (await arrived).payload
@@ -275,9 +315,16 @@ t.test('an uploaded photo is sent to a paired device, converted for its display'
   t.equal(file.status, 200, 'the device can fetch it')
   t.match(await sharp(file.body).metadata(), { format: 'png', width: 400, height: 300 })
   const { data } = await sharp(file.body).greyscale().raw().toBuffer({ resolveWithObject: true })
-  t.ok(data.every((v) => v === 0 || v === 85 || v === 170 || v === 255), 'only the four grey levels of the display')
+  t.ok(
+    data.every((v) => v === 0 || v === 85 || v === 170 || v === 255),
+    'only the four grey levels of the display',
+  )
 
-  t.equal((await sendAs(bob, { key: up.body.key, deviceId: dev.deviceId })).status, 404, "bob can neither use alice's upload nor see her device")
+  t.equal(
+    (await sendAs(bob, { key: up.body.key, deviceId: dev.deviceId })).status,
+    404,
+    "bob can neither use alice's upload nor see her device",
+  )
   const bobUp = await upload(bob, [{ name: 'b.png', type: 'image/png', data: await image(10, 10).png().toBuffer() }])
   t.equal((await sendAs(bob, { key: bobUp.body.key, deviceId: dev.deviceId })).status, 404, "nor send his own to alice's device")
   t.equal((await sendAs(alice, { key: bobUp.body.key, deviceId: dev.deviceId })).status, 404, "alice cannot send bob's upload")
@@ -293,7 +340,10 @@ t.test('the same uploads against an S3-compatible store (s3rver)', async (t) => 
   const auth = { authorization: `Bearer ${carol.token}` }
 
   const form = new FormData()
-  const photo = await image(40, 20).jpeg().withExif({ IFD0: { Copyright: 's3-secret' } }).toBuffer()
+  const photo = await image(40, 20)
+    .jpeg()
+    .withExif({ IFD0: { Copyright: 's3-secret' } })
+    .toBuffer()
   form.append('file', new Blob([new Uint8Array(photo)], { type: 'image/jpeg' }), 'photo.jpg')
   const res = await fetch(`${s3svc.url}/api/upload`, { method: 'POST', headers: auth, body: form })
   t.equal(res.status, 201)
@@ -304,7 +354,11 @@ t.test('the same uploads against an S3-compatible store (s3rver)', async (t) => 
   t.equal(fetched.length, rec.size, 'it serves what was stored')
   t.notOk(fetched.includes(Buffer.from('s3-secret')), 'without the metadata')
 
-  const pre = await fetch(`${s3svc.url}/api/upload/presign`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ contentType: 'image/jpeg', size: photo.length }) })
+  const pre = await fetch(`${s3svc.url}/api/upload/presign`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ contentType: 'image/jpeg', size: photo.length }),
+  })
   t.equal(pre.status, 200)
   const p = (await pre.json()) as { key: string; url: string; method: string; headers: Record<string, string> }
   const signed = new URL(p.url)
@@ -315,7 +369,11 @@ t.test('the same uploads against an S3-compatible store (s3rver)', async (t) => 
     'no checksum parameters (any S3-compatible server accepts the URL)',
   )
   t.equal((await fetch(p.url, { method: 'PUT', headers: p.headers, body: photo })).status, 200, 'the bytes go straight to the bucket')
-  const done = await fetch(`${s3svc.url}/api/upload/complete`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ key: p.key }) })
+  const done = await fetch(`${s3svc.url}/api/upload/complete`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ key: p.key }),
+  })
   t.equal(done.status, 201)
   const completed = (await done.json()) as Upload
   t.match(completed, { contentType: 'image/jpeg', width: 40, height: 20 })

@@ -46,7 +46,8 @@ export function createBflProvider(options: BflOptions): ImageProvider {
         }
         case 'Ready': {
           const sample = asObject(r.result)?.sample
-          if (typeof sample !== 'string' || !/^https?:\/\//.test(sample)) return { status: 'failed', error: { code: 'PROVIDER_NO_OUTPUT', message: 'bfl: the task is ready without an image' } }
+          if (typeof sample !== 'string' || !/^https?:\/\//.test(sample))
+            return { status: 'failed', error: { code: 'PROVIDER_NO_OUTPUT', message: 'bfl: the task is ready without an image' } }
           return { status: 'succeeded', outputs: [{ url: sample }] }
         }
         case 'Request Moderated':

@@ -3,7 +3,19 @@
 // The URLs fal returns are kept in the job state; only those on the configured base origin are
 // followed (they carry our key). Others are replaced by the documented URL on the base.
 import type { GenerationInput, ImageProvider, PollResult, ProviderJob, ProviderOutput, StartResult } from '../provider.js'
-import { DEFAULT_TIMEOUT_MS, asObject, badResponse, errorText, httpError, isTrustedUrl, scrub, send, sendOk, trimBase, type HttpOptions } from './http.js'
+import {
+  DEFAULT_TIMEOUT_MS,
+  asObject,
+  badResponse,
+  errorText,
+  httpError,
+  isTrustedUrl,
+  scrub,
+  send,
+  sendOk,
+  trimBase,
+  type HttpOptions,
+} from './http.js'
 
 export type FalOptions = { key: string; baseUrl: string; timeoutMs?: number }
 
@@ -60,7 +72,8 @@ export function createFalProvider(options: FalOptions): ImageProvider {
         if (m) outputs.push({ data: Buffer.from(m[2] ?? '', 'base64'), contentType: m[1] ?? 'image/png' })
       }
     }
-    if (outputs.length === 0) return { status: 'failed', error: { code: 'PROVIDER_NO_OUTPUT', message: 'fal: the request completed without an image' } }
+    if (outputs.length === 0)
+      return { status: 'failed', error: { code: 'PROVIDER_NO_OUTPUT', message: 'fal: the request completed without an image' } }
     return { status: 'succeeded', outputs }
   }
 

@@ -28,7 +28,7 @@ const MAX_MESSAGE = 500
 /** Keeps a provider's text safe to store and show: no key, bounded length. */
 export function scrub(text: string, secret: string): string {
   let out = secret ? text.split(secret).join('[redacted]') : text
-  if (out.length > MAX_MESSAGE) out = out.slice(0, MAX_MESSAGE) + '…'
+  if (out.length > MAX_MESSAGE) out = `${out.slice(0, MAX_MESSAGE)}…`
   return out
 }
 
@@ -66,7 +66,8 @@ export function httpError(opts: HttpOptions, res: JsonResponse): ProviderError {
   const message = scrub(`${opts.provider}: HTTP ${res.status}${detail ? `: ${detail}` : ''}`, opts.secret)
   const s = res.status
   if (s === 429) return new ProviderError(message, 'PROVIDER_RATE_LIMITED', true, retryAfterMs(res.headers.get('retry-after')), s)
-  if (s >= 500 || s === 408) return new ProviderError(message, 'PROVIDER_UNAVAILABLE', true, retryAfterMs(res.headers.get('retry-after')), s)
+  if (s >= 500 || s === 408)
+    return new ProviderError(message, 'PROVIDER_UNAVAILABLE', true, retryAfterMs(res.headers.get('retry-after')), s)
   if (s === 401 || s === 403) return new ProviderError(message, 'PROVIDER_AUTH', false, undefined, s)
   if (s === 402) return new ProviderError(message, 'PROVIDER_BILLING', false, undefined, s)
   if (s === 404) return new ProviderError(message, 'PROVIDER_NOT_FOUND', false, undefined, s)
@@ -153,5 +154,5 @@ export function isTrustedUrl(raw: unknown, baseUrl: string, siblings = false): r
   const labels = base.hostname.split('.')
   if (labels.length < 3) return false
   const parent = labels.slice(1).join('.')
-  return url.hostname.endsWith('.' + parent) && (url.port === '' || url.port === '443')
+  return url.hostname.endsWith(`.${parent}`) && (url.port === '' || url.port === '443')
 }

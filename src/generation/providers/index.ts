@@ -11,7 +11,7 @@ export const REMOTE_PROVIDERS = ['replicate', 'fal', 'bfl', 'openai'] as const
 export type RemoteProviderName = (typeof REMOTE_PROVIDERS)[number]
 
 /** The setting that enables each provider, for messages that tell the operator what to set. */
-export const PROVIDER_KEY_SETTINGS: Record<RemoteProviderName, string> = {
+const PROVIDER_KEY_SETTINGS: Record<RemoteProviderName, string> = {
   replicate: 'REPLICATE_API_TOKEN',
   fal: 'FAL_KEY',
   bfl: 'BFL_API_KEY',
@@ -29,7 +29,8 @@ export function isProviderConfigured(name: RemoteProviderName, config: Pick<Conf
 
 /** Throws PROVIDER_NOT_CONFIGURED (not retryable) when the provider's key is not set. */
 export function createProvider(name: RemoteProviderName, config: Pick<Config, 'providers'>, options: ProviderOptions = {}): ImageProvider {
-  const notConfigured = () => new ProviderError(`${name} is not configured: set ${PROVIDER_KEY_SETTINGS[name]}`, 'PROVIDER_NOT_CONFIGURED', false)
+  const notConfigured = () =>
+    new ProviderError(`${name} is not configured: set ${PROVIDER_KEY_SETTINGS[name]}`, 'PROVIDER_NOT_CONFIGURED', false)
   const p = config.providers
   switch (name) {
     case 'replicate':

@@ -23,7 +23,7 @@ export function seedFor(text: string): number {
 }
 
 /** SVG shapes only: text would need fonts the machine may not have. */
-export function drawSvg(input: Pick<GenerationInput, 'prompt' | 'width' | 'height' | 'seed'>): string {
+function drawSvg(input: Pick<GenerationInput, 'prompt' | 'width' | 'height' | 'seed'>): string {
   const rnd = prng(input.seed)
   const { width: w, height: h } = input
   const hue = Math.floor(rnd() * 360)
@@ -37,7 +37,10 @@ export function drawSvg(input: Pick<GenerationInput, 'prompt' | 'width' | 'heigh
     const fill = colour(Math.floor(rnd() * 180), 25 + Math.floor(rnd() * 50))
     const opacity = (0.35 + rnd() * 0.6).toFixed(2)
     if (rnd() < 0.6) shapes.push(`<circle cx="${x}" cy="${y}" r="${r}" fill="${fill}" fill-opacity="${opacity}"/>`)
-    else shapes.push(`<rect x="${x - r}" y="${y - r}" width="${r * 2}" height="${Math.floor(r * (0.5 + rnd()))}" fill="${fill}" fill-opacity="${opacity}" transform="rotate(${Math.floor(rnd() * 90)} ${x} ${y})"/>`)
+    else
+      shapes.push(
+        `<rect x="${x - r}" y="${y - r}" width="${r * 2}" height="${Math.floor(r * (0.5 + rnd()))}" fill="${fill}" fill-opacity="${opacity}" transform="rotate(${Math.floor(rnd() * 90)} ${x} ${y})"/>`,
+      )
   }
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}">
 <defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="${colour(0, 85)}"/><stop offset="1" stop-color="${colour(200, 20)}"/></linearGradient></defs>
@@ -45,7 +48,9 @@ export function drawSvg(input: Pick<GenerationInput, 'prompt' | 'width' | 'heigh
 }
 
 export async function renderLocalImage(input: Pick<GenerationInput, 'prompt' | 'width' | 'height' | 'seed'>): Promise<Buffer> {
-  return sharp(Buffer.from(drawSvg(input))).png().toBuffer()
+  return sharp(Buffer.from(drawSvg(input)))
+    .png()
+    .toBuffer()
 }
 
 export function createLocalProvider(opts: { durationMs: number }): ImageProvider {
@@ -55,12 +60,14 @@ export function createLocalProvider(opts: { durationMs: number }): ImageProvider
       return { providerJobId: `local-${input.seed.toString(16)}-${Date.now().toString(36)}`, state: { startedAt: Date.now() } }
     },
     async poll(job: ProviderJob): Promise<PollResult> {
-      if (job.input.prompt.trimStart().startsWith('!fail')) return { status: 'failed', error: { code: 'LOCAL_INJECTED_FAILURE', message: 'failure injected by the prompt' } }
+      if (job.input.prompt.trimStart().startsWith('!fail'))
+        return { status: 'failed', error: { code: 'LOCAL_INJECTED_FAILURE', message: 'failure injected by the prompt' } }
       const startedAt = Number(job.state.startedAt ?? 0)
       const elapsed = Date.now() - startedAt
       const queueMs = opts.durationMs / 3
       if (elapsed < queueMs) return { status: 'queued' }
-      if (elapsed < opts.durationMs) return { status: 'running', progress: Math.round(((elapsed - queueMs) / (opts.durationMs - queueMs)) * 100) }
+      if (elapsed < opts.durationMs)
+        return { status: 'running', progress: Math.round(((elapsed - queueMs) / (opts.durationMs - queueMs)) * 100) }
       return { status: 'succeeded', outputs: [{ data: await renderLocalImage(job.input), contentType: 'image/png' }] }
     },
     async cancel() {},

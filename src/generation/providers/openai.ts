@@ -4,7 +4,15 @@
 // poll() reports running until it settles. An in-flight request does not survive a restart, so
 // polling an id this process does not know re-issues the request from the job's input.
 import { randomUUID } from 'node:crypto'
-import { ProviderError, type GenerationInput, type ImageProvider, type PollResult, type ProviderJob, type ProviderOutput, type StartResult } from '../provider.js'
+import {
+  ProviderError,
+  type GenerationInput,
+  type ImageProvider,
+  type PollResult,
+  type ProviderJob,
+  type ProviderOutput,
+  type StartResult,
+} from '../provider.js'
 import { asObject, badResponse, httpError, send, trimBase, type HttpOptions } from './http.js'
 
 export type OpenAIOptions = {
@@ -14,7 +22,7 @@ export type OpenAIOptions = {
   timeoutMs?: number
 }
 
-export const OPENAI_DEFAULT_TIMEOUT_MS = 180_000
+const OPENAI_DEFAULT_TIMEOUT_MS = 180_000
 
 const SIZES: Record<string, readonly string[]> = {
   'gpt-image-1': ['1024x1024', '1536x1024', '1024x1536'],
@@ -54,9 +62,11 @@ export function createOpenAIProvider(options: OpenAIOptions): ImageProvider {
   function refine(err: ProviderError, body: unknown): ProviderError {
     const e = asObject(asObject(body)?.error)
     const code = typeof e?.code === 'string' ? e.code : typeof e?.type === 'string' ? e.type : ''
-    if (code === 'moderation_blocked' || code === 'content_policy_violation') return new ProviderError(err.message, 'MODERATED', false, undefined, err.httpStatus)
+    if (code === 'moderation_blocked' || code === 'content_policy_violation')
+      return new ProviderError(err.message, 'MODERATED', false, undefined, err.httpStatus)
     // A 429 that retrying cannot fix.
-    if (code === 'insufficient_quota' || code === 'billing_hard_limit_reached') return new ProviderError(err.message, 'PROVIDER_BILLING', false, undefined, err.httpStatus)
+    if (code === 'insufficient_quota' || code === 'billing_hard_limit_reached')
+      return new ProviderError(err.message, 'PROVIDER_BILLING', false, undefined, err.httpStatus)
     return err
   }
 
@@ -64,7 +74,13 @@ export function createOpenAIProvider(options: OpenAIOptions): ImageProvider {
     // No negative prompt in this API: it is stated in the prompt instead.
     const prompt = input.negativePrompt ? `${input.prompt}\n\nAvoid: ${input.negativePrompt}` : input.prompt
     const body = { model: input.model, prompt, size: openaiSize(input.model, input.width, input.height), n: 1 }
-    const res = await send(http, { method: 'POST', url: `${base}/v1/images/generations`, headers: { authorization: `Bearer ${options.key}` }, body, signal })
+    const res = await send(http, {
+      method: 'POST',
+      url: `${base}/v1/images/generations`,
+      headers: { authorization: `Bearer ${options.key}` },
+      body,
+      signal,
+    })
     if (res.status < 200 || res.status > 299) throw refine(httpError(http, res), res.body)
     const r = asObject(res.body)
     const item = Array.isArray(r?.data) ? asObject(r.data[0]) : undefined
@@ -87,7 +103,9 @@ export function createOpenAIProvider(options: OpenAIOptions): ImageProvider {
         flight.outcome = { result }
       },
       (err: unknown) => {
-        flight.outcome = { error: err instanceof ProviderError ? err : new ProviderError(`openai: ${(err as Error).message}`, 'PROVIDER_UNAVAILABLE', true) }
+        flight.outcome = {
+          error: err instanceof ProviderError ? err : new ProviderError(`openai: ${(err as Error).message}`, 'PROVIDER_UNAVAILABLE', true),
+        }
       },
     )
     return flight

@@ -19,7 +19,7 @@ export function progressFromLogs(logs: unknown): number | undefined {
 
 function dataUriOutput(uri: string): ProviderOutput | undefined {
   const m = /^data:([\w/+.-]+)?(;base64)?,(.*)$/s.exec(uri)
-  if (!m || !m[2]) return undefined
+  if (!m?.[2]) return undefined
   return { data: Buffer.from(m[3] ?? '', 'base64'), contentType: m[1] ?? 'application/octet-stream' }
 }
 
@@ -86,7 +86,13 @@ export function createReplicateProvider(options: ReplicateOptions): ImageProvide
       const colon = input.model.indexOf(':')
       const res =
         colon >= 0
-          ? await sendOk(http, { method: 'POST', url: `${base}/v1/predictions`, headers, body: { version: input.model.slice(colon + 1), input: buildInput(input) }, signal })
+          ? await sendOk(http, {
+              method: 'POST',
+              url: `${base}/v1/predictions`,
+              headers,
+              body: { version: input.model.slice(colon + 1), input: buildInput(input) },
+              signal,
+            })
           : await sendOk(http, {
               method: 'POST',
               url: `${base}/v1/models/${input.model.split('/').map(encodeURIComponent).join('/')}/predictions`,
@@ -111,7 +117,11 @@ export function createReplicateProvider(options: ReplicateOptions): ImageProvide
         }
         case 'succeeded': {
           const out = outputs(p.output)
-          if (out.length === 0) return { status: 'failed', error: { code: 'PROVIDER_NO_OUTPUT', message: 'replicate: the prediction succeeded without an image' } }
+          if (out.length === 0)
+            return {
+              status: 'failed',
+              error: { code: 'PROVIDER_NO_OUTPUT', message: 'replicate: the prediction succeeded without an image' },
+            }
           return { status: 'succeeded', outputs: out }
         }
         case 'failed': {

@@ -4,7 +4,18 @@ import type { ServerResponse } from 'node:http'
 import type { GenerationInput, ProviderJob, StartResult } from '../../../src/generation/provider.js'
 import { bflDimension, createBflProvider } from '../../../src/generation/providers/bfl.js'
 import { isTrustedUrl } from '../../../src/generation/providers/http.js'
-import { download, json, PNG, png, providerError, silence, startFakeServer, until, type FakeServer, type Recorded } from '../../helpers/provider-server.js'
+import {
+  download,
+  json,
+  PNG,
+  png,
+  providerError,
+  silence,
+  startFakeServer,
+  until,
+  type FakeServer,
+  type Recorded,
+} from '../../helpers/provider-server.js'
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0]
 
@@ -30,7 +41,13 @@ async function bflServer(t: Test, steps: (fake: FakeServer, id: string) => Step[
     if (req.headers['x-key'] !== KEY) return json(res, 403, { detail: 'Not authenticated - Invalid Authentication' })
     if (req.method === 'POST' && req.path === '/v1/flux-pro-1.1') {
       const id = `task-${fake.requests.length}`
-      return json(res, 200, { id, polling_url: `${pollingHost ? pollingHost() : fake.url}/v1/get_result?id=${id}`, cost: 4, input_mp: 0, output_mp: 0.38 })
+      return json(res, 200, {
+        id,
+        polling_url: `${pollingHost ? pollingHost() : fake.url}/v1/get_result?id=${id}`,
+        cost: 4,
+        input_mp: 0,
+        output_mp: 0.38,
+      })
     }
     const m = /^\/v1\/get_result\?id=([\w-]+)$/.exec(req.path)
     if (req.method === 'GET' && m) {
@@ -51,7 +68,17 @@ t.test('a task goes Pending → Pending with progress → Ready, and result.samp
   const fake = await bflServer(t, (f, id) => [
     { status: 'Pending' },
     { status: 'Pending', progress: 0.4 },
-    { status: 'Ready', result: { sample: `${f.url}/delivery/${id}/sample.png?se=2025-01-01&sig=abc`, prompt: input.prompt, seed: input.seed, start_time: 1, end_time: 2, duration: 1 } },
+    {
+      status: 'Ready',
+      result: {
+        sample: `${f.url}/delivery/${id}/sample.png?se=2025-01-01&sig=abc`,
+        prompt: input.prompt,
+        seed: input.seed,
+        start_time: 1,
+        end_time: 2,
+        duration: 1,
+      },
+    },
   ])
   const provider = createBflProvider({ key: KEY, baseUrl: fake.url, timeoutMs: 5000 })
   t.equal(provider.name, 'bfl')
@@ -72,7 +99,10 @@ t.test('a task goes Pending → Pending with progress → Ready, and result.samp
   const url = `${fake.url}/delivery/task-1/sample.png?se=2025-01-01&sig=abc`
   t.same(done, { status: 'succeeded', outputs: [{ url }] })
   const polls = fake.requests.slice(1)
-  t.same(polls.map((r) => r.path), Array(3).fill('/v1/get_result?id=task-1'))
+  t.same(
+    polls.map((r) => r.path),
+    Array(3).fill('/v1/get_result?id=task-1'),
+  )
   t.ok(polls.every((r) => r.headers['x-key'] === KEY))
 
   const image = await download(url)
@@ -91,7 +121,11 @@ t.test('sizes are rounded to the multiples of 32 FLUX accepts', async (t) => {
 
 t.test('moderation, errors and lost tasks are failed jobs', async (t) => {
   const cases: [Step, string, RegExp][] = [
-    [{ status: 'Request Moderated', details: { 'Moderation Reasons': ['Derivative Works Filter'] } }, 'MODERATED', /Request Moderated.*Derivative Works Filter/],
+    [
+      { status: 'Request Moderated', details: { 'Moderation Reasons': ['Derivative Works Filter'] } },
+      'MODERATED',
+      /Request Moderated.*Derivative Works Filter/,
+    ],
     [{ status: 'Content Moderated', details: { 'Moderation Reasons': ['NSFW'] } }, 'MODERATED', /Content Moderated/],
     [{ status: 'Error' }, 'PROVIDER_FAILED', /generation error/],
     [{ status: 'Task not found' }, 'PROVIDER_NOT_FOUND', /task not found/],
@@ -111,8 +145,14 @@ t.test('moderation, errors and lost tasks are failed jobs', async (t) => {
 })
 
 t.test('a polling URL on a foreign host is not followed; the key stays on the base host', async (t) => {
-  const elsewhere = await startFakeServer(t, (_req, res) => json(res, 200, { status: 'Ready', result: { sample: 'http://evil.invalid/x.png' } }))
-  const fake = await bflServer(t, (f, id) => [{ status: 'Ready', result: { sample: `${f.url}/delivery/${id}.png` } }], () => elsewhere.url)
+  const elsewhere = await startFakeServer(t, (_req, res) =>
+    json(res, 200, { status: 'Ready', result: { sample: 'http://evil.invalid/x.png' } }),
+  )
+  const fake = await bflServer(
+    t,
+    (f, id) => [{ status: 'Ready', result: { sample: `${f.url}/delivery/${id}.png` } }],
+    () => elsewhere.url,
+  )
   const provider = createBflProvider({ key: KEY, baseUrl: fake.url, timeoutMs: 5000 })
   const started = await provider.start(input)
   t.same(await provider.poll(job(started)), { status: 'succeeded', outputs: [{ url: `${fake.url}/delivery/task-1.png` }] })
@@ -159,7 +199,8 @@ t.test('HTTP errors map to retryable or final ProviderErrors, without the key', 
   t.equal(err.code, 'PROVIDER_BILLING')
   t.equal(err.retryable, false)
 
-  fake.override = (_req, res) => json(res, 422, { detail: [{ loc: ['body', 'width'], msg: 'Input should be a multiple of 32', type: 'value_error' }] })
+  fake.override = (_req, res) =>
+    json(res, 422, { detail: [{ loc: ['body', 'width'], msg: 'Input should be a multiple of 32', type: 'value_error' }] })
   err = await providerError(() => provider.start(input))
   t.equal(err.code, 'PROVIDER_REJECTED')
   t.match(err.message, /body\.width: Input should be a multiple of 32/)

@@ -72,8 +72,8 @@ t.test('base URLs are validated, trimmed of a trailing slash; a blank key is no 
 })
 
 t.test('createProvider wires the configured key and base URL', async (t) => {
-  const fake = await startFakeServer(t, (req, res) => json(res, 201, { id: 'p-1', status: 'starting' }))
-  const c = loadConfig({ ...base, REPLICATE_API_TOKEN: 'r8_wired', REPLICATE_BASE_URL: fake.url + '/' })
+  const fake = await startFakeServer(t, (_req, res) => json(res, 201, { id: 'p-1', status: 'starting' }))
+  const c = loadConfig({ ...base, REPLICATE_API_TOKEN: 'r8_wired', REPLICATE_BASE_URL: `${fake.url}/` })
   const p = createProvider('replicate', c, { timeoutMs: 2000 })
   const started = await p.start({ prompt: 'p', width: 64, height: 64, model: 'a/b', seed: 1 })
   t.equal(started.providerJobId, 'p-1')

@@ -3,7 +3,18 @@ import t from 'tap'
 import type { ServerResponse } from 'node:http'
 import type { GenerationInput, ProviderJob, StartResult } from '../../../src/generation/provider.js'
 import { createFalProvider } from '../../../src/generation/providers/fal.js'
-import { download, json, PNG, png, providerError, silence, startFakeServer, until, type FakeServer, type Recorded } from '../../helpers/provider-server.js'
+import {
+  download,
+  json,
+  PNG,
+  png,
+  providerError,
+  silence,
+  startFakeServer,
+  until,
+  type FakeServer,
+  type Recorded,
+} from '../../helpers/provider-server.js'
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0]
 
@@ -34,7 +45,13 @@ async function falServer(t: Test, ending: Ending, urlHost?: () => string) {
     if (req.headers.authorization !== `Key ${KEY}`) return json(res, 401, { detail: 'No user found for Key ID and Secret' })
     if (req.method === 'POST' && req.path === '/fal-ai/flux/dev') {
       const id = `req-${fake.requests.length}`
-      return json(res, 200, { request_id: id, response_url: root(id), status_url: `${root(id)}/status`, cancel_url: `${root(id)}/cancel`, queue_position: 0 })
+      return json(res, 200, {
+        request_id: id,
+        response_url: root(id),
+        status_url: `${root(id)}/status`,
+        cancel_url: `${root(id)}/cancel`,
+        queue_position: 0,
+      })
     }
     const m = /^\/fal-ai\/flux\/requests\/([\w-]+)(\/status|\/cancel)?$/.exec(req.path)
     if (!m) return json(res, 404, { detail: 'Not Found' })
@@ -49,7 +66,15 @@ async function falServer(t: Test, ending: Ending, urlHost?: () => string) {
       const response_url = root(id)
       if (n === 0) return json(res, 202, { status: 'IN_QUEUE', queue_position: 2, response_url })
       if (n === 1) return json(res, 202, { status: 'IN_PROGRESS', response_url, logs: null })
-      if (ending.kind === 'status-error') return json(res, 200, { status: 'COMPLETED', response_url, logs: null, metrics: {}, error: ending.error, error_type: 'runner_error' })
+      if (ending.kind === 'status-error')
+        return json(res, 200, {
+          status: 'COMPLETED',
+          response_url,
+          logs: null,
+          metrics: {},
+          error: ending.error,
+          error_type: 'runner_error',
+        })
       return json(res, 200, { status: 'COMPLETED', response_url, logs: null, metrics: { inference_time: 1.2 } })
     }
     if (!m[2] && req.method === 'GET') {
@@ -81,11 +106,15 @@ t.test('a queued request goes IN_QUEUE → IN_PROGRESS → COMPLETED and its res
   t.equal(submit.headers.authorization, `Key ${KEY}`)
   t.same(submit.body, { prompt: input.prompt, negative_prompt: 'blurry', image_size: { width: 800, height: 480 }, seed: 77 })
   t.equal(started.providerJobId, 'req-1')
-  t.same(started.state, {
-    statusUrl: `${fake.url}/fal-ai/flux/requests/req-1/status`,
-    responseUrl: `${fake.url}/fal-ai/flux/requests/req-1`,
-    cancelUrl: `${fake.url}/fal-ai/flux/requests/req-1/cancel`,
-  }, 'the URLs fal returned are kept in the job state')
+  t.same(
+    started.state,
+    {
+      statusUrl: `${fake.url}/fal-ai/flux/requests/req-1/status`,
+      responseUrl: `${fake.url}/fal-ai/flux/requests/req-1`,
+      cancelUrl: `${fake.url}/fal-ai/flux/requests/req-1/cancel`,
+    },
+    'the URLs fal returned are kept in the job state',
+  )
 
   const j = job(started)
   t.same(await provider.poll(j), { status: 'queued' })
@@ -94,7 +123,12 @@ t.test('a queued request goes IN_QUEUE → IN_PROGRESS → COMPLETED and its res
   t.same(done, { status: 'succeeded', outputs: [{ url: `${fake.url}/files/req-1.png` }] })
   t.same(
     fake.requests.slice(1).map((r) => `${r.method} ${r.path}`),
-    ['GET /fal-ai/flux/requests/req-1/status', 'GET /fal-ai/flux/requests/req-1/status', 'GET /fal-ai/flux/requests/req-1/status', 'GET /fal-ai/flux/requests/req-1'],
+    [
+      'GET /fal-ai/flux/requests/req-1/status',
+      'GET /fal-ai/flux/requests/req-1/status',
+      'GET /fal-ai/flux/requests/req-1/status',
+      'GET /fal-ai/flux/requests/req-1',
+    ],
     'status polled, then the result fetched from the response URL',
   )
   t.ok(fake.requests.slice(1).every((r) => r.headers.authorization === `Key ${KEY}`))
@@ -110,16 +144,26 @@ t.test('a COMPLETED status with an error is a failed job with fal error text', a
   const j = job(await provider.start(input))
   await provider.poll(j)
   await provider.poll(j)
-  t.same(await provider.poll(j), { status: 'failed', error: { code: 'PROVIDER_FAILED', message: 'fal: Internal Server Error: CUDA error: out of memory' } })
+  t.same(await provider.poll(j), {
+    status: 'failed',
+    error: { code: 'PROVIDER_FAILED', message: 'fal: Internal Server Error: CUDA error: out of memory' },
+  })
 })
 
 t.test('a result answering with a detail is a failed job', async (t) => {
-  const fake = await falServer(t, { kind: 'response-error', status: 422, detail: [{ loc: ['body', 'image_size'], msg: 'Input should be a valid dictionary', type: 'model_attributes_type' }] })
+  const fake = await falServer(t, {
+    kind: 'response-error',
+    status: 422,
+    detail: [{ loc: ['body', 'image_size'], msg: 'Input should be a valid dictionary', type: 'model_attributes_type' }],
+  })
   const provider = createFalProvider({ key: KEY, baseUrl: fake.url, timeoutMs: 5000 })
   const j = job(await provider.start(input))
   await provider.poll(j)
   await provider.poll(j)
-  t.same(await provider.poll(j), { status: 'failed', error: { code: 'PROVIDER_FAILED', message: 'fal: body.image_size: Input should be a valid dictionary' } })
+  t.same(await provider.poll(j), {
+    status: 'failed',
+    error: { code: 'PROVIDER_FAILED', message: 'fal: body.image_size: Input should be a valid dictionary' },
+  })
 })
 
 t.test('URLs fal hands out on another host are never followed (the key stays home)', async (t) => {
@@ -127,7 +171,11 @@ t.test('URLs fal hands out on another host are never followed (the key stays hom
   const fake = await falServer(t, { kind: 'images' }, () => elsewhere.url)
   const provider = createFalProvider({ key: KEY, baseUrl: fake.url, timeoutMs: 5000 })
   const started = await provider.start(input)
-  t.equal((started.state as { statusUrl: string }).statusUrl, `${elsewhere.url}/fal-ai/flux/requests/req-1/status`, 'the foreign URL as handed out')
+  t.equal(
+    (started.state as { statusUrl: string }).statusUrl,
+    `${elsewhere.url}/fal-ai/flux/requests/req-1/status`,
+    'the foreign URL as handed out',
+  )
   const j = job(started)
   t.same(await provider.poll(j), { status: 'queued' })
   t.same(await provider.poll(j), { status: 'running' })
@@ -136,7 +184,13 @@ t.test('URLs fal hands out on another host are never followed (the key stays hom
   t.equal(elsewhere.requests.length, 0, 'the other host saw no request')
   t.same(
     fake.requests.slice(1).map((r) => r.path),
-    ['/fal-ai/flux/requests/req-1/status', '/fal-ai/flux/requests/req-1/status', '/fal-ai/flux/requests/req-1/status', '/fal-ai/flux/requests/req-1', '/fal-ai/flux/requests/req-1/cancel'],
+    [
+      '/fal-ai/flux/requests/req-1/status',
+      '/fal-ai/flux/requests/req-1/status',
+      '/fal-ai/flux/requests/req-1/status',
+      '/fal-ai/flux/requests/req-1',
+      '/fal-ai/flux/requests/req-1/cancel',
+    ],
     'the documented URLs on the configured base were used instead',
   )
 })

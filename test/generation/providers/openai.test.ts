@@ -5,7 +5,16 @@ import t from 'tap'
 import type { ServerResponse } from 'node:http'
 import type { GenerationInput, ImageProvider, ProviderJob, StartResult } from '../../../src/generation/provider.js'
 import { createOpenAIProvider, openaiSize } from '../../../src/generation/providers/openai.js'
-import { json, PNG, pollUntilError, pollWhile, startFakeServer, until, type FakeServer, type Recorded } from '../../helpers/provider-server.js'
+import {
+  json,
+  PNG,
+  pollUntilError,
+  pollWhile,
+  startFakeServer,
+  until,
+  type FakeServer,
+  type Recorded,
+} from '../../helpers/provider-server.js'
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0]
 
@@ -43,9 +52,17 @@ async function openaiServer(t: Test, answer: Answer = b64Answer) {
       return void res.end(PNG)
     }
     if (req.headers.authorization !== `Bearer ${KEY}`) {
-      return json(res, 401, { error: { message: 'Incorrect API key provided: sk-wrong. You can find your API key at https://platform.openai.com/account/api-keys.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } })
+      return json(res, 401, {
+        error: {
+          message: 'Incorrect API key provided: sk-wrong. You can find your API key at https://platform.openai.com/account/api-keys.',
+          type: 'invalid_request_error',
+          param: null,
+          code: 'invalid_api_key',
+        },
+      })
     }
-    if (req.method !== 'POST' || req.path !== '/v1/images/generations') return json(res, 404, { error: { message: 'Invalid URL', type: 'invalid_request_error', param: null, code: null } })
+    if (req.method !== 'POST' || req.path !== '/v1/images/generations')
+      return json(res, 404, { error: { message: 'Invalid URL', type: 'invalid_request_error', param: null, code: null } })
     await gate
     answer(req, res, fake)
   })
@@ -75,7 +92,11 @@ t.test('start returns at once; poll reports running until the request answers, t
   const call = fake.requests[0]!
   t.equal(call.path, '/v1/images/generations')
   t.equal(call.headers.authorization, `Bearer ${KEY}`)
-  t.same(call.body, { model: 'gpt-image-1', prompt: 'a tram in Lisbon, gouache\n\nAvoid: people', size: '1536x1024', n: 1 }, 'landscape 800×480 asks for 1536x1024')
+  t.same(
+    call.body,
+    { model: 'gpt-image-1', prompt: 'a tram in Lisbon, gouache\n\nAvoid: people', size: '1536x1024', n: 1 },
+    'landscape 800×480 asks for 1536x1024',
+  )
 
   const j = job(started)
   t.same(await p.poll(j), { status: 'running' }, 'the request has not answered yet')
@@ -113,7 +134,9 @@ t.test('after a restart, a fresh instance polling an unknown job re-issues the r
 })
 
 t.test('a model answering with a URL gives a URL output; dall-e-3 sizes', async (t) => {
-  const { fake, open } = await openaiServer(t, (_req, res, f) => json(res, 200, { created: 1, data: [{ url: `${f.url}/files/img-1.png`, revised_prompt: 'x' }] }))
+  const { fake, open } = await openaiServer(t, (_req, res, f) =>
+    json(res, 200, { created: 1, data: [{ url: `${f.url}/files/img-1.png`, revised_prompt: 'x' }] }),
+  )
   const p = provider(t, fake)
   const inp = { ...input, model: 'dall-e-3', negativePrompt: undefined, width: 480, height: 800 }
   const started = await p.start(inp)
@@ -125,7 +148,14 @@ t.test('a model answering with a URL gives a URL output; dall-e-3 sizes', async 
 
 t.test('a moderation refusal is a failed job with code MODERATED', async (t) => {
   const { fake, open } = await openaiServer(t, (_req, res) =>
-    json(res, 400, { error: { message: 'Your request was rejected by the safety system. If you believe this is an error, contact us.', type: 'image_generation_user_error', param: null, code: 'moderation_blocked' } }),
+    json(res, 400, {
+      error: {
+        message: 'Your request was rejected by the safety system. If you believe this is an error, contact us.',
+        type: 'image_generation_user_error',
+        param: null,
+        code: 'moderation_blocked',
+      },
+    }),
   )
   const p = provider(t, fake)
   const j = job(await p.start(input))
@@ -140,20 +170,46 @@ t.test('a moderation refusal is a failed job with code MODERATED', async (t) => 
 
 t.test('a 400 is a final PROVIDER_REJECTED failure', async (t) => {
   const { fake, open } = await openaiServer(t, (_req, res) =>
-    json(res, 400, { error: { message: "Invalid value: '800x480'. Supported values are: '1024x1024', '1024x1536', '1536x1024', and 'auto'.", type: 'invalid_request_error', param: 'size', code: 'invalid_value' } }),
+    json(res, 400, {
+      error: {
+        message: "Invalid value: '800x480'. Supported values are: '1024x1024', '1024x1536', '1536x1024', and 'auto'.",
+        type: 'invalid_request_error',
+        param: 'size',
+        code: 'invalid_value',
+      },
+    }),
   )
   const p = provider(t, fake)
   const j = job(await p.start(input))
   open()
   const r = await pollWhile(p, j, ['running'])
-  t.same(r, { status: 'failed', error: { code: 'PROVIDER_REJECTED', message: "openai: HTTP 400: Invalid value: '800x480'. Supported values are: '1024x1024', '1024x1536', '1536x1024', and 'auto'." } })
+  t.same(r, {
+    status: 'failed',
+    error: {
+      code: 'PROVIDER_REJECTED',
+      message: "openai: HTTP 400: Invalid value: '800x480'. Supported values are: '1024x1024', '1024x1536', '1536x1024', and 'auto'.",
+    },
+  })
 })
 
 t.test('429 with Retry-After: poll throws a retryable error, and the next poll asks again', async (t) => {
   let calls = 0
   const { fake, open } = await openaiServer(t, (req, res) => {
     calls++
-    if (calls === 1) return json(res, 429, { error: { message: 'Rate limit reached for gpt-image-1 on images per minute (IPM): Limit 5, Used 5, Requested 1.', type: 'requests', param: null, code: 'rate_limit_exceeded' } }, { 'retry-after': '12' })
+    if (calls === 1)
+      return json(
+        res,
+        429,
+        {
+          error: {
+            message: 'Rate limit reached for gpt-image-1 on images per minute (IPM): Limit 5, Used 5, Requested 1.',
+            type: 'requests',
+            param: null,
+            code: 'rate_limit_exceeded',
+          },
+        },
+        { 'retry-after': '12' },
+      )
     b64Answer(req, res, fake)
   })
   const p = provider(t, fake)
@@ -172,7 +228,14 @@ t.test('429 with Retry-After: poll throws a retryable error, and the next poll a
 
 t.test('insufficient quota (a 429 retrying cannot fix) fails the job', async (t) => {
   const { fake, open } = await openaiServer(t, (_req, res) =>
-    json(res, 429, { error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } }),
+    json(res, 429, {
+      error: {
+        message: 'You exceeded your current quota, please check your plan and billing details.',
+        type: 'insufficient_quota',
+        param: null,
+        code: 'insufficient_quota',
+      },
+    }),
   )
   const p = provider(t, fake)
   const j = job(await p.start(input))
@@ -182,7 +245,16 @@ t.test('insufficient quota (a 429 retrying cannot fix) fails the job', async (t)
 })
 
 t.test('5xx is retryable; 401 is a final PROVIDER_AUTH failure without the key', async (t) => {
-  const { fake, open } = await openaiServer(t, (_req, res) => json(res, 500, { error: { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', param: null, code: null } }))
+  const { fake, open } = await openaiServer(t, (_req, res) =>
+    json(res, 500, {
+      error: {
+        message: 'The server had an error while processing your request. Sorry about that!',
+        type: 'server_error',
+        param: null,
+        code: null,
+      },
+    }),
+  )
   open()
   const p = provider(t, fake)
   const j = job(await p.start(input))

@@ -3,7 +3,18 @@ import t from 'tap'
 import type { ServerResponse } from 'node:http'
 import type { GenerationInput, ProviderJob } from '../../../src/generation/provider.js'
 import { createReplicateProvider, progressFromLogs } from '../../../src/generation/providers/replicate.js'
-import { download, json, PNG, png, providerError, silence, startFakeServer, until, type FakeServer, type Recorded } from '../../helpers/provider-server.js'
+import {
+  download,
+  json,
+  PNG,
+  png,
+  providerError,
+  silence,
+  startFakeServer,
+  until,
+  type FakeServer,
+  type Recorded,
+} from '../../helpers/provider-server.js'
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0]
 
@@ -38,9 +49,10 @@ async function replicateServer(t: Test, ending: (id: string, url: string) => Rec
   fake = await startFakeServer(t, (req: Recorded, res: ServerResponse) => {
     // Output files are public (replicate.delivery), the API is not.
     if (req.method === 'GET' && req.path.startsWith('/files/')) return png(res)
-    if (req.headers.authorization !== `Bearer ${TOKEN}`) return json(res, 401, { title: 'Unauthenticated', detail: 'You did not pass a valid authentication token', status: 401 })
+    if (req.headers.authorization !== `Bearer ${TOKEN}`)
+      return json(res, 401, { title: 'Unauthenticated', detail: 'You did not pass a valid authentication token', status: 401 })
     if (req.method === 'POST' && (req.path === `/v1/models/${input.model}/predictions` || req.path === '/v1/predictions')) {
-      return json(res, 201, prediction('p-' + (fake.requests.length), 'starting'))
+      return json(res, 201, prediction(`p-${fake.requests.length}`, 'starting'))
     }
     const cancel = /^\/v1\/predictions\/([\w-]+)\/cancel$/.exec(req.path)
     if (req.method === 'POST' && cancel) {
@@ -54,7 +66,14 @@ async function replicateServer(t: Test, ending: (id: string, url: string) => Rec
       if (n === -1) return json(res, 200, prediction(id, 'canceled'))
       polls.set(id, n + 1)
       if (n === 0) return json(res, 200, prediction(id, 'starting'))
-      if (n === 1) return json(res, 200, prediction(id, 'processing', { logs: 'Using seed: 424242\n  0%|          | 0/4 [00:00<?, ?it/s]\n 50%|█████     | 2/4 [00:00<00:00,  3.1it/s]' }))
+      if (n === 1)
+        return json(
+          res,
+          200,
+          prediction(id, 'processing', {
+            logs: 'Using seed: 424242\n  0%|          | 0/4 [00:00<?, ?it/s]\n 50%|█████     | 2/4 [00:00<00:00,  3.1it/s]',
+          }),
+        )
       return json(res, 200, prediction(id, 'unused', ending(id, fake.url)))
     }
     return json(res, 404, { detail: 'Not found.', status: 404 })
@@ -66,7 +85,7 @@ const job = (providerJobId: string, state: Record<string, unknown> = {}, inp = i
 
 t.test('a prediction goes starting → processing → succeeded, with output URLs that serve the image', async (t) => {
   const fake = await replicateServer(t, (id, url) => ({ status: 'succeeded', output: [`${url}/files/${id}-0.png`] }))
-  const provider = createReplicateProvider({ token: TOKEN, baseUrl: fake.url + '/', timeoutMs: 5000 })
+  const provider = createReplicateProvider({ token: TOKEN, baseUrl: `${fake.url}/`, timeoutMs: 5000 })
   t.equal(provider.name, 'replicate')
 
   const started = await provider.start(input)
@@ -75,7 +94,15 @@ t.test('a prediction goes starting → processing → succeeded, with output URL
   t.equal(create.path, '/v1/models/black-forest-labs/flux-schnell/predictions', 'the model endpoint, not the versioned one')
   t.equal(create.headers.authorization, `Bearer ${TOKEN}`)
   t.same(create.body, {
-    input: { prompt: input.prompt, negative_prompt: 'text, watermark', aspect_ratio: '16:9', width: 800, height: 480, seed: 424242, output_format: 'png' },
+    input: {
+      prompt: input.prompt,
+      negative_prompt: 'text, watermark',
+      aspect_ratio: '16:9',
+      width: 800,
+      height: 480,
+      seed: 424242,
+      output_format: 'png',
+    },
   })
   t.equal(started.providerJobId, 'p-1', 'the prediction id is the provider job id')
 
@@ -87,8 +114,14 @@ t.test('a prediction goes starting → processing → succeeded, with output URL
   const outputs = done.status === 'succeeded' ? done.outputs : []
   t.same(outputs, [{ url: `${fake.url}/files/p-1-0.png` }])
   const polls = fake.requests.filter((r) => r.method === 'GET')
-  t.same(polls.map((r) => r.path), ['/v1/predictions/p-1', '/v1/predictions/p-1', '/v1/predictions/p-1'])
-  t.ok(polls.every((r) => r.headers.authorization === `Bearer ${TOKEN}`), 'every poll is authenticated')
+  t.same(
+    polls.map((r) => r.path),
+    ['/v1/predictions/p-1', '/v1/predictions/p-1', '/v1/predictions/p-1'],
+  )
+  t.ok(
+    polls.every((r) => r.headers.authorization === `Bearer ${TOKEN}`),
+    'every poll is authenticated',
+  )
 
   const image = await download((outputs[0] as { url: string }).url)
   t.equal(image.contentType, 'image/png')
@@ -98,13 +131,21 @@ t.test('a prediction goes starting → processing → succeeded, with output URL
 t.test('a pinned version goes through /v1/predictions; a single output URL is accepted', async (t) => {
   const fake = await replicateServer(t, (id, url) => ({ status: 'succeeded', output: `${url}/files/${id}.png` }))
   const provider = createReplicateProvider({ token: TOKEN, baseUrl: fake.url, timeoutMs: 5000 })
-  const pinned = { ...input, model: 'stability-ai/sdxl:7762fd07cf82c948538e41f63f77d685e02b063e37e496e96eefd46c929f9bdc', negativePrompt: undefined }
+  const pinned = {
+    ...input,
+    model: 'stability-ai/sdxl:7762fd07cf82c948538e41f63f77d685e02b063e37e496e96eefd46c929f9bdc',
+    negativePrompt: undefined,
+  }
   const started = await provider.start(pinned)
   t.equal(fake.requests[0]!.path, '/v1/predictions')
-  t.same(fake.requests[0]!.body, {
-    version: '7762fd07cf82c948538e41f63f77d685e02b063e37e496e96eefd46c929f9bdc',
-    input: { prompt: input.prompt, aspect_ratio: '16:9', width: 800, height: 480, seed: 424242, output_format: 'png' },
-  }, 'no negative_prompt when there is none')
+  t.same(
+    fake.requests[0]!.body,
+    {
+      version: '7762fd07cf82c948538e41f63f77d685e02b063e37e496e96eefd46c929f9bdc',
+      input: { prompt: input.prompt, aspect_ratio: '16:9', width: 800, height: 480, seed: 424242, output_format: 'png' },
+    },
+    'no negative_prompt when there is none',
+  )
   const j = job(started.providerJobId, started.state, pinned)
   await provider.poll(j)
   await provider.poll(j)
@@ -123,7 +164,10 @@ t.test('a failed prediction is a failed job carrying Replicate error text', asyn
 })
 
 t.test('an NSFW failure is reported as moderated', async (t) => {
-  const fake = await replicateServer(t, () => ({ status: 'failed', error: 'NSFW content detected. Try running it again, or try a different prompt.' }))
+  const fake = await replicateServer(t, () => ({
+    status: 'failed',
+    error: 'NSFW content detected. Try running it again, or try a different prompt.',
+  }))
   const provider = createReplicateProvider({ token: TOKEN, baseUrl: fake.url, timeoutMs: 5000 })
   const j = job((await provider.start(input)).providerJobId)
   await provider.poll(j)
@@ -136,7 +180,13 @@ t.test('HTTP errors map to retryable or final ProviderErrors, without the token'
   const fake = await replicateServer(t, () => ({ status: 'succeeded', output: [] }))
   const provider = createReplicateProvider({ token: TOKEN, baseUrl: fake.url, timeoutMs: 5000 })
 
-  fake.override = (_req, res) => json(res, 429, { title: 'Request was throttled.', detail: 'Request was throttled. Expected available in 7 seconds.', status: 429 }, { 'retry-after': '7' })
+  fake.override = (_req, res) =>
+    json(
+      res,
+      429,
+      { title: 'Request was throttled.', detail: 'Request was throttled. Expected available in 7 seconds.', status: 429 },
+      { 'retry-after': '7' },
+    )
   let err = await providerError(() => provider.start(input))
   t.equal(err.code, 'PROVIDER_RATE_LIMITED')
   t.equal(err.retryable, true)
@@ -162,7 +212,8 @@ t.test('HTTP errors map to retryable or final ProviderErrors, without the token'
   t.notMatch(err.message, TOKEN)
   t.match(err.message, /\[redacted\] may not run this model/)
 
-  fake.override = (_req, res) => json(res, 422, { title: 'Input validation failed', detail: '- input.width: Must be less than or equal to 1440', status: 422 })
+  fake.override = (_req, res) =>
+    json(res, 422, { title: 'Input validation failed', detail: '- input.width: Must be less than or equal to 1440', status: 422 })
   err = await providerError(() => provider.start(input))
   t.equal(err.code, 'PROVIDER_REJECTED')
   t.equal(err.retryable, false)
