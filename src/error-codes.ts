@@ -11,6 +11,7 @@ export const ERRORS = {
   VALIDATION_ERROR: { status: 400, message: 'The request is not valid' },
   INVALID_JSON: { status: 400, message: 'Malformed JSON body' },
   INVALID_VALUE: { status: 400, message: 'A value in the request is not acceptable' },
+  REFERENCE_GONE: { status: 409, message: 'Something this request refers to was deleted while it ran; try again' },
   BODY_TOO_DEEP: { status: 400, message: 'JSON nests arrays and objects too deeply' },
   INVALID_CHARACTER: { status: 400, message: 'Text may not contain the NUL character (U+0000)' },
   INVALID_CURSOR: { status: 400, message: 'cursor is not one this API returned' },

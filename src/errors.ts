@@ -64,11 +64,22 @@ const fastifyCodes: Record<string, [number, string]> = {
  * 54000 (a value too large to index) come from values a request carried, not from the server.
  * drizzle wraps the driver's error, so the code may sit on its cause.
  */
-function isRefusedValue(err: unknown): boolean {
+function sqlState(err: unknown): string | undefined {
   const e = err as { code?: unknown; cause?: { code?: unknown } }
   const code = typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) ? e.code : e.cause?.code
-  return typeof code === 'string' && (code.startsWith('22') || code === '54000')
+  return typeof code === 'string' ? code : undefined
 }
+
+function isRefusedValue(err: unknown): boolean {
+  const code = sqlState(err)
+  return code !== undefined && (code.startsWith('22') || code === '54000')
+}
+
+/**
+ * 23503: a row refers to one deleted between the request's checks and its write (a device removed
+ * while a prompt for it is stored). The foreign key keeps the data whole; the caller may retry.
+ */
+const isGoneReference = (err: unknown) => sqlState(err) === '23503'
 
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
@@ -87,6 +98,8 @@ export function installErrorHandling(app: FastifyInstance): void {
       req.log.warn({ err }, 'the database refused a value from the request')
       return reply.code(ERRORS.INVALID_VALUE.status).send({ message: ERRORS.INVALID_VALUE.message, code: 'INVALID_VALUE' })
     }
+    if (isGoneReference(err))
+      return reply.code(ERRORS.REFERENCE_GONE.status).send({ message: ERRORS.REFERENCE_GONE.message, code: 'REFERENCE_GONE' })
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
     if (status >= 500) {
       req.log.error({ err }, 'request failed')

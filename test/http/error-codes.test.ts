@@ -1,6 +1,7 @@
 import t from 'tap'
 import { ERRORS } from '../../src/error-codes.js'
-import { AppError, appError } from '../../src/errors.js'
+import Fastify from 'fastify'
+import { AppError, appError, installErrorHandling } from '../../src/errors.js'
 
 t.test('every catalogued code is UPPER_SNAKE with an error status and a message', async (t) => {
   for (const [code, spec] of Object.entries(ERRORS)) {
@@ -19,4 +20,33 @@ t.test('appError takes status and default message from the catalogue; a message 
     [slow.statusCode, slow.code, slow.message, slow.headers],
     [429, 'SLOW_DOWN', 'Poll at most every 5 seconds', { 'retry-after': '5' }],
   )
+})
+
+t.test('database refusals are 4xx: a value it cannot store is 400, a row deleted meanwhile is 409', async (t) => {
+  const app = Fastify({ logger: false })
+  installErrorHandling(app)
+  const dbError = (code: string, wrapped: boolean) => {
+    const e = Object.assign(new Error('db'), { code })
+    return wrapped ? Object.assign(new Error('query failed'), { cause: e }) : e
+  }
+  app.get('/fk', async () => {
+    throw dbError('23503', false)
+  })
+  app.get('/fk-wrapped', async () => {
+    throw dbError('23503', true)
+  })
+  app.get('/value', async () => {
+    throw dbError('22P02', true)
+  })
+  app.get('/other', async () => {
+    throw dbError('40001', false)
+  })
+  t.teardown(() => app.close())
+  for (const path of ['/fk', '/fk-wrapped']) {
+    const res = await app.inject({ url: path })
+    t.equal(res.statusCode, 409, path)
+    t.equal(res.json().code, 'REFERENCE_GONE')
+  }
+  t.equal((await app.inject({ url: '/value' })).json().code, 'INVALID_VALUE')
+  t.equal((await app.inject({ url: '/other' })).statusCode, 500, 'anything else is still an internal error')
 })
