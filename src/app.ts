@@ -197,6 +197,7 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
     delivered: async (id: string, seq: number) => outbox?.delivered(id, seq),
     reported: async (id: string, report: { configVersion?: number; shownImageId?: string | null }) => outbox?.reported(id, report),
     resend: async (id: string, opts: ResendOptions) => (outbox ? outbox.resend(id, opts) : 0),
+    expectResend: (id: string, expected: boolean) => outbox?.expectResend(id, expected),
   }
   const transport = await startBroker(app, {
     config,

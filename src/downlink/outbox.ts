@@ -58,6 +58,12 @@ export type Outbox = DeviceLink & {
    * kinds it is not subscribed to. Resolves with how many were sent.
    */
   resend(deviceId: string, opts?: ResendOptions): Promise<number>
+  /**
+   * The device can receive live messages from now on and a resend will follow (the transport
+   * waits for its other SUBSCRIBEs first): what is published live meanwhile is not resent.
+   * `undefined` when the resend will not come after all (the connection closed first).
+   */
+  expectResend(deviceId: string, expected: boolean): void
   /** Enforces the bound; returns how many pending messages were dropped. */
   sweep(): Promise<number>
   stats: OutboxStats
@@ -148,10 +154,16 @@ export function createOutbox(deps: {
     return task
   }
 
+  function expectResend(deviceId: string, expected: boolean) {
+    if (!expected) resending.delete(deviceId)
+    else if (!resending.has(deviceId)) resending.set(deviceId, { live: new Set(), resent: new Set() })
+  }
+
   async function resend(deviceId: string, opts: ResendOptions = {}): Promise<number> {
-    // What the device acknowledged so far is written first, or it would be sent again.
-    const active = { live: new Set<number>(), resent: new Set<number>() }
+    // Live publishes since the device could receive them (expectResend) are already on their way.
+    const active = resending.get(deviceId) ?? { live: new Set<number>(), resent: new Set<number>() }
     resending.set(deviceId, active)
+    // What the device acknowledged so far is written first, or it would be sent again.
     try {
       await acks.flush(deviceId).catch(() => {})
       const rows = await pending.load(deviceId)
@@ -208,6 +220,7 @@ export function createOutbox(deps: {
     delivered,
     reported,
     resend,
+    expectResend,
     sweep,
     stats,
     async settled() {

@@ -290,12 +290,20 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     clearTimeout(session.timer)
     const fresh = [...subscribedKinds(client, m.subject)].filter((k) => !session.resent.has(k))
     if (!fresh.length) return
+    // From the SUBACK on, a live publish reaches the device: the resend must not send it again.
+    downlink.expectResend(m.subject, true)
     const run = () => {
       session.timer = undefined
-      if (client.closed) return
+      if (client.closed) {
+        downlink.expectResend(m.subject, false)
+        return
+      }
       const kinds = new Set([...subscribedKinds(client, m.subject)].filter((k) => !session.resent.has(k)))
       for (const k of kinds) session.resent.add(k)
-      if (!kinds.size) return
+      if (!kinds.size) {
+        downlink.expectResend(m.subject, false)
+        return
+      }
       storedSeqs(client, m.subject)
         .then(({ holding, queuedUpTo }) => {
           // A resumed session: the broker queued what was published while the device was away
@@ -304,7 +312,10 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
           const after = session.resumed ? Math.max(session.maxAcked, queuedUpTo) : undefined
           return downlink.resend(m.subject, { kinds, holding, after })
         })
-        .catch((err) => log.warn({ err, deviceId: m.subject }, 'could not send a device what it missed'))
+        .catch((err) => {
+          downlink.expectResend(m.subject, false)
+          log.warn({ err, deviceId: m.subject }, 'could not send a device what it missed')
+        })
     }
     // Every kind there is: no reason to wait for more.
     if (settleMs === 0 || fresh.length + session.resent.size === downlinkKinds.length) run()

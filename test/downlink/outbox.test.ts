@@ -268,3 +268,31 @@ t.test('a message published while a resend runs is sent once, by one side or the
   await outbox.settled()
   t.equal(trials, 10, '10 trials, no message sent twice')
 })
+
+t.test('a message published live after the device subscribed, before its resend ran, is not resent', async (t) => {
+  const { svc, token } = await setup(t)
+  const dev = await pairDevice(svc, token)
+  const sent: number[] = []
+  const transport = {
+    publish: async (_id: string, _kind: string, payload: object) => void sent.push((payload as { seq: number }).seq),
+    kick: async () => true,
+  }
+  const outbox = createOutbox({ db: svc.app.database.db, transport, limits: svc.config.downlink, log: { warn: () => {} } })
+  // The transport saw the SUBACK and waits for the device's other SUBSCRIBEs before the resend.
+  outbox.expectResend(dev.deviceId, true)
+  await outbox.publish(dev.deviceId, 'cmd', { live: true })
+  t.equal(sent.length, 1, 'sent live')
+  const live = sent[0]!
+  sent.length = 0
+  await outbox.resend(dev.deviceId)
+  t.notOk(sent.includes(live), 'and not again by the resend (which sends what else is pending)')
+
+  // A resend that will not come (the connection closed first) leaves nothing behind: the next
+  // session's resend sends what the closed one never received.
+  sent.length = 0
+  outbox.expectResend(dev.deviceId, true)
+  outbox.expectResend(dev.deviceId, false)
+  await outbox.resend(dev.deviceId)
+  t.ok(sent.includes(live), 'the unacknowledged message goes to the next session')
+  await outbox.settled()
+})
