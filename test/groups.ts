@@ -1,6 +1,6 @@
 // Which test files share a process (see test/helpers/group.ts), in the order the groups start:
-// the longest first, so that the four parallel jobs finish together instead of waiting on one
-// long group started last. `backing` says whether a group's outcome depends on the database or
+// the longest first (by their times in a full run), so that the four parallel jobs finish
+// together instead of waiting on one long group started last. `backing` says whether a group's outcome depends on the database or
 // Redis: only those groups run a second time, against PostgreSQL and Redis, in .ci/run.
 // Every test file is in exactly one group (test/suite.test.ts checks it); each group has an entry
 // file test/groups/NN-name.test.ts, NN its place in this list (tap starts files in name order).
@@ -13,23 +13,20 @@ type Group = {
 
 export const groups = {
   'race-session': { backing: true, files: ['auth/revocation-race-session.test.ts'] },
-  'race-admin': { backing: true, files: ['auth/revocation-race-admin.test.ts'] },
   // PGlite is PostgreSQL itself (the same parser, types and constraints): what the fuzz checks,
   // that no input gets a 5xx or an error without {message, code}, is decided before the database
   // or by PostgreSQL's own rules, not by the driver or by Redis.
   'fuzz-http': { backing: false, files: ['fuzz/http.test.ts'] },
-  'auth-b': {
-    backing: true,
-    files: ['auth/bad-input.test.ts', 'auth/email-login.test.ts', 'auth/input-rules.test.ts', 'auth/get-session.test.ts'],
-  },
-  'broker-b': {
+  'broker-a': {
     backing: true,
     files: [
-      'broker/websocket.test.ts',
-      'broker/tls-and-queue.test.ts',
-      'broker/limits.test.ts',
-      'broker/shutdown.test.ts',
-      'broker/fleet.test.ts',
+      'broker/app-access.test.ts',
+      'broker/auth.test.ts',
+      'broker/connack-first.test.ts',
+      'broker/delivery.test.ts',
+      'broker/multi-subscribe.test.ts',
+      'broker/ordering.test.ts',
+      'broker/smoke.test.ts',
     ],
   },
   'broker-c': {
@@ -44,43 +41,33 @@ export const groups = {
     ],
   },
   'generation-runner': { backing: true, files: ['generation/runner.test.ts'] },
+  'race-admin': { backing: true, files: ['auth/revocation-race-admin.test.ts'] },
+  'broker-b': {
+    backing: true,
+    files: [
+      'broker/websocket.test.ts',
+      'broker/tls-and-queue.test.ts',
+      'broker/limits.test.ts',
+      'broker/shutdown.test.ts',
+      'broker/fleet.test.ts',
+    ],
+  },
   // The CLI's arguments, state file and exit codes are the simulator's own; its pairing runs on
   // both backings in `sim`.
   'sim-cli': { backing: false, files: ['device-sim/cli.test.ts'] },
   presence: { backing: true, files: ['broker/presence.test.ts'] },
-  'broker-a': {
+  'auth-b': {
     backing: true,
-    files: [
-      'broker/app-access.test.ts',
-      'broker/auth.test.ts',
-      'broker/connack-first.test.ts',
-      'broker/delivery.test.ts',
-      'broker/multi-subscribe.test.ts',
-      'broker/ordering.test.ts',
-      'broker/smoke.test.ts',
-    ],
+    files: ['auth/bad-input.test.ts', 'auth/email-login.test.ts', 'auth/input-rules.test.ts', 'auth/get-session.test.ts'],
   },
-  'devices-a': { backing: true, files: ['devices/pairing.test.ts', 'devices/bad-input.test.ts'] },
   'devices-b': {
     backing: true,
     files: ['devices/access.test.ts', 'devices/lifecycle.test.ts', 'db/device-foreign-keys.test.ts', 'openapi/client.test.ts'],
   },
-  'auth-c': { backing: true, files: ['auth/multi-session.test.ts', 'auth/organization.test.ts', 'auth/passkey.test.ts'] },
-  'auth-d': { backing: true, files: ['auth/route-auth.test.ts', 'auth/social-and-hashing.test.ts', 'auth/session-cache.test.ts'] },
-  'generation-jobs': { backing: true, files: ['generation/jobs.test.ts'] },
-  'auth-a': { backing: true, files: ['auth/account.test.ts', 'auth/admin.test.ts', 'auth/api-keys.test.ts'] },
-  web: {
+  'web-a': { backing: true, files: ['server.test.ts', 'http/origins.test.ts', 'invitations/invitation-mail.test.ts', 'mail/smtp.test.ts'] },
+  'web-b': {
     backing: true,
-    files: [
-      'http/no-5xx.test.ts',
-      'http/origins.test.ts',
-      'invitations/invitation-mail.test.ts',
-      'mail/smtp.test.ts',
-      'notifications/push.test.ts',
-      'uploads/upload.test.ts',
-      'server.test.ts',
-      'storage/store.test.ts',
-    ],
+    files: ['notifications/push.test.ts', 'uploads/upload.test.ts', 'storage/store.test.ts', 'http/no-5xx.test.ts'],
   },
   sim: {
     backing: true,
@@ -91,12 +78,18 @@ export const groups = {
       'device-sim/server-restart.test.ts',
     ],
   },
-  outbox: { backing: true, files: ['downlink/outbox.test.ts'] },
-  'sim-fleet': { backing: true, files: ['device-sim/fleet.test.ts'] },
+  'auth-a': { backing: true, files: ['auth/account.test.ts', 'auth/admin.test.ts', 'auth/api-keys.test.ts'] },
+  'generation-jobs': { backing: true, files: ['generation/jobs.test.ts'] },
   generation: { backing: true, files: ['generation/flow.test.ts', 'generation/prompts.test.ts'] },
+  'race-password': { backing: true, files: ['auth/revocation-race-password.test.ts'] },
   'restart-term': { backing: true, files: ['downlink/restart-term.test.ts'] },
-  'fuzz-mqtt': { backing: true, files: ['fuzz/mqtt.test.ts'] },
+  'auth-d': { backing: true, files: ['auth/route-auth.test.ts', 'auth/social-and-hashing.test.ts', 'auth/session-cache.test.ts'] },
+  'auth-c': { backing: true, files: ['auth/multi-session.test.ts', 'auth/organization.test.ts', 'auth/passkey.test.ts'] },
+  'sim-fleet': { backing: true, files: ['device-sim/fleet.test.ts'] },
+  'devices-a': { backing: true, files: ['devices/pairing.test.ts', 'devices/bad-input.test.ts'] },
+  outbox: { backing: true, files: ['downlink/outbox.test.ts'] },
   'restart-kill': { backing: true, files: ['downlink/restart-kill.test.ts'] },
+  'fuzz-mqtt': { backing: true, files: ['fuzz/mqtt.test.ts'] },
   // Better Auth keeps its in-memory rate-limit buckets in one module-global Map, shared by every
   // app of a process: the strict limits this file sets would meet the sign-ins of other files.
   'rate-limit': { backing: true, files: ['auth/rate-limit.test.ts'] },

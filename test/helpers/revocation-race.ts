@@ -3,7 +3,7 @@
 // banned, its password changed (revoking other sessions) or its user removed. A lookup that began
 // before the revocation may still answer (it started before); every request that starts after the
 // revocation's response must be refused. Twenty trials of each kind, a hundred per database, in
-// two test files so each has its own time budget.
+// three test files so each has its own time budget and they run side by side.
 import type { Test } from 'tap'
 import { startApp, type TestApp } from './app.js'
 import { signUpAdmin } from './admin.js'
