@@ -2,4 +2,6 @@
 import t from 'tap'
 import { raceRevocations } from '../helpers/revocation-race.js'
 
-t.test('no request that starts after a password change revoked the other sessions is served', (t) => raceRevocations(t, ['change-password']))
+t.test('no request that starts after a password change revoked the other sessions is served', (t) =>
+  raceRevocations(t, ['change-password']),
+)

@@ -3,6 +3,4 @@
 import t from 'tap'
 import { raceRevocations } from '../helpers/revocation-race.js'
 
-t.test('no request that starts after a user revoked a session is served', (t) =>
-  raceRevocations(t, ['sign-out', 'revoke-session']),
-)
+t.test('no request that starts after a user revoked a session is served', (t) => raceRevocations(t, ['sign-out', 'revoke-session']))
