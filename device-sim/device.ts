@@ -8,7 +8,19 @@ import { EventEmitter } from 'node:events'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import mqtt, { type MqttClient } from 'mqtt'
-import { downlinkKinds, topicFor, uplinkTopic, type UplinkKind } from '../src/mqtt/contract.js'
+import {
+  type AckReport,
+  type CommandMessage as WireCommand,
+  type ConfigMessage as WireConfig,
+  downlinkKinds,
+  type ImageMessage as WireImage,
+  type Numbered,
+  type PromptMessage as WirePrompt,
+  type StatusReport,
+  topicFor,
+  type UplinkKind,
+  uplinkTopic,
+} from '../src/mqtt/contract.js'
 import { ApiError, ServiceApi, UnreachableError, type DeviceInfo } from './api.js'
 import type { DisplayProfile } from './profiles.js'
 import { freshState, loadState, remember, saveState, type Credentials, type PendingPairing, type SimState } from './state.js'
@@ -47,43 +59,12 @@ export type SimDeviceOptions = {
 }
 
 export type PairingInfo = PendingPairing & { resumed: boolean }
-/** Every downlink message carries `seq`, the service's per-device sequence number; acknowledging it tells the service it arrived. */
-type Numbered = { seq?: number }
-export type PromptMessage = Numbered & {
-  promptId: string
-  text: string
-  negativeText?: string | null
-  style?: string | null
-  model?: string
-  createdAt?: string
-}
-export type ImageMessage = Numbered & {
-  imageId: string
-  url: string
-  format: string
-  width: number
-  height: number
-  bytes: number
-  sha256: string
-  contentType: string
-  data?: string
-}
-export type ConfigMessage = Numbered & {
-  version: number
-  name?: string
-  selectedModel?: string
-  color?: string
-  icon?: string
-  display?: DisplayProfile
-}
-export type CommandMessage = Numbered & { commandId: string; command: string; args?: { seconds?: number }; issuedAt?: string }
-export type StatusReport = {
-  battery: number
-  firmware: string
-  shownImageId: string | null
-  configVersion: number
-  sessionPresent?: boolean
-}
+// The messages are the wire contract's; as received each carries `seq`.
+export type PromptMessage = Numbered<WirePrompt>
+export type ImageMessage = Numbered<WireImage>
+export type ConfigMessage = Numbered<WireConfig>
+export type CommandMessage = Numbered<WireCommand>
+export type { StatusReport }
 
 export type SimDeviceEvents = {
   /** A pairing code to show the user (a new one, or one resumed from the state file). */
@@ -209,7 +190,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
   private lastDrainAt = Date.now()
   private chain: Promise<void> = Promise.resolve()
   private saving: Promise<void> = Promise.resolve()
-  private readonly pendingAcks = new Map<string, Record<string, unknown>>()
+  private readonly pendingAcks = new Map<string, AckReport>()
   private readonly seenPrompts = new Set<string>()
   /** Whether any request reached the service in this run: before that, unreachable is fatal. */
   private reached = false
@@ -650,7 +631,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
   }
 
   /** Acks are kept until the broker confirms them and sent again after a reconnect. */
-  private async sendAck(body: Record<string, unknown>, key: string = randomUUID()): Promise<boolean> {
+  private async sendAck(body: AckReport, key: string = randomUUID()): Promise<boolean> {
     this.pendingAcks.set(key, body)
     const ok = await this.publish(this.topic('ack'), body)
     if (ok) this.pendingAcks.delete(key)

@@ -32,7 +32,7 @@ import {
 import { randomUUID } from 'node:crypto'
 import type { ClaimInput, CodeInput, InitInput } from './inputs.js'
 import type { DeviceLink } from './sessions.js'
-import { deviceTopics } from '../mqtt/contract.js'
+import { type CommandMessage, type ConfigMessage, deviceTopics } from '../mqtt/contract.js'
 import type { DeviceCommandName, DeviceInfo } from './tables.js'
 
 /** Failed code submissions allowed per user (and per record) in the window below. */
@@ -317,7 +317,7 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
       color: dev.color,
       icon: dev.icon,
       display: dev.display,
-    }
+    } satisfies ConfigMessage
     await link.publish(dev.id, 'config', config, { retain: true })
   }
 
@@ -332,7 +332,8 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
       data: { commandId: row.id, command, args },
     })
     // QoS 1 on a persistent session: a sleeping device gets it when it reconnects.
-    await link.publish(dev.id, 'cmd', { commandId: row.id, command, args, issuedAt: row.createdAt.toISOString() })
+    const message: CommandMessage = { commandId: row.id, command, args, issuedAt: row.createdAt.toISOString() }
+    await link.publish(dev.id, 'cmd', message)
     return row
   }
 

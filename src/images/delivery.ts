@@ -4,6 +4,7 @@
 import type { Database } from '../db/client.js'
 import { setDesiredState } from '../devices/repository.js'
 import type { DeviceLink } from '../devices/sessions.js'
+import type { ImageMessage } from '../mqtt/contract.js'
 import { insertEvent } from '../events/repository.js'
 import type { ObjectStore } from '../storage/store.js'
 import { mainVariant } from './convert.js'
@@ -12,18 +13,6 @@ import { imageUrl, type StoredImage } from './pipeline.js'
 
 /** Inline bytes only below this size: MQTT messages cross the cluster through Redis pub/sub. */
 const INLINE_LIMIT = 64 * 1024
-
-export type ImageMessage = {
-  imageId: string
-  url: string
-  format: string
-  width: number
-  height: number
-  bytes: number
-  sha256: string
-  contentType: string
-  data?: string
-}
 
 /** The devices/{id}/image message for a stored image on a display: its main variant's URL, size and digest. */
 async function imageMessage(

@@ -1,5 +1,5 @@
 // The device wire contract: the topic layout the service, the simulator, the benchmarks and the
-// companion apps share, and the presence vocabulary carried on it. Plain data only, no imports,
+// companion apps share, what each topic carries, and the presence vocabulary. Plain data only, no imports,
 // so any of them (device-sim/ included) can take it without pulling in the service.
 //   downlink (service → device): devices/{id}/prompt | image | config (retained) | cmd
 //   uplink   (device → service): devices/{id}/up/status | up/ack
@@ -57,3 +57,73 @@ export type DisconnectReason =
 
 /** A device that really went online or offline: not a takeover, not a shutdown or the reconnect after one. */
 export type PresenceChange = { deviceId: string; deviceName: string; userId: string; online: boolean; reason?: DisconnectReason; at: Date }
+
+/** A display as a device describes it (in its config message the service echoes it back). */
+type WireDisplay = { width: number; height: number; palette: string; fit?: string; inline?: boolean }
+
+/** devices/{id}/prompt: a prompt sent to the device. */
+export type PromptMessage = {
+  promptId: string
+  text: string
+  negativeText?: string | null
+  style?: string | null
+  model?: string | null
+  createdAt?: string
+}
+
+/** devices/{id}/image: an image converted for the device's display; `data` (base64) when it asked for small images inline. */
+export type ImageMessage = {
+  imageId: string
+  url: string
+  format: string
+  width: number
+  height: number
+  bytes: number
+  sha256: string
+  contentType: string
+  data?: string
+}
+
+/** devices/{id}/config (retained): the desired configuration, versioned. */
+export type ConfigMessage = {
+  version: number
+  name?: string | null
+  selectedModel?: string | null
+  color?: string | null
+  icon?: string | null
+  display?: WireDisplay
+}
+
+/** devices/{id}/cmd: a command to carry out and acknowledge with its commandId. */
+export type CommandMessage = { commandId: string; command: string; args?: { seconds?: number }; issuedAt?: string }
+
+/** As sent: every downlink message carries `seq`, the service's per-device sequence number; acknowledging it says it arrived. */
+export type Numbered<T> = T & { seq?: number }
+
+/** devices/{id}/up/status: what the device runs and shows; `sessionPresent` in the first report after connecting. */
+export type StatusReport = {
+  battery: number
+  firmware: string
+  shownImageId: string | null
+  configVersion: number
+  sessionPresent?: boolean
+}
+
+/**
+ * devices/{id}/up/ack: a message or command arrived (and, for a command, whether it was carried
+ * out). The service keeps these fields, each bounded (src/mqtt/uplink.ts), and drops the rest.
+ */
+export type AckReport = {
+  seq?: number
+  kind?: DownlinkKind
+  ok: boolean
+  error?: string
+  commandId?: string
+  command?: string
+  promptId?: string | null
+  imageId?: string
+  version?: number
+  sha256?: string
+  shownImageId?: string | null
+  seconds?: number
+}

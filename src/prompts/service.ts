@@ -9,6 +9,7 @@ import { findModel } from '../generation/models.js'
 import type { PromptInput } from './records.js'
 import { insertPrompt, type PromptRow } from './repository.js'
 import { findTemplate, renderTemplate } from './templates.js'
+import type { PromptMessage } from '../mqtt/contract.js'
 
 // The input type comes from its schema, so it is what POST /api/prompts validates.
 export type { PromptInput } from './records.js'
@@ -60,7 +61,7 @@ export function createPromptService(deps: { db: Database; link: DeviceLink; defa
       style: row.style,
       model: row.model,
       createdAt: row.createdAt.toISOString(),
-    })
+    } satisfies PromptMessage)
   }
 
   async function create(userId: string, input: PromptInput): Promise<PromptRow> {
