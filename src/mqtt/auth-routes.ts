@@ -6,6 +6,8 @@
 // session it authenticated with (remembered per client id, still live).
 import { timingSafeEqual, createHash } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
+import { type Static, Type } from 'typebox'
+import { StringEnum } from '../http/typebox.js'
 import { APP_USERNAME, checkCredentials, directAccessCheck, directLookup, mayPublish, maySubscribe, type Identity } from './credentials.js'
 import { findLiveSession } from '../auth/users-repository.js'
 import type { RedisHandle } from '../redis/client.js'
@@ -14,7 +16,13 @@ import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
 import { appError } from '../errors.js'
 
-type Body = { clientid: string; username?: string; password?: string; topic?: string; action?: 'publish' | 'subscribe' }
+const body = Type.Object({
+  clientid: Type.String({ maxLength: 256 }),
+  username: Type.Optional(Type.String({ maxLength: 256 })),
+  password: Type.Optional(Type.String({ maxLength: 4096 })),
+  topic: Type.Optional(Type.String({ maxLength: 1024 })),
+  action: Type.Optional(StringEnum(['publish', 'subscribe'])),
+})
 
 const digest = (s: string) => createHash('sha256').update(s).digest()
 
@@ -59,7 +67,7 @@ export async function mqttAuthRoutes(app: FastifyInstance, opts: { auth: Auth; d
     return dev?.secretHash ? { kind: 'device', deviceId: dev.id } : undefined
   }
 
-  app.post<{ Body: Body }>(
+  app.post<{ Body: Static<typeof body> }>(
     '/api/device/mqtt-auth',
     {
       // The hook secret is checked before the body is read, like every other credential.
@@ -74,17 +82,7 @@ export async function mqttAuthRoutes(app: FastifyInstance, opts: { auth: Auth; d
         description:
           'Protected by `Authorization: Bearer <MQTT_AUTH_SECRET>`. Without a topic it authenticates; with topic and action it authorizes.',
         security: [{ mqttAuthSecret: [] }],
-        body: {
-          type: 'object',
-          required: ['clientid'],
-          properties: {
-            clientid: { type: 'string', maxLength: 256 },
-            username: { type: 'string', maxLength: 256 },
-            password: { type: 'string', maxLength: 4096 },
-            topic: { type: 'string', maxLength: 1024 },
-            action: { type: 'string', enum: ['publish', 'subscribe'] },
-          },
-        },
+        body,
         response: {
           200: {
             type: 'object',
