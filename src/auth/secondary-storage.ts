@@ -5,6 +5,17 @@ import { firstReply, type RedisHandle } from '../redis/client.js'
 
 export function redisSecondaryStorage({ client, prefix }: RedisHandle): SecondaryStorage {
   const k = (key: string) => `${prefix}auth:${key}`
+  // Better Auth writes some session updates in the background. One that meets the service's
+  // shutdown (the connection closed on purpose, 'end') would reject with nobody awaiting it;
+  // what it wrote dies with the cache anyway. Any other failure still throws.
+  const unlessClosed = async (write: () => Promise<unknown>) => {
+    if (client.status === 'end') return
+    try {
+      await write()
+    } catch (err) {
+      if (client.status !== 'end') throw err
+    }
+  }
   return {
     async get(key) {
       return client.get(k(key))
@@ -13,11 +24,10 @@ export function redisSecondaryStorage({ client, prefix }: RedisHandle): Secondar
       return client.getdel(k(key))
     },
     async set(key, value, ttl) {
-      if (ttl && ttl > 0) await client.set(k(key), value, 'EX', Math.ceil(ttl))
-      else await client.set(k(key), value)
+      await unlessClosed(() => (ttl && ttl > 0 ? client.set(k(key), value, 'EX', Math.ceil(ttl)) : client.set(k(key), value)))
     },
     async delete(key) {
-      await client.del(k(key))
+      await unlessClosed(() => client.del(k(key)))
     },
     async increment(key, ttl) {
       // INCR then EXPIRE NX in one round trip: the window starts at the first hit and is never extended.
