@@ -8,12 +8,13 @@ export function redisSecondaryStorage({ client, prefix }: RedisHandle): Secondar
   // Better Auth writes some session updates in the background. One that meets the service's
   // shutdown (the connection closed on purpose, 'end') would reject with nobody awaiting it;
   // what it wrote dies with the cache anyway. Any other failure still throws.
+  const ended = () => client.status === 'end'
   const unlessClosed = async (write: () => Promise<unknown>) => {
-    if (client.status === 'end') return
+    if (ended()) return
     try {
       await write()
     } catch (err) {
-      if (client.status !== 'end') throw err
+      if (!ended()) throw err
     }
   }
   return {
