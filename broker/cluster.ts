@@ -110,6 +110,27 @@ function withDeadline<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
   })
 }
 
+/**
+ * The persistence sends some commands without awaiting them (it removes a will from its list
+ * on every disconnect, and aedes still disconnects clients after the service closed this
+ * connection). Each returned promise gets a handler here, so one that fails is reported instead
+ * of becoming an unhandled rejection that ends the process; a caller awaiting it still gets the
+ * error. Errors after close are expected and not reported.
+ */
+function observedCommands<T extends object>(conn: T, report: (err: Error) => unknown): T {
+  return new Proxy(conn, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver)
+      if (typeof value !== 'function') return value
+      return function (this: unknown, ...args: unknown[]) {
+        const result = value.apply(this === receiver ? target : this, args)
+        if (result instanceof Promise) result.catch(report)
+        return result
+      }
+    },
+  })
+}
+
 function sharedSubscriptionWrites<T extends Persistence>(persistence: T): T {
   const inFlight = new WeakMap<object, Promise<unknown>>()
   const add = persistence.addSubscriptions.bind(persistence)
@@ -155,14 +176,21 @@ export function redisClusterParts(redisUrl: string, prefix: string, onError: (er
   // emitter, which aedes has already closed by then, and would never return.
   const conn = new Redis(connection)
   conn.on('error', (err) => onError(err, 'persistence'))
+  let closing = false
   const redisMq = MQEmitterRedis({ ...connection })
   redisMq.state.on('error', (err) => onError(err, 'emitter'))
   return {
     mq: prefixedChannels(redisMq as unknown as MqEmitter, `${prefix}mqtt/`),
-    persistence: sharedSubscriptionWrites(redisPersistence({ conn, maxSessionDelivery: 1000 }) as Persistence),
+    persistence: sharedSubscriptionWrites(
+      redisPersistence({
+        conn: observedCommands(conn, (err) => closing || onError(err, 'persistence')),
+        maxSessionDelivery: 1000,
+      }) as Persistence,
+    ),
     // The list key aedes-persistence-redis keeps per client (under our keyPrefix).
     queuedFor: (clientId) => conn.llen(`outgoing:${encodeURIComponent(clientId)}`),
     async close() {
+      closing = true
       conn.disconnect()
     },
   }
