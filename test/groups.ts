@@ -12,12 +12,15 @@ type Group = {
 }
 
 export const groups = {
-  'race-session': { backing: true, files: ['auth/revocation-race-session.test.ts'] },
+  // Each long set of files shares its process with a short one (paired from the two ends of the
+  // list by their times in a full run): a process costs about 6 s of CPU to import the app and
+  // 2.5 s more for its first app start, paid 29 times a pass with one group per set, 15 times now.
+  'session-race+mqtt-fuzz': { backing: true, files: ['auth/revocation-race-session.test.ts', 'fuzz/mqtt.test.ts'] },
   // PGlite is PostgreSQL itself (the same parser, types and constraints): what the fuzz checks,
   // that no input gets a 5xx or an error without {message, code}, is decided before the database
   // or by PostgreSQL's own rules, not by the driver or by Redis.
   'fuzz-http': { backing: false, files: ['fuzz/http.test.ts'] },
-  'broker-a': {
+  'broker-a+restart-kill': {
     backing: true,
     files: [
       'broker/app-access.test.ts',
@@ -27,9 +30,10 @@ export const groups = {
       'broker/multi-subscribe.test.ts',
       'broker/ordering.test.ts',
       'broker/smoke.test.ts',
+      'downlink/restart-kill.test.ts',
     ],
   },
-  'broker-c': {
+  'broker-c+outbox': {
     backing: true,
     files: [
       'broker/cluster-errors.test.ts',
@@ -38,11 +42,15 @@ export const groups = {
       'broker/presence-store.test.ts',
       'broker/external.test.ts',
       'cluster/membership.test.ts',
+      'downlink/outbox.test.ts',
     ],
   },
-  'generation-runner': { backing: true, files: ['generation/runner.test.ts'] },
-  'race-admin': { backing: true, files: ['auth/revocation-race-admin.test.ts'] },
-  'broker-b': {
+  'generation-runner+devices-a': {
+    backing: true,
+    files: ['generation/runner.test.ts', 'devices/pairing.test.ts', 'devices/bad-input.test.ts'],
+  },
+  'admin-race+sim-fleet': { backing: true, files: ['auth/revocation-race-admin.test.ts', 'device-sim/fleet.test.ts'] },
+  'broker-b+auth-c': {
     backing: true,
     files: [
       'broker/websocket.test.ts',
@@ -50,54 +58,20 @@ export const groups = {
       'broker/limits.test.ts',
       'broker/shutdown.test.ts',
       'broker/fleet.test.ts',
+      'auth/multi-session.test.ts',
+      'auth/organization.test.ts',
+      'auth/passkey.test.ts',
     ],
   },
   // The CLI's arguments, state file and exit codes are the simulator's own; its pairing runs on
-  // both backings in `sim`.
-  'sim-cli': { backing: false, files: ['device-sim/cli.test.ts'] },
-  presence: { backing: true, files: ['broker/presence.test.ts'] },
-  'auth-b': {
-    backing: true,
-    files: ['auth/bad-input.test.ts', 'auth/email-login.test.ts', 'auth/input-rules.test.ts', 'auth/get-session.test.ts'],
-  },
-  'devices-b': {
-    backing: true,
-    files: ['devices/access.test.ts', 'devices/lifecycle.test.ts', 'db/device-foreign-keys.test.ts', 'openapi/client.test.ts'],
-  },
-  'web-a': { backing: true, files: ['server.test.ts', 'http/origins.test.ts', 'invitations/invitation-mail.test.ts', 'mail/smtp.test.ts'] },
-  'web-b': {
-    backing: true,
-    files: ['notifications/push.test.ts', 'uploads/upload.test.ts', 'storage/store.test.ts', 'http/no-5xx.test.ts'],
-  },
-  sim: {
-    backing: true,
-    files: [
-      'device-sim/behaviour.test.ts',
-      'device-sim/credentials.test.ts',
-      'device-sim/end-to-end.test.ts',
-      'device-sim/server-restart.test.ts',
-    ],
-  },
-  'auth-a': { backing: true, files: ['auth/account.test.ts', 'auth/admin.test.ts', 'auth/api-keys.test.ts'] },
-  'generation-jobs': { backing: true, files: ['generation/jobs.test.ts'] },
-  generation: { backing: true, files: ['generation/flow.test.ts', 'generation/prompts.test.ts'] },
-  'race-password': { backing: true, files: ['auth/revocation-race-password.test.ts'] },
-  'restart-term': { backing: true, files: ['downlink/restart-term.test.ts'] },
-  'auth-d': { backing: true, files: ['auth/route-auth.test.ts', 'auth/social-and-hashing.test.ts', 'auth/session-cache.test.ts'] },
-  'auth-c': { backing: true, files: ['auth/multi-session.test.ts', 'auth/organization.test.ts', 'auth/passkey.test.ts'] },
-  'sim-fleet': { backing: true, files: ['device-sim/fleet.test.ts'] },
-  'devices-a': { backing: true, files: ['devices/pairing.test.ts', 'devices/bad-input.test.ts'] },
-  outbox: { backing: true, files: ['downlink/outbox.test.ts'] },
-  'restart-kill': { backing: true, files: ['downlink/restart-kill.test.ts'] },
-  'fuzz-mqtt': { backing: true, files: ['fuzz/mqtt.test.ts'] },
-  // Better Auth keeps its in-memory rate-limit buckets in one module-global Map, shared by every
-  // app of a process: the strict limits this file sets would meet the sign-ins of other files.
-  'rate-limit': { backing: true, files: ['auth/rate-limit.test.ts'] },
-  // The OpenAPI document and the docs page are built from the routes alone.
-  static: { backing: false, files: ['openapi/document.test.ts', 'openapi/docs-page.test.ts'] },
-  unit: {
+  // both backings in `sim+auth-a`. The OpenAPI document and the docs page are built from the
+  // routes alone.
+  'sim-cli+static+unit': {
     backing: false,
     files: [
+      'device-sim/cli.test.ts',
+      'openapi/document.test.ts',
+      'openapi/docs-page.test.ts',
       'suite.test.ts',
       'config.test.ts',
       'images/convert.test.ts',
@@ -122,6 +96,66 @@ export const groups = {
       'broker/standalone.test.ts',
     ],
   },
+  'presence+auth-d': {
+    backing: true,
+    files: ['broker/presence.test.ts', 'auth/route-auth.test.ts', 'auth/social-and-hashing.test.ts', 'auth/session-cache.test.ts'],
+  },
+  'auth-b+restart-term': {
+    backing: true,
+    files: [
+      'auth/bad-input.test.ts',
+      'auth/email-login.test.ts',
+      'auth/input-rules.test.ts',
+      'auth/get-session.test.ts',
+      'downlink/restart-term.test.ts',
+    ],
+  },
+  'devices-b+password-race': {
+    backing: true,
+    files: [
+      'devices/access.test.ts',
+      'devices/lifecycle.test.ts',
+      'db/device-foreign-keys.test.ts',
+      'openapi/client.test.ts',
+      'auth/revocation-race-password.test.ts',
+    ],
+  },
+  'web-a+generation': {
+    backing: true,
+    files: [
+      'server.test.ts',
+      'http/origins.test.ts',
+      'invitations/invitation-mail.test.ts',
+      'mail/smtp.test.ts',
+      'generation/flow.test.ts',
+      'generation/prompts.test.ts',
+    ],
+  },
+  'web-b+generation-jobs': {
+    backing: true,
+    files: [
+      'notifications/push.test.ts',
+      'uploads/upload.test.ts',
+      'storage/store.test.ts',
+      'http/no-5xx.test.ts',
+      'generation/jobs.test.ts',
+    ],
+  },
+  'sim+auth-a': {
+    backing: true,
+    files: [
+      'device-sim/behaviour.test.ts',
+      'device-sim/credentials.test.ts',
+      'device-sim/end-to-end.test.ts',
+      'device-sim/server-restart.test.ts',
+      'auth/account.test.ts',
+      'auth/admin.test.ts',
+      'auth/api-keys.test.ts',
+    ],
+  },
+  // Better Auth keeps its in-memory rate-limit buckets in one module-global Map, shared by every
+  // app of a process: the strict limits this file sets would meet the sign-ins of other files.
+  'rate-limit': { backing: true, files: ['auth/rate-limit.test.ts'] },
 } satisfies Record<string, Group>
 
 export type GroupName = keyof typeof groups

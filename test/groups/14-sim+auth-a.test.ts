@@ -1,0 +1,4 @@
+// The 'sim+auth-a' group of test/groups.ts: its files in one process.
+import { runGroup } from '../helpers/group.js'
+
+await runGroup('sim+auth-a')
