@@ -20,7 +20,8 @@ import { createMailer, type Mailer } from './mail/mailer.js'
 import { connectRedis, type RedisHandle } from './redis/client.js'
 import { memoryCounters, redisCounters } from './http/counters.js'
 import { trackHandlers } from './http/drain.js'
-import { installJsonParser, installValidators } from './http/validation.js'
+import { installSchemaCompilers } from './http/schema-compilers.js'
+import { installJsonParser } from './http/validation.js'
 import { sharedDeviceSchemas } from './devices/records.js'
 import { deviceRoutes } from './devices/routes.js'
 import { createDeviceService, type DeviceService } from './devices/service.js'
@@ -107,7 +108,7 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
     generationResponseSchema,
   ]
   for (const schema of shared) app.addSchema(schema)
-  installValidators(app, shared)
+  installSchemaCompilers(app, shared)
   installJsonParser(app)
 
   const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })

@@ -26,5 +26,5 @@ export function SharedRef<T extends TSchema>(schema: T) {
   return Type.Unsafe<Static<T>>({ $ref: `${id}#` })
 }
 
-/** A schema given an `$id` (to share with app.addSchema) that its type carries too, as installValidators needs. */
+/** A schema given an `$id` (to share with app.addSchema) that its type carries too, as installSchemaCompilers needs. */
 export const Shared = <const Id extends string, T extends TSchema>($id: Id, schema: T): T & { $id: Id } => Object.assign(schema, { $id })

@@ -1,7 +1,4 @@
-// Request validation: bodies are validated strictly (a number is not a string; unknown fields
-// are refused, not silently dropped), while query strings and path params are coerced from text.
-import { Ajv } from 'ajv'
-import addFormats from 'ajv-formats'
+// Request bodies before validation: the JSON parser (depth limit, prototype poisoning, NUL).
 import type { FastifyInstance } from 'fastify'
 import sjson from 'secure-json-parse'
 import { type AppError, appError } from '../errors.js'
@@ -87,14 +84,4 @@ export function hasNulCharacter(value: unknown): boolean {
 
 export function nulError(): AppError {
   return appError('INVALID_CHARACTER')
-}
-
-export function installValidators(app: FastifyInstance, shared: ReadonlyArray<{ $id: string }>): void {
-  const strict = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false })
-  const lenient = new Ajv({ coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false, strict: false })
-  for (const ajv of [strict, lenient]) {
-    addFormats.default(ajv)
-    for (const schema of shared) ajv.addSchema(schema)
-  }
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : lenient).compile(schema))
 }
