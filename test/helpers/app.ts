@@ -2,16 +2,21 @@
 // PostgreSQL database when DATABASE_URL is set), its own Redis key prefix when REDIS_URL is set,
 // listening on a free loopback port.
 import { randomBytes } from 'node:crypto'
-import { cp, mkdtemp, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { execFile } from 'node:child_process'
+import { cpSync } from 'node:fs'
+import { mkdtemp, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { createHash } from 'node:crypto'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import postgres from 'postgres'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { migrationsFolder, openDatabase } from '../../src/db/client.js'
+
+const execFileAsync = promisify(execFile)
 
 type Tap = { teardown(fn: () => unknown): void }
 
@@ -100,6 +105,19 @@ async function pgliteTemplate(): Promise<string> {
   return dir
 }
 
+/**
+ * Copies the template's 1,150 files. Node's promise-based fs.cp cost about 0.9 s of CPU per app
+ * start under tap (a promise per file, each tracked by tap's async hooks); the system's cp
+ * about 0.1 s, outside the test process. fs.cpSync where there is no cp.
+ */
+async function copyTree(from: string, to: string): Promise<void> {
+  try {
+    await execFileAsync('cp', ['-R', from, to])
+  } catch {
+    cpSync(from, to, { recursive: true, force: true })
+  }
+}
+
 export type StartOptions = {
   env?: Record<string, string>
   /** Reuse a data folder and database (to restart the "same" service). */
@@ -121,7 +139,7 @@ export async function startApp(t: Tap, opts: StartOptions = {}): Promise<TestApp
   if (process.env.DATABASE_URL) {
     env.DATABASE_URL = opts.reuse?.databaseUrl ?? (await freshPostgres(t, process.env.DATABASE_URL))
   } else if (!opts.reuse && !opts.env?.DATABASE_URL) {
-    await cp(join(await pgliteTemplate(), 'pglite'), join(dataDir, 'pglite'), { recursive: true })
+    await copyTree(join(await pgliteTemplate(), 'pglite'), join(dataDir, 'pglite'))
   }
   if (process.env.REDIS_URL) {
     env.REDIS_URL = process.env.REDIS_URL
