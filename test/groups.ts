@@ -85,6 +85,7 @@ export const groups = {
       'generation/providers/replicate.test.ts',
       'http/drain.test.ts',
       'http/typebox.test.ts',
+      'http/schema-compilers.test.ts',
       'http/error-codes.test.ts',
       'notifications/presence-digest.test.ts',
       'notifications/push-service.test.ts',

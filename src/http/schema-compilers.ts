@@ -50,9 +50,18 @@ export function installSchemaCompilers(app: FastifyInstance, shared: Shared): vo
     const key = `${sharedKey}\n${JSON.stringify(schema)}`
     let serialize = serializers.get(key)
     if (!serialize) {
-      serialize = fastJson(schema as Parameters<typeof fastJson>[0], { schema: external as Record<string, Parameters<typeof fastJson>[0]> })
+      // As Fastify's own compiler does: a response schema that is itself a shared one is not
+      // also given as an external schema (fast-json-stringify would see its $id twice).
+      const id = (schema as { $id?: string }).$id
+      const others = id && id in external ? Object.fromEntries(Object.entries(external).filter(([k]) => k !== id)) : external
+      serialize = fastJson(schema as Parameters<typeof fastJson>[0], { schema: others as Record<string, Parameters<typeof fastJson>[0]> })
       serializers.set(key, serialize)
     }
     return serialize
   })
+}
+
+/** How many validators and serializers this process has compiled (each schema once). */
+export function compiledSchemaCounts(): { validators: number; serializers: number } {
+  return { validators: validators.size, serializers: serializers.size }
 }
