@@ -177,10 +177,20 @@ export function redisClusterParts(redisUrl: string, prefix: string, onError: (er
   const conn = new Redis(connection)
   conn.on('error', (err) => onError(err, 'persistence'))
   let closing = false
-  const redisMq = MQEmitterRedis({ ...connection })
+  // The emitter's two connections are ours too: mqemitter-redis ends them with quit() and leaves
+  // the promise unhandled, which rejects when the socket closes before QUIT is answered.
+  const emitterConn = () =>
+    observedCommands(new Redis({ ...connection, enableAutoPipelining: true }), (err) => closing || onError(err, 'emitter'))
+  const redisMq = MQEmitterRedis({ ...connection, subConn: emitterConn(), pubConn: emitterConn() })
   redisMq.state.on('error', (err) => onError(err, 'emitter'))
+  const mq = prefixedChannels(redisMq as unknown as MqEmitter, `${prefix}mqtt/`)
+  const closeEmitter = mq.close.bind(mq)
+  mq.close = (cb) => {
+    closing = true
+    closeEmitter(cb)
+  }
   return {
-    mq: prefixedChannels(redisMq as unknown as MqEmitter, `${prefix}mqtt/`),
+    mq,
     persistence: sharedSubscriptionWrites(
       redisPersistence({
         conn: observedCommands(conn, (err) => closing || onError(err, 'persistence')),
