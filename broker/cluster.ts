@@ -111,22 +111,28 @@ function withDeadline<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
 }
 
 /**
- * The persistence sends some commands without awaiting them (it removes a will from its list
- * on every disconnect, and aedes still disconnects clients after the service closed this
+ * mqemitter-redis and aedes-persistence-redis send some commands without handling the promise
+ * (quit() at close, lrem of the will list on every disconnect, also after the service closed the
  * connection). Each returned promise gets a handler here, so one that fails is reported instead
  * of becoming an unhandled rejection that ends the process; a caller awaiting it still gets the
- * error. Errors after close are expected and not reported.
+ * error. Each method is wrapped once, not on every call: publishes go through here.
  */
 function observedCommands<T extends object>(conn: T, report: (err: Error) => unknown): T {
+  const wrapped = new Map<PropertyKey, (...args: unknown[]) => unknown>()
   return new Proxy(conn, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver)
       if (typeof value !== 'function') return value
-      return function (this: unknown, ...args: unknown[]) {
-        const result = value.apply(this === receiver ? target : this, args)
-        if (result instanceof Promise) result.catch(report)
-        return result
+      let fn = wrapped.get(prop)
+      if (!fn) {
+        fn = function (this: unknown, ...args: unknown[]) {
+          const result = (Reflect.get(target, prop) as (...a: unknown[]) => unknown).apply(this === receiver ? target : this, args)
+          if (result instanceof Promise) result.catch(report)
+          return result
+        }
+        wrapped.set(prop, fn)
       }
+      return fn
     },
   })
 }

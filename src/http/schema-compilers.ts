@@ -9,35 +9,41 @@ import fastJson from 'fast-json-stringify'
 
 type Shared = ReadonlyArray<{ $id: string }>
 
-const validators = new Map<string, ValidateFunction>()
-const serializers = new Map<string, (data: unknown) => string>()
-const ajvs = new Map<string, { strict: Ajv; lenient: Ajv }>()
+type Compilers = {
+  strict: Ajv
+  lenient: Ajv
+  validators: Map<string, ValidateFunction>
+  serializers: Map<string, (data: unknown) => string>
+}
+
+/** Per set of shared schemas (one in practice): its Ajv instances and what they compiled. */
+const bySharedSchemas = new Map<string, Compilers>()
 
 /**
  * Bodies are validated strictly (a number is not a string; unknown fields are refused, not
  * silently dropped), while query strings and path params are coerced from text.
  */
-function ajvFor(shared: Shared, sharedKey: string) {
-  let pair = ajvs.get(sharedKey)
-  if (!pair) {
+function compilersFor(shared: Shared): Compilers {
+  const sharedKey = JSON.stringify(shared)
+  let compilers = bySharedSchemas.get(sharedKey)
+  if (!compilers) {
     const strict = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false })
     const lenient = new Ajv({ coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false, strict: false })
     for (const ajv of [strict, lenient]) {
       addFormats.default(ajv)
       for (const schema of shared) ajv.addSchema(schema)
     }
-    pair = { strict, lenient }
-    ajvs.set(sharedKey, pair)
+    compilers = { strict, lenient, validators: new Map(), serializers: new Map() }
+    bySharedSchemas.set(sharedKey, compilers)
   }
-  return pair
+  return compilers
 }
 
 export function installSchemaCompilers(app: FastifyInstance, shared: Shared): void {
-  const sharedKey = JSON.stringify(shared)
-  const { strict, lenient } = ajvFor(shared, sharedKey)
+  const { strict, lenient, validators, serializers } = compilersFor(shared)
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const mode = httpPart === 'body' ? 'strict' : 'lenient'
-    const key = `${sharedKey}\n${mode}\n${JSON.stringify(schema)}`
+    const key = `${mode}\n${JSON.stringify(schema)}`
     let validate = validators.get(key)
     if (!validate) {
       validate = (mode === 'strict' ? strict : lenient).compile(schema)
@@ -47,7 +53,7 @@ export function installSchemaCompilers(app: FastifyInstance, shared: Shared): vo
   })
   const external = Object.fromEntries(shared.map((s) => [s.$id, s]))
   app.setSerializerCompiler(({ schema }) => {
-    const key = `${sharedKey}\n${JSON.stringify(schema)}`
+    const key = JSON.stringify(schema)
     let serialize = serializers.get(key)
     if (!serialize) {
       // As Fastify's own compiler does: a response schema that is itself a shared one is not
@@ -63,5 +69,11 @@ export function installSchemaCompilers(app: FastifyInstance, shared: Shared): vo
 
 /** How many validators and serializers this process has compiled (each schema once). */
 export function compiledSchemaCounts(): { validators: number; serializers: number } {
-  return { validators: validators.size, serializers: serializers.size }
+  let validators = 0
+  let serializers = 0
+  for (const c of bySharedSchemas.values()) {
+    validators += c.validators.size
+    serializers += c.serializers.size
+  }
+  return { validators, serializers }
 }
