@@ -66,6 +66,8 @@ t.test('an offline device keeps at most MQTT_OFFLINE_QUEUE_LIMIT messages', asyn
   })
   // Up to 10 s: on a loaded machine the stored messages can take seconds to follow the CONNACK.
   for (let i = 0; i < 200 && received.length < 3; i++) await new Promise((r) => setTimeout(r, 50))
-  t.same(received, [1, 2, 3], 'the first three, in order, arrive on reconnect')
+  // The durable downlink resends the two the broker dropped once the device is back, so 4 and 5
+  // may already follow: the broker's own queue is what comes first.
+  t.same(received.slice(0, 3), [1, 2, 3], 'the first three, in order, arrive on reconnect')
   await close(again)
 })
