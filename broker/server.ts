@@ -50,6 +50,11 @@ export type BrokerHooks = Pick<AedesOptions, 'authenticate' | 'authorizePublish'
 
 export type MqttServer = {
   aedes: Aedes
+  /**
+   * Serves one connection on any duplex stream, with the same limits as a socket (the connection
+   * rate counts `remoteAddress`). Tests use in-memory streams, as aedes' own tests do.
+   */
+  handleStream(stream: Duplex, remoteAddress?: string): void
   /** Starts the TCP listener; resolves with the bound port. */
   listenTcp(port: number, host?: string): Promise<number>
   /** Starts a TLS listener (needs `tls` options); resolves with the bound port. */
@@ -208,6 +213,10 @@ export async function createMqttServer(opts: {
     aedes,
     remoteAddress: (client) => connInfo.get(client)?.remoteAddress,
     guardStats,
+    handleStream(stream, remoteAddress) {
+      stream.on('error', () => stream.destroy())
+      handle(stream, remoteAddress)
+    },
     listenTcp(port, host) {
       return listenOn(createServer(onSocket), port, host)
     },

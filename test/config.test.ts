@@ -56,6 +56,31 @@ t.test('defaults', async (t) => {
   t.same(c.passkey, { rpId: 'localhost', rpName: 'Display Pairing' })
 })
 
+t.test('the MQTT limits reach the broker as set (their effect: test/broker/server-limits.test.ts)', async (t) => {
+  const dir = await tempDir(t)
+  const env = {
+    MQTT_MAX_PACKET_SIZE: '4096',
+    MQTT_CONNECT_RATE: '7',
+    MQTT_KEEPALIVE_MAX: '600',
+    MQTT_QUEUE_LIMIT: '3',
+    MQTT_MAX_INFLIGHT: '2',
+    MQTT_MAX_SUBSCRIPTIONS: '9',
+    MQTT_INBOUND_RATE: '11',
+    MQTT_INBOUND_BURST: '13',
+  }
+  t.same(loadConfig({ DATA_DIR: dir, AUTH_SECRET: SECRET, ...env }).mqtt.limits, {
+    maxPacketSize: 4096,
+    connectRate: 7,
+    connectWindowMs: 10_000,
+    keepaliveLimit: 600,
+    queueLimit: 3,
+    maxInflight: 2,
+    maxSubscriptions: 9,
+    inboundRate: 11,
+    inboundBurst: 13,
+  })
+})
+
 t.test('DATA_DIR defaults to ./data, resolved to an absolute path', async (t) => {
   const c = loadConfig({ AUTH_SECRET: SECRET, MQTT_BROKER_ID: 'node-test' })
   t.equal(c.dataDir, resolve('./data'))

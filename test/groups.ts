@@ -93,6 +93,7 @@ export const groups = {
       'broker/aedes-internals.test.ts',
       'broker/batching.test.ts',
       'broker/packet-guard.test.ts',
+      'broker/server-limits.test.ts',
       'broker/retained.test.ts',
       'broker/standalone.test.ts',
     ],
