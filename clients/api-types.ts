@@ -7428,6 +7428,18 @@ export interface components {
             info: components["schemas"]["DeviceInformation"];
             /** Format: date-time */
             last_seen_at: string | null;
+            /** @description what the device last reported on up/status (null until it has); isSynced compares it with what it should show */
+            status?: null | {
+                /** @description percent */
+                battery?: number;
+                firmware?: string;
+                /** @description the image it shows now (GET /api/images/{id}/{format}) */
+                shownImageId?: string | null;
+                /** Format: date-time */
+                reportedAt?: string;
+            };
+            /** @description the image it was last sent and should show */
+            desiredImageId?: string | null;
         };
         DeviceCredentials: {
             mqttUrl: string;

@@ -81,6 +81,22 @@ const deviceDetailSchema = {
     display: { $ref: 'DisplayProfile#' },
     info: { $ref: 'DeviceInformation#' },
     last_seen_at: { type: ['string', 'null'], format: 'date-time' },
+    status: {
+      description: 'what the device last reported on up/status (null until it has); isSynced compares it with what it should show',
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          properties: {
+            battery: { type: 'number', description: 'percent' },
+            firmware: str,
+            shownImageId: { ...nstr, description: 'the image it shows now (GET /api/images/{id}/{format})' },
+            reportedAt: dateTime,
+          },
+        },
+      ],
+    },
+    desiredImageId: { ...nstr, description: 'the image it was last sent and should show' },
   },
 } as const
 
@@ -161,6 +177,15 @@ export function toDeviceDetail(d: DeviceRow) {
     display: d.display,
     info: d.info,
     last_seen_at: d.lastSeenAt?.toISOString() ?? null,
+    status: d.reported.reportedAt
+      ? {
+          battery: d.reported.battery,
+          firmware: d.reported.firmware,
+          shownImageId: d.reported.shownImageId ?? null,
+          reportedAt: d.reported.reportedAt,
+        }
+      : null,
+    desiredImageId: d.desiredImageId ?? null,
   }
 }
 

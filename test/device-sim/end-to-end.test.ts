@@ -92,6 +92,19 @@ t.test('a simulated device pairs, is claimed, and shows a generated image', asyn
   const served = Buffer.from(await (await fetch(image.message.url)).arrayBuffer())
   t.ok(served.equals(onDisk), 'and is exactly what the service serves')
   t.equal(sim.shownImageId, image.message.imageId)
+  // What the device reports is in its detail: the image it shows, its battery, and in sync.
+  const detail = await eventually(async () => {
+    const r = await call<{
+      isSynced: boolean
+      desiredImageId: string | null
+      status: { shownImageId: string | null; battery?: number } | null
+    }>(svc, 'GET', `/api/device/${pairing.deviceId}`, token)
+    return r.body.status?.shownImageId === image.message.imageId ? r.body : null
+  })
+  t.equal(detail.desiredImageId, image.message.imageId, 'the detail names the image sent')
+  t.equal(detail.status?.shownImageId, image.message.imageId, 'and the one the device reports showing')
+  t.type(detail.status?.battery, 'number', 'with its battery')
+  t.equal(detail.isSynced, true)
 
   // The terminal preview: the BMP decodes to the same pixels as the PNG variant of the image.
   const done = await eventually(async () => {

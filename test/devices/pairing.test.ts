@@ -36,7 +36,7 @@ const deviceFields = [
 /** The interface's Device initialisation record: the Device fields plus these. */
 const initFields = [...deviceFields, 'organization_id', 'eventId', 'deviceCode', 'userCode', 'status', 'expires_at']
 /** What GET /api/device/:id adds to the Device record. */
-const detailFields = [...deviceFields, 'organization_id', 'display', 'info', 'last_seen_at']
+const detailFields = [...deviceFields, 'organization_id', 'display', 'info', 'last_seen_at', 'status', 'desiredImageId']
 
 const display = { width: 800, height: 480, palette: 'spectra6' }
 const info = { model: 'Frame 7.3', firmware: '1.4.2', manufacturer: 'Acme', serial: 'SN-0001' }
@@ -173,6 +173,8 @@ t.test('the full flow: init, validate, credentials once, list/get/patch, disconn
   t.equal(claimed.body.organization_id, null)
   const d = claimed.body.device
   t.same(Object.keys(d).sort(), [...detailFields].sort(), 'the device detail fields')
+  t.equal(d.status, null, 'nothing reported yet')
+  t.equal(d.desiredImageId, null, 'nothing sent yet')
   deviceTypes(t, d, 'claimed device')
   t.equal(d.id, codes.deviceId, 'the device keeps the id it paired with')
   t.equal(d.userId, alice.id)
