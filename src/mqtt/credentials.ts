@@ -35,6 +35,9 @@ export function batchedLookup(db: Database): DeviceLookup {
 }
 
 export const APP_USERNAME = 'user'
+
+/** What a WebSocket upgrade carried: its cookie and Origin header, and the origins whose pages may use the cookie. */
+export type BrowserCredential = { cookie?: string; origin?: string; allowedOrigins: readonly string[] }
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export async function checkCredentials(
@@ -44,13 +47,22 @@ export async function checkCredentials(
   username: string | undefined,
   password: string,
   lookup: DeviceLookup = directLookup(db),
+  browser?: BrowserCredential,
 ): Promise<CredentialCheck> {
-  if (!username || !password) return { ok: false, returnCode: 4, reason: 'username and password are required' }
+  // A browser on MQTT over WebSocket: no password, its session cookie on the upgrade request.
+  const byCookie = username === APP_USERNAME && !password && browser?.cookie !== undefined
+  if (!username || (!password && !byCookie)) return { ok: false, returnCode: 4, reason: 'username and password are required' }
   if (username === APP_USERNAME) {
     // Companion apps: the password is a Better Auth session token. Their client ids must not
     // collide with device ids, or connecting would take over a device's session.
     if (UUID.test(clientId)) return { ok: false, returnCode: 2, reason: 'app client ids must not look like device ids' }
-    const session = await auth.api.getSession({ headers: new Headers({ authorization: `Bearer ${password}` }) }).catch(() => null)
+    // A cookie goes with any request to this host, including a WebSocket another site opens:
+    // only pages of this service (or a trusted origin) may use it (cross-site WebSocket hijacking).
+    if (byCookie && !browser.allowedOrigins.includes(browser.origin ?? '')) {
+      return { ok: false, returnCode: 5, reason: 'a session cookie is accepted only from pages of this service' }
+    }
+    const headers = byCookie ? new Headers({ cookie: browser.cookie! }) : new Headers({ authorization: `Bearer ${password}` })
+    const session = await auth.api.getSession({ headers }).catch(() => null)
     return session
       ? {
           ok: true,

@@ -80,6 +80,8 @@ export type DeviceBrokerDeps = {
   downlink?: DownlinkHooks & { seqOf(payload: Buffer): number | undefined }
   /** Cluster mode: how often nodes heartbeat (ms); a node silent for three intervals is dead. */
   heartbeatMs?: number
+  /** Origins whose pages may connect over WebSocket with the session cookie instead of a token (the console's). */
+  webOrigins?: readonly string[]
   /** Cluster mode: how many messages wait in a client's stored queue (Redis persistence). */
   queuedFor?: (clientId: string) => Promise<number>
 }
@@ -156,7 +158,10 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     },
     hooks: {
       authenticate(client, username, password, done) {
-        checkCredentials(db, auth, client.id, username, password?.toString('utf8') ?? '', lookup)
+        // MQTT over WebSocket: the upgrade request (aedes keeps it as client.req).
+        const req = client.req
+        const browser = req ? { cookie: req.headers.cookie, origin: req.headers.origin, allowedOrigins: deps.webOrigins ?? [] } : undefined
+        checkCredentials(db, auth, client.id, username, password?.toString('utf8') ?? '', lookup, browser)
           .then((check) => {
             if (!check.ok) return refuse(check.returnCode, check.reason, done)
             if (check.identity.kind === 'app') {

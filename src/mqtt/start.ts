@@ -67,6 +67,7 @@ export async function startBroker(
     onPresence: deps.onPresence,
     downlink: { ...deps.downlink, seqOf },
     queuedFor: cluster?.queuedFor,
+    webOrigins: [new URL(config.baseUrl).origin, ...config.trustedOrigins],
   })
   app.decorate('broker', broker)
   app.decorate('mqttPort', undefined as number | undefined)

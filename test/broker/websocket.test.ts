@@ -10,11 +10,13 @@ import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../
 
 let svc: TestApp
 let token: string
+let email: string
 let wsUrl: string
 
 t.before(async () => {
   svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', MQTT_CONNECT_RATE: '1000' } })
-  ;({ token } = await signUp(makeClient(svc.url).client, uniqueEmail('ws')))
+  email = uniqueEmail('ws')
+  ;({ token } = await signUp(makeClient(svc.url).client, email))
   wsUrl = `${svc.url.replace(/^http/, 'ws')}/mqtt`
 })
 
@@ -152,4 +154,43 @@ t.test('garbage on a WebSocket closes only that connection', async (t) => {
   })
   elsewhere.terminate()
   t.match(outcome, /^refused/, 'no WebSocket upgrade outside /mqtt')
+})
+
+t.test('a browser page signs in to the broker with its session cookie, and only a page of this service may', async (t) => {
+  const signIn = await fetch(`${svc.url}/api/auth/sign-in/email`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: svc.url },
+    body: JSON.stringify({ email, password: 'correct-horse-battery' }),
+  })
+  t.equal(signIn.status, 200)
+  const cookie = signIn.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ')
+  const mine = await pairDevice(svc, token)
+  const other = await signUp(makeClient(svc.url).client, uniqueEmail('ws-cookie-other'))
+  const theirs = await pairDevice(svc, other.token)
+  const asBrowser = (headers: Record<string, string>) =>
+    connect(wsUrl, { clientId: `console-${Math.random().toString(16).slice(2, 10)}`, username: 'user', wsOptions: { headers } })
+
+  const page = await asBrowser({ cookie, origin: svc.url })
+  t.teardown(() => page.end(true))
+  t.equal(page.connected, true, 'the cookie of a page of this service is accepted, no password')
+  t.equal(await granted(page, topicFor(mine.deviceId, 'state')), 1, "and it watches the user's own device")
+  t.equal(await granted(page, topicFor(theirs.deviceId, 'state')), 128, "not another user's")
+
+  t.equal(await refusalCode(asBrowser({ cookie, origin: 'https://evil.example' })), 5, 'a page of another site is refused (not authorized)')
+  t.equal(await refusalCode(asBrowser({ cookie })), 5, 'so is a connection without an Origin')
+  t.equal(await refusalCode(asBrowser({ origin: svc.url })), 4, 'no cookie and no password: bad user name or password')
+  t.equal(await refusalCode(asBrowser({ cookie: 'better-auth.session_token=forged.value', origin: svc.url })), 4, 'a forged cookie')
+
+  const signOut = await fetch(`${svc.url}/api/auth/sign-out`, {
+    method: 'POST',
+    headers: { cookie, origin: svc.url, 'content-type': 'application/json' },
+    body: '{}',
+  })
+  t.equal(signOut.status, 200)
+  await eventually(async () => !page.connected)
+  t.pass('signing out ends the live connection')
+  t.equal(await refusalCode(asBrowser({ cookie, origin: svc.url })), 4, 'and the cookie is refused afterwards')
 })
