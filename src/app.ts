@@ -50,6 +50,8 @@ import { uploadRoutes } from './uploads/routes.js'
 import { createUploadService } from './uploads/service.js'
 import { createUploadSender } from './uploads/send.js'
 import { invitationRoutes } from './invitations/routes.js'
+import { consoleRoutes } from './web/routes.js'
+import { webDist } from './web/build.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -92,7 +94,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
 }
 
 async function assemble(app: FastifyInstance, config: Config): Promise<void> {
-  installErrorHandling(app)
+  const errorHandling = installErrorHandling(app)
   const handlers = trackHandlers(app)
   const shared = [
     errorBodySchema,
@@ -235,6 +237,15 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   const sendUpload = createUploadSender({ db: database.db, storage, link, baseUrl: config.baseUrl })
   await app.register(uploadRoutes, { auth, db: database.db, uploads, send: sendUpload, maxBytes: config.uploads.maxBytes })
   await app.register(invitationRoutes, { auth, db: database.db })
+  // The console: a client of the routes above only, served at / with its deep links.
+  errorHandling.setNotFoundFallback(
+    await consoleRoutes(app, {
+      distDir: webDist,
+      baseUrl: config.baseUrl,
+      // Images in an object store are shown from presigned URLs on its own origin.
+      extraImageOrigins: config.s3 ? [config.s3.endpoint ? new URL(config.s3.endpoint).origin : 'https://*.amazonaws.com'] : [],
+    }),
+  )
   const prompts = createPromptService({ db: database.db, link, defaultModel: defaultModelId(config) })
   await app.register(promptRoutes, { auth, db: database.db, prompts })
   const providers = buildProviders(config)

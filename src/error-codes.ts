@@ -24,6 +24,7 @@ export const ERRORS = {
     message: 'Only PNG, JPEG, WebP, GIF and AVIF images are accepted (the type is read from the file itself)',
   },
   INTERNAL_ERROR: { status: 500, message: 'Internal server error' },
+  CONSOLE_NOT_BUILT: { status: 503, message: 'The web console is not built: run `npm run build:web` (npm start does it)' },
 
   // Auth
   INVALID_TOKEN: { status: 400, message: 'The token is neither a session token nor one signed by this service' },

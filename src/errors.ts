@@ -81,7 +81,11 @@ function isRefusedValue(err: unknown): boolean {
  */
 const isGoneReference = (err: unknown) => sqlState(err) === '23503'
 
-export function installErrorHandling(app: FastifyInstance): void {
+/** Answers a request no route matched, or returns false to let it be a 404 (the console's deep links). */
+export type NotFoundFallback = (req: FastifyRequest, reply: FastifyReply) => Promise<boolean>
+
+export function installErrorHandling(app: FastifyInstance): { setNotFoundFallback(fallback: NotFoundFallback): void } {
+  let fallback: NotFoundFallback | undefined
   app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof AppError) {
       return reply.code(err.statusCode).headers(err.headers).send({ message: err.message, code: err.code })
@@ -107,7 +111,13 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     return reply.code(status).send({ message: err.message, code: codeForStatus(status) })
   })
-  app.setNotFoundHandler((req, reply) => {
-    reply.code(404).send({ message: `Route ${req.method} ${req.url.split('?')[0]} not found`, code: 'NOT_FOUND' })
+  app.setNotFoundHandler(async (req, reply) => {
+    if (fallback && (await fallback(req, reply))) return reply
+    return reply.code(404).send({ message: `Route ${req.method} ${req.url.split('?')[0]} not found`, code: 'NOT_FOUND' })
   })
+  return {
+    setNotFoundFallback(f) {
+      fallback = f
+    },
+  }
 }

@@ -65,10 +65,13 @@ export const groups = {
   },
   // The CLI's arguments, state file and exit codes are the simulator's own; its pairing runs on
   // both backings in `sim+auth-a`. The OpenAPI document and the docs page are built from the
-  // routes alone.
+  // routes alone. The web console is a client of the API, whose behaviour on either backing the
+  // API's own files check.
   'sim-cli+static+unit': {
     backing: false,
     files: [
+      'web/console.test.ts',
+      'web/not-built.test.ts',
       'device-sim/cli.test.ts',
       'openapi/document.test.ts',
       'openapi/docs-page.test.ts',

@@ -71,6 +71,11 @@ const notOperations: Array<{ method: string; url: string; why: string }> = [
   { method: 'GET', url: '/docs/static/*', why: "the docs page's assets (docs-page.test.ts fetches each)" },
   { method: 'GET', url: '/docs/static/index.html', why: 'redirect to /docs' },
   { method: 'GET', url: '/docs/static/swagger-initializer.js', why: "the docs page's script" },
+  ...['/', '/assets/*', '/favicon.svg', '/sw.js', '/manifest.webmanifest'].map((url) => ({
+    method: 'GET',
+    url,
+    why: "the web console's page and files (test/web/console.test.ts), not API operations",
+  })),
 ]
 const excluded = (r: Route) => notOperations.some((n) => n.method === r.method && n.url === r.url)
 

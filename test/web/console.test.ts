@@ -1,0 +1,275 @@
+// The web console in a real browser (Chromium through playwright-core), against the real app:
+// what a person does, from fresh browser contexts, on the phone layout, with axe-core checking
+// each screen and a screenshot of each saved to .tap/screenshots/. How the page is served
+// (caching, CSP, deep links that never shadow the API) is checked over plain HTTP first.
+import { mkdtemp, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import type { Browser, Page } from 'playwright-core'
+import { SimDevice, resolveProfile } from '../../device-sim/index.js'
+import { ensureConsoleBuilt, webDist } from '../../src/web/build.js'
+import { startApp, type TestApp } from '../helpers/app.js'
+import { signUpAdmin } from '../helpers/admin.js'
+import { accessibilityProblems, browserMissing, DESKTOP, launchBrowser, newPage, screenshot } from '../helpers/browser.js'
+import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { mqttUrl } from '../helpers/mqtt.js'
+import { waitForMail } from '../helpers/outbox.js'
+
+const PASSWORD = 'correct-horse-battery'
+const skip = browserMissing()
+
+t.test('the console is served at / with its deep links, and never in place of the API', async (t) => {
+  await ensureConsoleBuilt()
+  const svc = await startApp(t)
+  const html = { accept: 'text/html,application/xhtml+xml' }
+  const index = await fetch(`${svc.url}/`, { headers: html })
+  t.equal(index.status, 200)
+  t.match(index.headers.get('content-type'), /text\/html/)
+  t.equal(index.headers.get('cache-control'), 'no-cache', 'index.html is never cached')
+  const csp = index.headers.get('content-security-policy') ?? ''
+  t.match(csp, /default-src 'self'/, 'a Content-Security-Policy that allows only this origin')
+  t.match(csp, /script-src 'self'(;|$)/, 'no inline or foreign scripts')
+  t.notMatch(csp, /unsafe-inline|unsafe-eval|\*/, 'nothing loosened')
+  const body = await index.text()
+  const asset = /src="(\/assets\/[^"]+\.js)"/.exec(body)?.[1]
+  t.ok(asset, 'the page loads a hashed script')
+  const script = await fetch(`${svc.url}${asset}`)
+  t.equal(script.status, 200)
+  t.equal(script.headers.get('cache-control'), 'public, max-age=31536000, immutable', 'hashed assets are cached for a year')
+  t.match(script.headers.get('content-type'), /javascript/)
+  const compressed = await fetch(`${svc.url}${asset}`, { headers: { 'accept-encoding': 'br' } })
+  t.equal(compressed.headers.get('content-encoding'), 'br', 'sent Brotli-compressed to a browser that takes it')
+  t.equal(
+    await compressed.text(),
+    await (await fetch(`${svc.url}${asset}`, { headers: { 'accept-encoding': 'identity' } })).text(),
+    'the same script',
+  )
+
+  for (const path of ['/devices/0b0e7a4e-0000-4000-8000-000000000000', '/pair?code=ABCD-EFGH', '/account', '/signin']) {
+    const res = await fetch(`${svc.url}${path}`, { headers: html })
+    t.equal(res.status, 200, `${path}: the console's page (a deep link)`)
+    t.equal(await res.text(), body)
+  }
+  // Paths the API, the docs, files, pages and the account routes own are never the console's page.
+  for (const path of [
+    '/api/nothing-here',
+    '/api/device',
+    '/docs/nothing',
+    '/files/nothing',
+    '/mqtt/x',
+    '/accept-invitation/x/y',
+    '/device/x',
+    '/sign-in/email',
+    '/reset-password/some-token/x',
+    '/assets/no-such-file.js',
+    '/favicon.ico',
+  ]) {
+    const res = await fetch(`${svc.url}${path}`, { headers: html })
+    const text = await res.text()
+    t.not(text, body, `${path}: not the console`)
+    t.ok(res.status >= 300, `${path}: ${res.status}`)
+  }
+  const json = await fetch(`${svc.url}/devices/x`, { headers: { accept: 'application/json' } })
+  t.equal(json.status, 404, 'a client asking for JSON gets the JSON 404')
+  t.match(await json.json(), { code: 'NOT_FOUND' })
+  const post = await fetch(`${svc.url}/devices/x`, { method: 'POST', headers: { ...html, 'content-type': 'application/json' }, body: '{}' })
+  t.equal(post.status, 404, 'only GET and HEAD are answered with the page')
+})
+
+async function signInWithPassword(page: Page, svc: TestApp, email: string) {
+  await page.goto(`${svc.url}/signin`)
+  await page.getByLabel('E-mail').fill(email)
+  await page.getByRole('textbox', { name: 'Password' }).fill(PASSWORD)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('heading', { name: 'Your devices' }).waitFor()
+}
+
+async function checkScreen(t: Test, page: Page, name: string) {
+  t.same(await accessibilityProblems(page), [], `${name}: no serious or critical axe-core finding`)
+  await screenshot(page, name)
+}
+
+t.test('in Chromium', { skip }, async (t) => {
+  const browser: Browser = await launchBrowser(t)
+  const adminEmail = uniqueEmail('console-admin')
+  const svc = await startApp(t, {
+    env: {
+      ADMIN_EMAILS: adminEmail,
+      DEVICE_POLL_INTERVAL: '1',
+      LOCAL_PROVIDER_DURATION_MS: '300',
+      GENERATION_POLL_BASE_MS: '50',
+      GENERATION_TICK_MS: '50',
+    },
+  })
+
+  t.test('sign up, confirm the address from the e-mail, sign out, sign in again', async (t) => {
+    const { context, page } = await newPage(browser)
+    t.teardown(() => context.close())
+    const email = uniqueEmail('console-signup')
+    await page.goto(`${svc.url}/`)
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor()
+    t.match(page.url(), /\/signin\?next=%2F$/, 'a signed-out visitor is sent to sign in')
+    await checkScreen(t, page, 'sign-in')
+    await page.getByRole('link', { name: 'Create an account' }).click()
+    await page.getByRole('heading', { name: 'Create an account' }).waitFor()
+    await page.getByRole('button', { name: 'Create account' }).click()
+    t.ok(await page.getByText('Enter your name').isVisible(), 'an empty form says what is missing')
+    await checkScreen(t, page, 'sign-up')
+    await page.getByLabel('Name').fill('Ada')
+    await page.getByLabel('E-mail').fill(email)
+    await page.getByRole('textbox', { name: 'Password' }).fill(PASSWORD)
+    await page.getByRole('button', { name: 'Create account' }).click()
+    await page.getByRole('heading', { name: 'Your devices' }).waitFor()
+    await page.getByText('No frames yet.').waitFor()
+    t.ok(await page.getByText('Check your inbox').isVisible(), 'the verify-e-mail notice is shown')
+    await checkScreen(t, page, 'devices-empty')
+    t.same(
+      await page.evaluate(() => ({ local: Object.keys(localStorage), cookie: document.cookie })),
+      { local: [], cookie: '' },
+      'no token where a script can read it: the session is an httpOnly cookie',
+    )
+
+    const mail = await waitForMail(svc.dataDir, email, 'verify-email')
+    await page.goto(mail.link as string)
+    await page.getByRole('heading', { name: 'Your devices' }).waitFor()
+    t.notOk(await page.getByText('Check your inbox').isVisible(), 'after the link, the notice is gone')
+
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor()
+    await page.getByLabel('E-mail').fill(email)
+    await page.getByRole('textbox', { name: 'Password' }).fill('not-the-password')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    const refused = page.getByRole('alert')
+    await refused.waitFor()
+    t.notMatch(await refused.textContent(), /[{}]/, `a wrong password is said in words: "${await refused.textContent()}"`)
+    await page.getByRole('textbox', { name: 'Password' }).fill(PASSWORD)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('heading', { name: 'Your devices' }).waitFor()
+    t.pass('signed in again')
+  })
+
+  t.test('pair a simulated frame by its code, watch it come online, generate, send a command', async (t) => {
+    const email = uniqueEmail('console-pair')
+    await signUp(makeClient(svc.url).client, email)
+    const { context, page } = await newPage(browser)
+    t.teardown(() => context.close())
+    await signInWithPassword(page, svc, email)
+
+    // A first load of / signed in, as a returning user opens it: what JavaScript it takes and when
+    // the list is on screen (reported, not asserted: timings belong in benchmarks).
+    const scripts = new Set<string>()
+    const onResponse = (r: { url(): string }) => {
+      const path = new URL(r.url()).pathname
+      if (path.endsWith('.js')) scripts.add(path)
+    }
+    page.on('response', onResponse)
+    await page.goto(`${svc.url}/`)
+    await page.getByText('No frames yet.').waitFor()
+    const shownAfter = await page.evaluate(() => Math.round(performance.now()))
+    await page.getByText('Live', { exact: true }).waitFor()
+    page.off('response', onResponse)
+    let gz = 0
+    for (const path of scripts) gz += (await stat(join(webDist, `${path}.gz`))).size
+    t.ok(scripts.size > 0, 'the page loaded its scripts')
+    t.comment(
+      `first load of /: ${scripts.size} scripts, ${(gz / 1024).toFixed(1)} KiB gzipped; the device list on screen ${shownAfter} ms after navigation started`,
+    )
+
+    const dir = await mkdtemp(join(tmpdir(), 'dps-console-sim-'))
+    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    const sim = new SimDevice({
+      server: svc.url,
+      name: 'kitchen',
+      display: resolveProfile('bw-800x480'),
+      statePath: join(dir, 'state.json'),
+      outDir: join(dir, 'images'),
+      firmware: '1.0.0',
+      mqttUrl: mqttUrl(svc),
+      reconnectMinMs: 100,
+    })
+    t.teardown(() => sim.stop())
+    const pairing = new Promise<{ pinCode: string }>((resolve) => sim.once('pairing', resolve))
+    const online = sim.start()
+    const { pinCode } = await pairing
+
+    await page.getByRole('link', { name: 'Pair a frame' }).click()
+    await page.getByRole('heading', { name: 'Pair a frame' }).waitFor()
+    await checkScreen(t, page, 'pair')
+    await page.getByLabel('Code on the frame').fill(pinCode.toLowerCase())
+    await page.getByLabel('Name').fill('Kitchen')
+    await page.getByRole('button', { name: 'Pair' }).click()
+    await page.getByRole('heading', { name: 'Kitchen' }).waitFor()
+    t.match(page.url(), /\/devices\/[0-9a-f-]{36}$/, 'the new frame’s page')
+    await online
+    await page.getByTestId('online').waitFor({ timeout: 15_000 })
+    t.pass('it turned online on the open page, without a reload')
+
+    await page.getByLabel('Prompt').fill('a lighthouse at dusk')
+    await page.getByRole('button', { name: 'Generate and send' }).click()
+    await page.getByText('On the frame now.').waitFor({ timeout: 60_000 })
+    const shownId = await page.locator('img[data-image-id]').getAttribute('data-image-id')
+    t.ok(shownId, 'the page shows the image the frame reports')
+    t.equal(shownId, sim.shownImageId, 'the one the simulated frame shows')
+    t.ok(await page.evaluate(() => (document.querySelector('img[data-image-id]') as HTMLImageElement).naturalWidth > 0), 'and it loaded')
+
+    await page.getByRole('button', { name: 'Identify' }).click()
+    await page.getByText('The frame acknowledged “identify”.').waitFor({ timeout: 20_000 })
+    t.pass('a command and its acknowledgement')
+    await checkScreen(t, page, 'device')
+
+    await page.getByRole('link', { name: '← All devices' }).click()
+    const card = page.getByRole('link', { name: /Kitchen/ })
+    await card.getByTestId('online').waitFor()
+    t.ok(await card.locator('img').isVisible(), 'the list shows the frame online with its picture')
+    await checkScreen(t, page, 'devices')
+  })
+
+  t.test('a session revoked from another browser is signed out on its next action', async (t) => {
+    const email = uniqueEmail('console-revoke')
+    await signUp(makeClient(svc.url).client, email)
+    // One on a desktop, one on a phone.
+    const a = await newPage(browser, DESKTOP)
+    const b = await newPage(browser)
+    t.teardown(() => Promise.all([a.context.close(), b.context.close()]))
+    await signInWithPassword(a.page, svc, email)
+    await signInWithPassword(b.page, svc, email)
+    await a.page.getByRole('link', { name: 'Account' }).click()
+    await a.page.getByRole('heading', { name: 'Where you are signed in' }).waitFor()
+    await checkScreen(t, a.page, 'account-desktop')
+    // The user's sessions: the one the sign-up made (node), this browser's, and the other browser's.
+    const other = a.page
+      .getByRole('row')
+      .filter({ hasText: 'Chrome' })
+      .filter({ hasNot: a.page.getByText('(this one)') })
+      .getByRole('button', { name: 'Sign out' })
+    await other.click()
+    await a.page.getByRole('row').filter({ hasText: 'Chrome' }).nth(1).waitFor({ state: 'detached' })
+    t.pass('the other browser’s session is gone from the list')
+    await b.page.getByRole('link', { name: 'Account' }).click()
+    await b.page.getByRole('heading', { name: 'Sign in' }).waitFor({ timeout: 15_000 })
+    t.pass('the revoked browser is back at sign-in')
+    await a.page.reload()
+    await a.page.getByRole('heading', { name: 'Account' }).waitFor()
+    t.pass('the browser that revoked it stays signed in')
+  })
+
+  t.test('a user an admin bans is signed out of an open console', async (t) => {
+    const admin = await signUpAdmin(svc, adminEmail)
+    const email = uniqueEmail('console-banned')
+    const victim = await signUp(makeClient(svc.url).client, email)
+    const { context, page } = await newPage(browser)
+    t.teardown(() => context.close())
+    await signInWithPassword(page, svc, email)
+    const ban = await fetch(`${svc.url}/api/auth/admin/ban-user`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${admin.token}`, 'content-type': 'application/json', origin: svc.url },
+      body: JSON.stringify({ userId: victim.userId }),
+    })
+    t.equal(ban.status, 200)
+    await page.getByRole('link', { name: 'Pair a frame' }).click()
+    await page.getByRole('link', { name: 'Devices' }).click()
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor({ timeout: 15_000 })
+    t.pass('signed out on the next action')
+  })
+})

@@ -1,0 +1,41 @@
+// The service's own API through the typed client generated from its OpenAPI document
+// (clients/api-types.ts). Same origin, so the session cookie goes with every request.
+import createClient from 'openapi-fetch'
+import type { components, paths } from '../../clients/api-types'
+
+export const api = createClient<paths>({ baseUrl: window.location.origin, credentials: 'same-origin' })
+
+export type Device = components['schemas']['DeviceDetail']
+
+export type Job = components['schemas']['ImageGenerationResponse']
+
+/** An API refusal with the service's own words ({message, code}). */
+class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly status: number,
+  ) {
+    super(message)
+  }
+}
+
+/** The data of an openapi-fetch result, or an ApiError with the service's message. */
+export function data<T>(result: { data?: T; error?: unknown; response: Response }): T {
+  if (result.error !== undefined || result.data === undefined) {
+    const body = (result.error ?? {}) as { message?: unknown; code?: unknown }
+    const message = typeof body.message === 'string' ? body.message : `The service answered ${result.response.status}`
+    throw new ApiError(message, typeof body.code === 'string' ? body.code : 'HTTP_ERROR', result.response.status)
+  }
+  return result.data
+}
+
+/** Words for any error a screen shows. */
+export function errorText(err: unknown): string {
+  if (err instanceof ApiError) return err.message
+  if (err instanceof TypeError) return 'The service cannot be reached. Check your connection and try again.'
+  return err instanceof Error ? err.message : 'Something went wrong.'
+}
+
+/** The URL of an image in a format a browser shows (the original as generated or uploaded). */
+export const imageUrl = (imageId: string) => `/api/images/${encodeURIComponent(imageId)}/original`

@@ -1,0 +1,40 @@
+// The official Better Auth React client with the plugins the server runs. The session is the
+// httpOnly cookie Better Auth sets; nothing about it is kept in script-readable storage.
+import { apiKeyClient } from '@better-auth/api-key/client'
+import { passkeyClient } from '@better-auth/passkey/client'
+import { adminClient, emailOTPClient, magicLinkClient, multiSessionClient, organizationClient } from 'better-auth/client/plugins'
+import { createAuthClient } from 'better-auth/react'
+import { useNavigate } from 'react-router'
+
+export const authClient = createAuthClient({
+  baseURL: `${window.location.origin}/api/auth`,
+  plugins: [
+    organizationClient(),
+    adminClient(),
+    passkeyClient(),
+    magicLinkClient(),
+    emailOTPClient(),
+    multiSessionClient(),
+    apiKeyClient(),
+  ],
+})
+
+/** Words for a Better Auth client error (never raw JSON). */
+export function authErrorText(error: { message?: string; statusText?: string; status?: number } | null | undefined): string {
+  if (!error) return ''
+  if (error.status === 429) return 'Too many attempts. Wait a minute and try again.'
+  return error.message || error.statusText || 'Something went wrong. Try again.'
+}
+
+/**
+ * After a sign-in: the session store is read again before going on, so the gate in front of the
+ * signed-in screens sees the new session instead of the empty one it had.
+ */
+export function useAfterSignIn(): (next: string) => Promise<void> {
+  const { refetch } = authClient.useSession()
+  const navigate = useNavigate()
+  return async (next) => {
+    await refetch()
+    navigate(next, { replace: true })
+  }
+}

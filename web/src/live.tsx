@@ -1,0 +1,125 @@
+// Live device state over MQTT over WebSocket (/mqtt), the same broker and topics companion apps
+// use: devices/{id}/state (retained online/offline) and devices/{id}/events (connect, disconnect,
+// pairing…). The browser signs in to the broker with its session cookie (username "user", no
+// password), which the broker accepts only from this service's own pages. New events refresh
+// the queries that show them.
+import { useQueryClient } from '@tanstack/react-query'
+import type { MqttClient } from 'mqtt'
+import { createContext, type ReactNode, useContext, useEffect, useMemo, useRef, useSyncExternalStore } from 'react'
+
+export type Presence = { online: boolean; since?: string | null; reason?: string | null }
+type Store = {
+  watch(deviceIds: readonly string[]): () => void
+  presence(deviceId: string): Presence | undefined
+  subscribe(listener: () => void): () => void
+  connected(): boolean
+}
+
+const LiveContext = createContext<Store | null>(null)
+
+export function LiveProvider({ children }: { children: ReactNode }) {
+  const queryClient = useQueryClient()
+  const clientRef = useRef<MqttClient | null>(null)
+  const store = useMemo<Store>(() => {
+    const presence = new Map<string, Presence>()
+    const watched = new Map<string, number>()
+    const listeners = new Set<() => void>()
+    let isConnected = false
+    const notify = () => {
+      for (const l of listeners) l()
+    }
+    const topics = (id: string) => [`devices/${id}/state`, `devices/${id}/events`]
+    const onMessage = (topic: string, payload: Uint8Array) => {
+      const [, id, kind] = topic.split('/')
+      if (!id) return
+      let body: Record<string, unknown>
+      try {
+        body = JSON.parse(new TextDecoder().decode(payload)) as Record<string, unknown>
+      } catch {
+        return
+      }
+      if (kind === 'state') {
+        presence.set(id, { online: body.online === true, since: body.since as string | null, reason: body.reason as string | null })
+        notify()
+      } else if (kind === 'events') {
+        void queryClient.invalidateQueries({ queryKey: ['device', id] })
+        void queryClient.invalidateQueries({ queryKey: ['events', id] })
+        void queryClient.invalidateQueries({ queryKey: ['devices'] })
+      }
+    }
+    // The MQTT library is loaded after the first screen has rendered (it is a third of the bundle).
+    void import('mqtt').then(({ default: mqtt }) => {
+      const url = `${window.location.protocol === 'https:' ? 'wss' : 'ws'}://${window.location.host}/mqtt`
+      const client = mqtt.connect(url, {
+        username: 'user',
+        clientId: `console-${crypto.randomUUID().slice(0, 12)}`,
+        clean: true,
+        protocolVersion: 4,
+        reconnectPeriod: 3000,
+      })
+      clientRef.current = client
+      client.on('connect', () => {
+        isConnected = true
+        const all = [...watched.keys()].flatMap(topics)
+        if (all.length) client.subscribe(all, { qos: 0 })
+        notify()
+      })
+      client.on('close', () => {
+        isConnected = false
+        notify()
+      })
+      client.on('message', onMessage)
+    })
+    return {
+      watch(ids) {
+        const added: string[] = []
+        for (const id of ids) {
+          const n = watched.get(id) ?? 0
+          watched.set(id, n + 1)
+          if (n === 0) added.push(id)
+        }
+        if (added.length && clientRef.current?.connected) clientRef.current.subscribe(added.flatMap(topics), { qos: 0 })
+        return () => {
+          const gone: string[] = []
+          for (const id of ids) {
+            const n = (watched.get(id) ?? 1) - 1
+            if (n <= 0) {
+              watched.delete(id)
+              gone.push(id)
+            } else watched.set(id, n)
+          }
+          if (gone.length && clientRef.current?.connected) clientRef.current.unsubscribe(gone.flatMap(topics))
+        }
+      },
+      presence: (id) => presence.get(id),
+      subscribe(listener) {
+        listeners.add(listener)
+        return () => listeners.delete(listener)
+      },
+      connected: () => isConnected,
+    }
+  }, [queryClient])
+  useEffect(() => () => void clientRef.current?.end(true), [])
+  return <LiveContext.Provider value={store}>{children}</LiveContext.Provider>
+}
+
+/** The live presence of these devices (undefined until the broker has said), kept subscribed while mounted. */
+export function usePresence(deviceIds: readonly string[]): (id: string) => Presence | undefined {
+  const store = useContext(LiveContext)
+  const key = deviceIds.join(',')
+  useEffect(() => store?.watch(key ? key.split(',') : []), [store, key])
+  useSyncExternalStore(
+    (l) => store?.subscribe(l) ?? (() => {}),
+    () => deviceIds.map((id) => store?.presence(id)?.online ?? '').join(','),
+  )
+  return (id) => store?.presence(id)
+}
+
+/** Whether the live connection is up (shown so a stale list is not mistaken for a live one). */
+export function useLiveConnected(): boolean {
+  const store = useContext(LiveContext)
+  return useSyncExternalStore(
+    (l) => store?.subscribe(l) ?? (() => {}),
+    () => store?.connected() ?? false,
+  )
+}

@@ -1,0 +1,82 @@
+// Pair a frame: the code it shows (or the one in its QR link, /pair?code=…), a name, a colour
+// and, for shared frames, an organization.
+import { useQueryClient } from '@tanstack/react-query'
+import { useState } from 'react'
+import { useForm } from 'react-hook-form'
+import { useNavigate, useSearchParams } from 'react-router'
+import { api, data, errorText } from '../api'
+import { authClient } from '../auth'
+import { Button, Field, Notice } from '../ui'
+
+type Values = { code: string; name: string; color: string; organizationId: string }
+
+export function PairPage() {
+  const [params] = useSearchParams()
+  const navigate = useNavigate()
+  const queryClient = useQueryClient()
+  const orgs = authClient.useListOrganizations()
+  const [error, setError] = useState('')
+  const { register, handleSubmit, formState } = useForm<Values>({
+    defaultValues: { code: params.get('code') ?? '', name: 'Kitchen frame', color: '#2b59c3', organizationId: '' },
+  })
+  const submit = handleSubmit(async (v) => {
+    setError('')
+    try {
+      const res = data(
+        await api.POST('/api/device/validate', {
+          body: {
+            pinCode: v.code.trim(),
+            name: v.name.trim(),
+            color: v.color,
+            ...(v.organizationId ? { organizationId: v.organizationId } : {}),
+          },
+        }),
+      )
+      await queryClient.invalidateQueries({ queryKey: ['devices'] })
+      navigate(`/devices/${res.device.id}`)
+    } catch (err) {
+      setError(errorText(err))
+    }
+  })
+  return (
+    <div className="card narrow">
+      <h1>Pair a frame</h1>
+      <p className="muted">Switch the frame on: it shows a code like ABCD-2345. Type it here.</p>
+      <form onSubmit={submit} noValidate>
+        {error ? <Notice kind="error">{error}</Notice> : null}
+        <Field label="Code on the frame" error={formState.errors.code}>
+          <input
+            autoComplete="off"
+            autoCapitalize="characters"
+            spellCheck={false}
+            {...register('code', {
+              required: 'Type the code the frame shows',
+              pattern: { value: /^\s*[A-Za-z0-9]{4}-?[A-Za-z0-9]{4}\s*$/, message: 'The code is eight letters and digits, like ABCD-2345' },
+            })}
+          />
+        </Field>
+        <Field label="Name" error={formState.errors.name}>
+          <input {...register('name', { required: 'Give the frame a name', maxLength: { value: 64, message: 'At most 64 characters' } })} />
+        </Field>
+        <Field label="Colour" error={formState.errors.color}>
+          <input type="color" {...register('color')} />
+        </Field>
+        {orgs.data?.length ? (
+          <Field label="Shared with" hint="Members of an organization see and use its frames">
+            <select {...register('organizationId')}>
+              <option value="">Only me</option>
+              {orgs.data.map((o) => (
+                <option key={o.id} value={o.id}>
+                  {o.name}
+                </option>
+              ))}
+            </select>
+          </Field>
+        ) : null}
+        <Button type="submit" busy={formState.isSubmitting}>
+          Pair
+        </Button>
+      </form>
+    </div>
+  )
+}

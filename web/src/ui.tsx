@@ -1,0 +1,94 @@
+// The few building blocks every screen uses: labelled fields, buttons that show their work,
+// and the loading, empty and error states.
+import type { ReactNode } from 'react'
+import type { FieldError } from 'react-hook-form'
+import { errorText } from './api'
+
+export function Field(props: { label: string; error?: FieldError; hint?: string; children: ReactNode }) {
+  return (
+    // biome-ignore lint/a11y/noLabelWithoutControl: the control is the children; axe-core checks every label in the browser tests
+    <label className="field">
+      <span className="label">{props.label}</span>
+      {props.children}
+      {props.hint && !props.error ? <span className="hint">{props.hint}</span> : null}
+      {props.error ? (
+        <span className="field-error" role="alert">
+          {props.error.message || 'This field is not valid'}
+        </span>
+      ) : null}
+    </label>
+  )
+}
+
+export function Button(props: {
+  children: ReactNode
+  busy?: boolean
+  type?: 'button' | 'submit'
+  kind?: 'primary' | 'secondary' | 'danger'
+  onClick?: () => void
+  disabled?: boolean
+}) {
+  return (
+    <button
+      type={props.type ?? 'button'}
+      className={`button ${props.kind ?? 'primary'}`}
+      onClick={props.onClick}
+      disabled={props.disabled || props.busy}
+      aria-busy={props.busy || undefined}
+    >
+      {props.busy ? <span className="spinner" aria-hidden="true" /> : null}
+      {props.children}
+    </button>
+  )
+}
+
+export function Loading({ what }: { what: string }) {
+  return (
+    <p className="state loading" role="status">
+      <span className="spinner" aria-hidden="true" /> Loading {what}…
+    </p>
+  )
+}
+
+export function ErrorState({ error, retry }: { error: unknown; retry?: () => void }) {
+  return (
+    <div className="state error" role="alert">
+      <p>{errorText(error)}</p>
+      {retry ? (
+        <Button kind="secondary" onClick={retry}>
+          Try again
+        </Button>
+      ) : null}
+    </div>
+  )
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <div className="state empty">{children}</div>
+}
+
+export function Notice({ kind = 'info', children }: { kind?: 'info' | 'success' | 'error'; children: ReactNode }) {
+  return (
+    <div className={`notice ${kind}`} role={kind === 'error' ? 'alert' : 'status'}>
+      {children}
+    </div>
+  )
+}
+
+/** "3 minutes ago", from an ISO time. */
+export function ago(iso: string | null | undefined): string {
+  if (!iso) return 'never'
+  const s = Math.round((Date.now() - new Date(iso).getTime()) / 1000)
+  if (s < 45) return 'just now'
+  const units: Array<[number, string]> = [
+    [60, 'minute'],
+    [3600, 'hour'],
+    [86400, 'day'],
+  ]
+  let out = `${Math.round(s / 60)} minutes ago`
+  for (const [secs, name] of units) {
+    const n = Math.round(s / secs)
+    if (s >= secs * 0.75) out = `${n} ${name}${n === 1 ? '' : 's'} ago`
+  }
+  return out
+}
