@@ -7,6 +7,7 @@ import { topicFor } from '../../src/mqtt/contract.js'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
+import { connectBytes } from '../helpers/memory-mqtt.js'
 import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
 
 type Ev = { id: string; type: string; deviceId: string; userId: string | null; data: Record<string, unknown>; created_at: string }
@@ -57,30 +58,6 @@ function closedFlag(c: MqttClient) {
   return flag
 }
 
-/** A hand-built MQTT 3.1.1 CONNECT (section 3.1) with username and password. */
-function connectPacket(clientId: string, username: string, password: string, keepalive: number, clean = true): Buffer {
-  const str = (s: string) => {
-    const b = Buffer.from(s, 'utf8')
-    const len = Buffer.alloc(2)
-    len.writeUInt16BE(b.length)
-    return Buffer.concat([len, b])
-  }
-  const ka = Buffer.alloc(2)
-  ka.writeUInt16BE(keepalive)
-  const flags = 0x80 | 0x40 | (clean ? 0x02 : 0)
-  const body = Buffer.concat([str('MQTT'), Buffer.from([4, flags]), ka, str(clientId), str(username), str(password)])
-  const lenBytes: number[] = []
-  let n = body.length
-  do {
-    let byte = n % 128
-    n = Math.floor(n / 128)
-    if (n > 0) byte |= 0x80
-    lenBytes.push(byte)
-  } while (n > 0)
-  return Buffer.concat([Buffer.from([0x10, ...lenBytes]), body])
-}
-
-/** Opens a raw socket, sends CONNECT and resolves with the CONNACK return code. */
 function rawConnect(packet: Buffer): Promise<{ socket: Socket; returnCode: number; closed: Promise<void> }> {
   return new Promise((resolve, reject) => {
     const socket = tcpConnect(svc.app.mqttPort!, '127.0.0.1')
@@ -153,7 +130,7 @@ t.test('connect and clean disconnect', async (t) => {
 t.test('keepalive timeout', async (t) => {
   const dev = await pairDevice(svc, token)
   // A client that asks for a 1 s keepalive and then never sends another byte.
-  const raw = await rawConnect(connectPacket(dev.deviceId, dev.deviceId, dev.password, 1))
+  const raw = await rawConnect(connectBytes({ clientId: dev.deviceId, username: dev.deviceId, password: dev.password, keepalive: 1 }))
   t.equal(raw.returnCode, 0, 'CONNACK accepted')
   t.teardown(() => raw.socket.destroy())
   const [connected] = await presenceCount(dev.deviceId, 1)

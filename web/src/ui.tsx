@@ -1,7 +1,7 @@
 // The few building blocks every screen uses: labelled fields, buttons that show their work,
 // and the loading, empty and error states.
 import type { ReactNode } from 'react'
-import type { FieldError } from 'react-hook-form'
+import type { FieldError, UseFormRegister } from 'react-hook-form'
 import { errorText } from './api'
 
 export function Field(props: { label: string; error?: FieldError; hint?: string; children: ReactNode }) {
@@ -17,6 +17,20 @@ export function Field(props: { label: string; error?: FieldError; hint?: string;
         </span>
       ) : null}
     </label>
+  )
+}
+
+/** A field for choosing a password, with the service's minimum length (sign-up and reset). */
+// biome-ignore lint/suspicious/noExplicitAny: any form with a `password` field
+export function NewPasswordField({ label, register, error }: { label: string; register: UseFormRegister<any>; error?: FieldError }) {
+  return (
+    <Field label={label} error={error} hint="At least 8 characters">
+      <input
+        type="password"
+        autoComplete="new-password"
+        {...register('password', { required: 'Choose a password', minLength: { value: 8, message: 'At least 8 characters' } })}
+      />
+    </Field>
   )
 }
 

@@ -3,7 +3,7 @@ import { useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { Link, useSearchParams } from 'react-router'
 import { authClient, authErrorText } from '../auth'
-import { Button, Field, Notice } from '../ui'
+import { Button, Field, NewPasswordField, Notice } from '../ui'
 
 export function ForgotPasswordPage() {
   const [sent, setSent] = useState(false)
@@ -64,13 +64,7 @@ export function NewPasswordPage() {
       ) : (
         <form onSubmit={submit} noValidate>
           {error ? <Notice kind="error">{error}</Notice> : null}
-          <Field label="New password" error={formState.errors.password} hint="At least 8 characters">
-            <input
-              type="password"
-              autoComplete="new-password"
-              {...register('password', { required: 'Choose a password', minLength: { value: 8, message: 'At least 8 characters' } })}
-            />
-          </Field>
+          <NewPasswordField label="New password" register={register} error={formState.errors.password} />
           <Button type="submit" busy={formState.isSubmitting}>
             Save password
           </Button>

@@ -2,7 +2,7 @@ import { useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { Link } from 'react-router'
 import { authClient, authErrorText, useAfterSignIn } from '../auth'
-import { Button, Field, Notice } from '../ui'
+import { Button, Field, NewPasswordField, Notice } from '../ui'
 
 type Values = { name: string; email: string; password: string }
 
@@ -42,13 +42,7 @@ export function SignUpPage() {
             })}
           />
         </Field>
-        <Field label="Password" error={formState.errors.password} hint="At least 8 characters">
-          <input
-            type="password"
-            autoComplete="new-password"
-            {...register('password', { required: 'Choose a password', minLength: { value: 8, message: 'At least 8 characters' } })}
-          />
-        </Field>
+        <NewPasswordField label="Password" register={register} error={formState.errors.password} />
         <Button type="submit" busy={formState.isSubmitting}>
           Create account
         </Button>
