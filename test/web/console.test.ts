@@ -13,6 +13,7 @@ import { startApp, type TestApp } from '../helpers/app.js'
 import { signUpAdmin } from '../helpers/admin.js'
 import { accessibilityProblems, browserMissing, DESKTOP, launchBrowser, newPage, screenshot } from '../helpers/browser.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { pairDevice } from '../helpers/devices.js'
 import { mqttUrl } from '../helpers/mqtt.js'
 import { waitForMail } from '../helpers/outbox.js'
 
@@ -223,6 +224,70 @@ t.test('in Chromium', { skip }, async (t) => {
     await card.getByTestId('online').waitFor()
     t.ok(await card.locator('img').isVisible(), 'the list shows the frame online with its picture')
     await checkScreen(t, page, 'devices')
+  })
+
+  t.test('invite a second person into an organization; they accept and use its frame, without deleting it', async (t) => {
+    const ownerEmail = uniqueEmail('console-owner')
+    const memberEmail = uniqueEmail('console-member')
+    const owner = await signUp(makeClient(svc.url).client, ownerEmail)
+    await signUp(makeClient(svc.url).client, memberEmail)
+    // Only a proven address may take up an invitation: the member confirms theirs from the e-mail.
+    const verify = await waitForMail(svc.dataDir, memberEmail, 'verify-email')
+    t.ok((await fetch(verify.link as string, { redirect: 'manual' })).status < 400)
+
+    const a = await newPage(browser, DESKTOP)
+    const b = await newPage(browser)
+    t.teardown(() => Promise.all([a.context.close(), b.context.close()]))
+    await signInWithPassword(a.page, svc, ownerEmail)
+    await a.page.getByRole('link', { name: 'Organizations' }).click()
+    await a.page.getByRole('heading', { name: 'Organizations', level: 1 }).waitFor()
+    await a.page.getByText('You are in no organization yet.').waitFor()
+    await a.page.getByLabel('Organization name').fill('Family')
+    await a.page.getByRole('button', { name: 'Create' }).click()
+    await a.page.getByRole('heading', { name: 'Family' }).waitFor()
+    await a.page.getByLabel('Their e-mail').fill(memberEmail)
+    await a.page.getByRole('button', { name: 'Send invitation' }).click()
+    await a.page.getByText(`Invitation sent to ${memberEmail}.`).waitFor()
+    await a.page.getByText(`${memberEmail} as member`).waitFor()
+    t.pass('the owner created an organization and invited a member')
+    await checkScreen(t, a.page, 'organizations-desktop')
+
+    // The frame is the organization's (paired into it through the API, as the pairing screen does).
+    const orgs = (await (
+      await fetch(`${svc.url}/api/auth/organization/list`, { headers: { authorization: `Bearer ${owner.token}` } })
+    ).json()) as Array<{ id: string; name: string }>
+    const family = orgs.find((o) => o.name === 'Family')!
+    const frame = await pairDevice(svc, owner.token, { name: 'Hallway', organizationId: family.id })
+
+    await signInWithPassword(b.page, svc, memberEmail)
+    await b.page.getByRole('link', { name: 'Organizations' }).click()
+    await b.page.getByRole('heading', { name: 'Invitations for you' }).waitFor()
+    await checkScreen(t, b.page, 'organizations-invited')
+    await b.page.getByRole('button', { name: 'Accept' }).click()
+    await b.page.getByRole('heading', { name: 'Family' }).waitFor()
+    await b.page.getByText('active', { exact: true }).waitFor()
+    t.pass('accepted: the organization is theirs and active')
+    t.ok(await b.page.getByText('Only owners and admins invite and manage members.').isVisible(), 'a member does not manage members')
+    await b.page.getByRole('link', { name: 'Devices' }).click()
+    await b.page.getByRole('link', { name: /Hallway/ }).click()
+    await b.page.getByRole('heading', { name: 'Hallway' }).waitFor()
+    await b.page.getByRole('heading', { name: 'Commands' }).waitFor()
+    t.equal(await b.page.getByRole('button', { name: 'Delete…' }).count(), 0, 'the member sees no delete button')
+    const refused = await b.page.evaluate(async (deviceId) => {
+      const res = await fetch('/api/device/delete', {
+        method: 'DELETE',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ deviceId }),
+      })
+      return { status: res.status, body: await res.json() }
+    }, frame.deviceId)
+    t.equal(refused.status, 403, 'and the API refuses the member a delete anyway')
+    t.match(refused.body, { code: String })
+    // Members see the frame and its history; changing it is for the owner and the organization's admins.
+    await b.page.getByRole('button', { name: 'Identify' }).click()
+    await b.page.getByText('Only the owner or an organization admin may change this device').waitFor()
+    t.pass('a command from a member is refused, in words')
+    await checkScreen(t, b.page, 'device-member')
   })
 
   t.test('a session revoked from another browser is signed out on its next action', async (t) => {

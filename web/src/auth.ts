@@ -9,7 +9,7 @@ import { useNavigate } from 'react-router'
 export const authClient = createAuthClient({
   baseURL: `${window.location.origin}/api/auth`,
   plugins: [
-    organizationClient(),
+    organizationClient({ teams: { enabled: true } }),
     adminClient(),
     passkeyClient(),
     magicLinkClient(),
