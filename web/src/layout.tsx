@@ -32,6 +32,7 @@ export function Layout() {
             <Link to="/pair">Pair a frame</Link>
             <Link to="/organizations">Organizations</Link>
             <Link to="/account">Account</Link>
+            {session.user.role === 'admin' ? <Link to="/admin">Administration</Link> : null}
             <button type="button" className="button secondary" onClick={signOut}>
               Sign out
             </button>
@@ -70,6 +71,7 @@ export function RequireSession() {
   if (!session) return <Navigate to={`/signin?next=${encodeURIComponent(location.pathname + location.search)}`} replace />
   return (
     <LiveProvider>
+      {(session.session as { impersonatedBy?: string | null }).impersonatedBy ? <ActingAs email={session.user.email} /> : null}
       {!session.user.emailVerified ? <VerifyNotice email={session.user.email} /> : null}
       <Outlet />
     </LiveProvider>
@@ -83,6 +85,22 @@ function VerifyNotice({ email }: { email: string }) {
       Check your inbox: we sent a link to <strong>{email}</strong> to confirm your address.{' '}
       <button type="button" className="button secondary" onClick={() => void resend()}>
         Send it again
+      </button>
+    </div>
+  )
+}
+
+/** An administrator acting as a user sees it on every screen, with the way back. */
+function ActingAs({ email }: { email: string }) {
+  const stop = async () => {
+    await authClient.admin.stopImpersonating()
+    window.location.assign('/admin')
+  }
+  return (
+    <div className="notice error" role="status">
+      You are acting as <strong>{email}</strong>.{' '}
+      <button type="button" className="button secondary" onClick={() => void stop()}>
+        Stop acting as {email}
       </button>
     </div>
   )

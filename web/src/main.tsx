@@ -30,6 +30,7 @@ const router = createBrowserRouter([
           { path: '/pair', lazy: async () => ({ Component: (await import('./pages/pair')).PairPage }) },
           { path: '/devices/:id', lazy: async () => ({ Component: (await import('./pages/device')).DevicePage }) },
           { path: '/account', lazy: async () => ({ Component: (await import('./pages/account')).AccountPage }) },
+          { path: '/admin', lazy: async () => ({ Component: (await import('./pages/admin')).AdminPage }) },
           { path: '/organizations', lazy: async () => ({ Component: (await import('./pages/organizations')).OrganizationsPage }) },
         ],
       },

@@ -1,0 +1,200 @@
+// Administration (role admin only; the API refuses everyone else): find users, ban and unban
+// them, see and end their sessions, act as them, and grant credits.
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useState } from 'react'
+import { useForm } from 'react-hook-form'
+import { useNavigate } from 'react-router'
+import { api, data, errorText } from '../api'
+import { authClient, authErrorText } from '../auth'
+import { Button, Empty, ErrorState, Field, Loading, Notice } from '../ui'
+
+async function ok<T>(p: Promise<{ data: T | null; error: { message?: string; status?: number } | null }>): Promise<T> {
+  const { data, error } = await p
+  if (error) throw Object.assign(new Error(authErrorText(error)), { status: error.status })
+  return data as T
+}
+
+type AdminUser = { id: string; email: string; name: string; role?: string | null; banned?: boolean | null; banReason?: string | null }
+
+export function AdminPage() {
+  const { data: session } = authClient.useSession()
+  const [search, setSearch] = useState('')
+  const [open, setOpen] = useState<string | null>(null)
+  const queryClient = useQueryClient()
+  const navigate = useNavigate()
+  const users = useQuery({
+    queryKey: ['admin-users', search],
+    queryFn: () =>
+      ok(
+        authClient.admin.listUsers({
+          query: {
+            limit: 50,
+            sortBy: 'createdAt',
+            sortDirection: 'desc',
+            ...(search ? { searchValue: search, searchField: 'email', searchOperator: 'contains' } : {}),
+          },
+        }),
+      ),
+    enabled: session?.user.role === 'admin',
+  })
+  const refresh = () => void queryClient.invalidateQueries({ queryKey: ['admin-users'] })
+  const ban = useMutation({
+    mutationFn: (userId: string) => ok(authClient.admin.banUser({ userId, banReason: 'banned from the console' })),
+    onSettled: refresh,
+  })
+  const unban = useMutation({ mutationFn: (userId: string) => ok(authClient.admin.unbanUser({ userId })), onSettled: refresh })
+  const impersonate = useMutation({
+    mutationFn: (userId: string) => ok(authClient.admin.impersonateUser({ userId })),
+    onSuccess: async () => {
+      queryClient.clear()
+      await authClient.getSession()
+      navigate('/')
+      window.location.reload()
+    },
+  })
+  const { register, handleSubmit } = useForm<{ q: string }>()
+  if (session?.user.role !== 'admin') return <ErrorState error={new Error('This page is for administrators.')} />
+  const list = (users.data?.users ?? []) as AdminUser[]
+  return (
+    <>
+      <h1>Administration</h1>
+      <section className="card" aria-labelledby="users-title">
+        <h2 id="users-title">Users</h2>
+        <form className="row" onSubmit={handleSubmit((v) => setSearch(v.q.trim()))} role="search">
+          <Field label="E-mail contains">
+            <input type="search" {...register('q')} />
+          </Field>
+          <Button type="submit" kind="secondary">
+            Search
+          </Button>
+        </form>
+        {[ban, unban, impersonate].map((m, i) =>
+          m.isError ? (
+            <Notice key={i} kind="error">
+              {(m.error as Error).message}
+            </Notice>
+          ) : null,
+        )}
+        {users.isPending ? <Loading what="users" /> : null}
+        {users.isError ? <ErrorState error={users.error} retry={() => void users.refetch()} /> : null}
+        {users.isSuccess && list.length === 0 ? <Empty>No user matches.</Empty> : null}
+        {list.length ? (
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">User</th>
+                <th scope="col">Role</th>
+                <th scope="col">
+                  <span className="skip">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((u) => (
+                <tr key={u.id}>
+                  <td>
+                    {u.email} <span className="muted">{u.name}</span> {u.banned ? <span className="badge sync">banned</span> : null}
+                  </td>
+                  <td>{u.role ?? 'user'}</td>
+                  <td>
+                    {u.id === session.user.id ? (
+                      <span className="muted">you</span>
+                    ) : (
+                      <span className="row">
+                        {u.banned ? (
+                          <Button kind="secondary" busy={unban.isPending && unban.variables === u.id} onClick={() => unban.mutate(u.id)}>
+                            Unban {u.email}
+                          </Button>
+                        ) : (
+                          <Button kind="danger" busy={ban.isPending && ban.variables === u.id} onClick={() => ban.mutate(u.id)}>
+                            Ban {u.email}
+                          </Button>
+                        )}
+                        <Button kind="secondary" onClick={() => setOpen(open === u.id ? null : u.id)}>
+                          {open === u.id ? 'Close' : 'Sessions and credits'}
+                        </Button>
+                        <Button
+                          kind="secondary"
+                          busy={impersonate.isPending && impersonate.variables === u.id}
+                          onClick={() => impersonate.mutate(u.id)}
+                        >
+                          Act as {u.email}
+                        </Button>
+                      </span>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : null}
+      </section>
+      {open ? <UserDetail user={list.find((u) => u.id === open)!} /> : null}
+    </>
+  )
+}
+
+function UserDetail({ user }: { user: AdminUser }) {
+  const queryClient = useQueryClient()
+  const sessions = useQuery({
+    queryKey: ['admin-sessions', user.id],
+    queryFn: () => ok(authClient.admin.listUserSessions({ userId: user.id })),
+  })
+  const revoke = useMutation({
+    mutationFn: (sessionToken: string) => ok(authClient.admin.revokeUserSession({ sessionToken })),
+    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['admin-sessions', user.id] }),
+  })
+  const credits = useForm<{ amount: string; note: string }>()
+  const grant = useMutation({
+    mutationFn: async (v: { amount: string; note: string }) =>
+      data(
+        await api.POST('/api/admin/credits', {
+          body: { userId: user.id, amount: v.amount.trim(), ...(v.note.trim() ? { note: v.note.trim() } : {}) },
+        }),
+      ),
+    onSuccess: () => credits.reset(),
+  })
+  const list = (sessions.data?.sessions ?? []) as Array<{ id: string; token: string; userAgent?: string | null; createdAt: string | Date }>
+  return (
+    <section className="card" aria-labelledby="detail-title">
+      <h2 id="detail-title">{user.email}</h2>
+      <h3>Sessions</h3>
+      {sessions.isPending ? <Loading what="sessions" /> : null}
+      {sessions.isError ? <ErrorState error={sessions.error} /> : null}
+      {revoke.isError ? <Notice kind="error">{revoke.error.message}</Notice> : null}
+      {sessions.isSuccess && list.length === 0 ? <p className="muted">Not signed in anywhere.</p> : null}
+      <ul className="events">
+        {list.map((s) => (
+          <li key={s.id}>
+            <span>
+              {s.userAgent ?? 'Unknown'} <span className="muted">since {new Date(s.createdAt).toLocaleString()}</span>
+            </span>
+            <Button kind="secondary" busy={revoke.isPending && revoke.variables === s.token} onClick={() => revoke.mutate(s.token)}>
+              End session
+            </Button>
+          </li>
+        ))}
+      </ul>
+      <h3>Grant credits</h3>
+      <form onSubmit={credits.handleSubmit((v) => grant.mutate(v))} noValidate>
+        {grant.isError ? <Notice kind="error">{errorText(grant.error)}</Notice> : null}
+        {grant.isSuccess ? <Notice kind="success">Granted. New balance: {grant.data.balance} credits.</Notice> : null}
+        <Field label="Credits" error={credits.formState.errors.amount}>
+          <input
+            inputMode="decimal"
+            {...credits.register('amount', {
+              required: 'How many credits?',
+              pattern: { value: /^\s*(?:0|[1-9]\d{0,9})(?:\.\d{1,2})?\s*$/, message: 'A positive number with at most two decimals' },
+            })}
+          />
+        </Field>
+        <Field label="Note (optional)">
+          <input {...credits.register('note', { maxLength: { value: 200, message: 'At most 200 characters' } })} />
+        </Field>
+        <Button type="submit" busy={grant.isPending}>
+          Grant
+        </Button>
+      </form>
+    </section>
+  )
+}
