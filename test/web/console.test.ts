@@ -9,7 +9,7 @@ import t, { type Test } from 'tap'
 import type { Browser, Page } from 'playwright-core'
 import { SimDevice, resolveProfile } from '../../device-sim/index.js'
 import { ensureConsoleBuilt, webDist } from '../../src/web/build.js'
-import { startApp, type TestApp } from '../helpers/app.js'
+import { freePort, startApp, type TestApp } from '../helpers/app.js'
 import { signUpAdmin } from '../helpers/admin.js'
 import { accessibilityProblems, browserMissing, DESKTOP, launchBrowser, newPage, screenshot } from '../helpers/browser.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
@@ -302,6 +302,15 @@ t.test('in Chromium', { skip }, async (t) => {
     await a.page.getByRole('link', { name: 'Account' }).click()
     await a.page.getByRole('heading', { name: 'Where you are signed in' }).waitFor()
     await checkScreen(t, a.page, 'account-desktop')
+    // An API key: shown once, works as x-api-key, gone when deleted.
+    await a.page.getByLabel('Key name', { exact: true }).fill('kitchen script')
+    await a.page.getByRole('button', { name: 'Create a key' }).click()
+    const key = (await a.page.getByTestId('new-api-key').textContent()) ?? ''
+    t.match(key, /^dps_/, 'the new key is shown once')
+    t.equal((await fetch(`${svc.url}/api/device`, { headers: { 'x-api-key': key } })).status, 200, 'and it works')
+    await a.page.getByRole('button', { name: 'Delete kitchen script' }).click()
+    await a.page.getByText('No keys.').waitFor()
+    t.equal((await fetch(`${svc.url}/api/device`, { headers: { 'x-api-key': key } })).status, 401, 'deleted: refused')
     // The user's sessions: the one the sign-up made (node), this browser's, and the other browser's.
     const other = a.page
       .getByRole('row')
@@ -357,4 +366,45 @@ t.test('in Chromium', { skip }, async (t) => {
     await victim.page.getByRole('heading', { name: 'Sign in' }).waitFor({ timeout: 15_000 })
     t.pass('the banned user’s open console is signed out on the next action')
   })
+})
+
+t.test('passkeys in Chromium: add one with a virtual authenticator, sign out, sign in with it', { skip }, async (t) => {
+  const browser = await launchBrowser(t)
+  // WebAuthn needs a domain (not an IP address) as the relying party: the service is addressed as localhost.
+  const port = await freePort()
+  const svc = await startApp(t, { env: { PORT: String(port), BASE_URL: `http://localhost:${port}` } })
+  const local = `http://localhost:${port}`
+  const email = uniqueEmail('console-passkey')
+  await signUp(makeClient(local).client, email)
+  const { context, page } = await newPage(browser, DESKTOP)
+  t.teardown(() => context.close())
+  const cdp = await context.newCDPSession(page)
+  await cdp.send('WebAuthn.enable')
+  await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  })
+  await page.goto(`${local}/signin`)
+  await page.getByLabel('E-mail').fill(email)
+  await page.getByRole('textbox', { name: 'Password' }).fill(PASSWORD)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('heading', { name: 'Your devices' }).waitFor()
+  await page.getByRole('link', { name: 'Account' }).click()
+  await page.getByText('None yet: add one to sign in without a password.').waitFor()
+  await page.getByLabel('Passkey name').fill('Laptop')
+  await page.getByRole('button', { name: 'Add a passkey' }).click()
+  await page.getByRole('button', { name: 'Remove Laptop' }).waitFor()
+  t.pass('a passkey added from the account screen')
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name: 'Sign out' }).click()
+  await page.getByRole('heading', { name: 'Sign in' }).waitFor()
+  await page.getByRole('tab', { name: 'Passkey' }).click()
+  await page.getByRole('button', { name: 'Sign in with a passkey' }).click()
+  await page.getByRole('heading', { name: 'Your devices' }).waitFor()
+  t.pass('signed in with it, no password')
 })

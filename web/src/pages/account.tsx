@@ -1,8 +1,10 @@
-// Your account: name, the sessions signed in as you (revoke any), sign out everywhere else.
+// Your account: name, e-mail and password, the sessions signed in as you (revoke any, or all
+// others), passkeys and API keys.
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { authClient, authErrorText } from '../auth'
-import { Button, ErrorState, Field, Loading, Notice } from '../ui'
+import { Button, ErrorState, Field, Loading, NewPasswordField, Notice } from '../ui'
 
 /** A Better Auth client result as data, or an error with its words. */
 async function ok<T>(p: Promise<{ data: T | null; error: { message?: string; status?: number } | null }>): Promise<T> {
@@ -46,6 +48,10 @@ export function AccountPage() {
           </Button>
         </form>
       </section>
+      <ChangeEmail />
+      <ChangePassword />
+      <Passkeys />
+      <ApiKeys />
       <section className="card" aria-labelledby="sessions-title">
         <h2 id="sessions-title">Where you are signed in</h2>
         {sessions.isPending ? <Loading what="sessions" /> : null}
@@ -119,4 +125,190 @@ function describeAgent(ua: string | null | undefined): string {
             ? 'Linux'
             : ''
   return os ? `${browser} on ${os}` : (browser ?? 'Unknown')
+}
+
+function ChangeEmail() {
+  const [sentTo, setSentTo] = useState('')
+  const [error, setError] = useState('')
+  const { register, handleSubmit, formState } = useForm<{ newEmail: string }>()
+  const submit = handleSubmit(async (v) => {
+    setError('')
+    const { error } = await authClient.changeEmail({ newEmail: v.newEmail.trim(), callbackURL: `${window.location.origin}/account` })
+    if (error) return setError(authErrorText(error))
+    setSentTo(v.newEmail.trim())
+  })
+  return (
+    <section className="card" aria-labelledby="email-title">
+      <h2 id="email-title">Change e-mail</h2>
+      <form onSubmit={submit} noValidate>
+        {error ? <Notice kind="error">{error}</Notice> : null}
+        {sentTo ? <Notice kind="success">Confirm the change from the link we sent. It takes effect when you open it.</Notice> : null}
+        <Field label="New e-mail" error={formState.errors.newEmail}>
+          <input
+            type="email"
+            autoComplete="email"
+            {...register('newEmail', {
+              required: 'Enter the new address',
+              pattern: { value: /^[^\s@]+@[^\s@]+$/, message: 'That is not an e-mail address' },
+            })}
+          />
+        </Field>
+        <Button type="submit" busy={formState.isSubmitting}>
+          Change e-mail
+        </Button>
+      </form>
+    </section>
+  )
+}
+
+function ChangePassword() {
+  const [done, setDone] = useState(false)
+  const [error, setError] = useState('')
+  const { register, handleSubmit, formState, reset } = useForm<{ currentPassword: string; password: string }>()
+  const submit = handleSubmit(async (v) => {
+    setError('')
+    setDone(false)
+    const { error } = await authClient.changePassword({
+      currentPassword: v.currentPassword,
+      newPassword: v.password,
+      revokeOtherSessions: true,
+    })
+    if (error) return setError(authErrorText(error))
+    reset()
+    setDone(true)
+  })
+  return (
+    <section className="card" aria-labelledby="password-title">
+      <h2 id="password-title">Change password</h2>
+      <form onSubmit={submit} noValidate>
+        {error ? <Notice kind="error">{error}</Notice> : null}
+        {done ? <Notice kind="success">Password changed; your other sessions are signed out.</Notice> : null}
+        <Field label="Current password" error={formState.errors.currentPassword}>
+          <input
+            type="password"
+            autoComplete="current-password"
+            {...register('currentPassword', { required: 'Enter your current password' })}
+          />
+        </Field>
+        <NewPasswordField label="New password" register={register} error={formState.errors.password} />
+        <Button type="submit" busy={formState.isSubmitting}>
+          Change password
+        </Button>
+      </form>
+    </section>
+  )
+}
+
+function Passkeys() {
+  const passkeys = authClient.useListPasskeys()
+  const [error, setError] = useState('')
+  const [busy, setBusy] = useState(false)
+  const { register, handleSubmit, reset } = useForm<{ name: string }>({ defaultValues: { name: 'This device' } })
+  const add = handleSubmit(async (v) => {
+    setError('')
+    setBusy(true)
+    const result = await authClient.passkey.addPasskey({ name: v.name.trim() || 'Passkey' })
+    setBusy(false)
+    if (result?.error) return setError(authErrorText(result.error))
+    reset()
+  })
+  const remove = async (id: string) => {
+    setError('')
+    const { error } = await authClient.passkey.deletePasskey({ id })
+    if (error) setError(authErrorText(error))
+  }
+  return (
+    <section className="card" aria-labelledby="passkeys-title">
+      <h2 id="passkeys-title">Passkeys</h2>
+      {error ? <Notice kind="error">{error}</Notice> : null}
+      {passkeys.isPending ? <Loading what="passkeys" /> : null}
+      {passkeys.data?.length === 0 ? <p className="muted">None yet: add one to sign in without a password.</p> : null}
+      <ul className="events">
+        {(passkeys.data ?? []).map((p) => (
+          <li key={p.id}>
+            <span>{p.name ?? 'Passkey'}</span>
+            <Button kind="secondary" onClick={() => void remove(p.id)}>
+              Remove {p.name ?? 'passkey'}
+            </Button>
+          </li>
+        ))}
+      </ul>
+      <form onSubmit={add} noValidate>
+        <Field label="Passkey name">
+          <input {...register('name')} />
+        </Field>
+        <Button type="submit" busy={busy}>
+          Add a passkey
+        </Button>
+      </form>
+    </section>
+  )
+}
+
+type ApiKey = { id: string; name?: string | null; start?: string | null; createdAt: string | Date }
+
+function ApiKeys() {
+  const queryClient = useQueryClient()
+  const keys = useQuery({
+    queryKey: ['api-keys'],
+    queryFn: async () => {
+      const listed = (await ok(authClient.apiKey.list())) as unknown as ApiKey[] | { apiKeys?: ApiKey[] }
+      return Array.isArray(listed) ? listed : (listed.apiKeys ?? [])
+    },
+  })
+  const [created, setCreated] = useState('')
+  const form = useForm<{ name: string }>()
+  const create = useMutation({
+    mutationFn: (name: string) => ok(authClient.apiKey.create({ name })),
+    onSuccess: (k) => {
+      setCreated((k as { key: string }).key)
+      form.reset()
+      void queryClient.invalidateQueries({ queryKey: ['api-keys'] })
+    },
+  })
+  const remove = useMutation({
+    mutationFn: (keyId: string) => ok(authClient.apiKey.delete({ keyId })),
+    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['api-keys'] }),
+  })
+  return (
+    <section className="card" aria-labelledby="keys-title">
+      <h2 id="keys-title">API keys</h2>
+      <p className="muted">For scripts and home automation: send it as the x-api-key header.</p>
+      {created ? (
+        <Notice kind="success">
+          Your new key, shown this once: <code data-testid="new-api-key">{created}</code>
+        </Notice>
+      ) : null}
+      {create.isError ? <Notice kind="error">{create.error.message}</Notice> : null}
+      {remove.isError ? <Notice kind="error">{remove.error.message}</Notice> : null}
+      {keys.isPending ? <Loading what="API keys" /> : null}
+      {keys.isError ? <ErrorState error={keys.error} retry={() => void keys.refetch()} /> : null}
+      {keys.data?.length === 0 ? <p className="muted">No keys.</p> : null}
+      <ul className="events">
+        {(keys.data ?? []).map((k) => (
+          <li key={k.id}>
+            <span>
+              {k.name ?? 'Key'} <span className="muted">{k.start}…</span>
+            </span>
+            <Button kind="secondary" busy={remove.isPending && remove.variables === k.id} onClick={() => remove.mutate(k.id)}>
+              Delete {k.name ?? 'key'}
+            </Button>
+          </li>
+        ))}
+      </ul>
+      <form onSubmit={form.handleSubmit((v) => create.mutate(v.name.trim()))} noValidate>
+        <Field label="Key name" error={form.formState.errors.name}>
+          <input
+            {...form.register('name', {
+              required: 'Name the key (what will use it?)',
+              maxLength: { value: 32, message: 'At most 32 characters' },
+            })}
+          />
+        </Field>
+        <Button type="submit" busy={create.isPending}>
+          Create a key
+        </Button>
+      </form>
+    </section>
+  )
 }
