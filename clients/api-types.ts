@@ -952,25 +952,32 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Page where a person enters a device code */
+        /**
+         * Where a device's pairing link leads: the console's pairing screen
+         * @description Redirects to /pair in the web console, carrying the code (`userCode` from `user_code`, or `code`).
+         */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description the code from the QR link (a UUID) */
+                    user_code?: string;
+                    /** @description the pin code the display shows (XXXX-XXXX) */
+                    code?: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description text/html */
-                200: {
+                /** @description to /pair */
+                302: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content: {
-                        "text/html": string;
-                    };
+                    content?: never;
                 };
+                400: components["responses"]["BadRequest"];
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };

@@ -137,9 +137,9 @@ t.test('the full flow: init, validate, credentials once, list/get/patch, disconn
   t.ok(exp >= before + 3600_000 - 1000 && exp <= after + 3600_000 + 1000, 'expires_at is one hour after now')
   t.equal(codes.expires_in, 3600)
   t.equal(codes.interval, 0, 'interval as configured')
-  const page = await fetch(codes.verification_uri_complete)
-  t.equal(page.status, 200, 'the verification page exists')
-  t.match(page.headers.get('content-type'), /text\/html/)
+  const page = await fetch(codes.verification_uri_complete, { headers: { accept: 'text/html' }, redirect: 'manual' })
+  t.equal(page.status, 302, "the link leads to the console's pairing screen")
+  t.equal(page.headers.get('location'), `/pair?userCode=${codes.userCode}`, 'with the code')
 
   // 2. Before anyone claims it, the device sees a pending record with no device fields yet.
   const pending = await poll(codes.deviceId, codes.deviceCode)

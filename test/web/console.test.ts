@@ -290,6 +290,41 @@ t.test('in Chromium', { skip }, async (t) => {
     await checkScreen(t, b.page, 'device-member')
   })
 
+  t.test('the QR link a frame shows leads, through sign-in, to pairing it', async (t) => {
+    const email = uniqueEmail('console-qr')
+    await signUp(makeClient(svc.url).client, email)
+    const init = (await (
+      await fetch(`${svc.url}/api/device/init`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ display: { width: 800, height: 480, palette: 'bw' }, model: 'test-frame', firmware: '1.0.0' }),
+      })
+    ).json()) as { verification_uri_complete: string; userCode: string }
+    const { context, page } = await newPage(browser)
+    t.teardown(() => context.close())
+    await page.goto(init.verification_uri_complete)
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor()
+    t.match(
+      decodeURIComponent(page.url()),
+      new RegExp(`next=/pair\\?userCode=${init.userCode}$`),
+      'signed out: sign in first, then back to pairing',
+    )
+    await page.getByLabel('E-mail').fill(email)
+    await page.getByRole('textbox', { name: 'Password' }).fill(PASSWORD)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByText('You scanned a frame’s QR code').waitFor()
+    t.equal(await page.getByLabel('Code on the frame').count(), 0, 'no code to type')
+    await page.getByLabel('Name').fill('Study')
+    await page.getByRole('button', { name: 'Pair' }).click()
+    await page
+      .getByRole('heading', { name: 'Study' })
+      .waitFor()
+      .catch(async (err) => {
+        throw new Error(`${err.message}; the page says: ${await page.locator('main').textContent()}`)
+      })
+    t.pass('paired from the QR link')
+  })
+
   t.test('a session revoked from another browser is signed out on its next action', async (t) => {
     const email = uniqueEmail('console-revoke')
     await signUp(makeClient(svc.url).client, email)

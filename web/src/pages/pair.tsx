@@ -10,12 +10,17 @@ import { Button, Field, Notice } from '../ui'
 
 type Values = { code: string; name: string; color: string; organizationId: string }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
 export function PairPage() {
   const [params] = useSearchParams()
   const navigate = useNavigate()
   const queryClient = useQueryClient()
   const orgs = authClient.useListOrganizations()
   const [error, setError] = useState('')
+  // From the frame's QR link (/device?user_code=… sends the browser here): no code to type.
+  const userCode = params.get('userCode') ?? ''
+  const fromQr = UUID.test(userCode)
   const { register, handleSubmit, formState } = useForm<Values>({
     defaultValues: { code: params.get('code') ?? '', name: 'Kitchen frame', color: '#2b59c3', organizationId: '' },
   })
@@ -25,7 +30,7 @@ export function PairPage() {
       const res = data(
         await api.POST('/api/device/validate', {
           body: {
-            pinCode: v.code.trim(),
+            ...(fromQr ? { userCode } : { pinCode: v.code.trim() }),
             name: v.name.trim(),
             color: v.color,
             ...(v.organizationId ? { organizationId: v.organizationId } : {}),
@@ -41,20 +46,30 @@ export function PairPage() {
   return (
     <div className="card narrow">
       <h1>Pair a frame</h1>
-      <p className="muted">Switch the frame on: it shows a code like ABCD-2345. Type it here.</p>
+      {fromQr ? (
+        <Notice>You scanned a frame’s QR code: name it and pair it.</Notice>
+      ) : (
+        <p className="muted">Switch the frame on: it shows a code like ABCD-2345. Type it here.</p>
+      )}
+      {userCode && !fromQr ? <Notice kind="error">That link does not carry a frame’s code. Type the code the frame shows.</Notice> : null}
       <form onSubmit={submit} noValidate>
         {error ? <Notice kind="error">{error}</Notice> : null}
-        <Field label="Code on the frame" error={formState.errors.code}>
-          <input
-            autoComplete="off"
-            autoCapitalize="characters"
-            spellCheck={false}
-            {...register('code', {
-              required: 'Type the code the frame shows',
-              pattern: { value: /^\s*[A-Za-z0-9]{4}-?[A-Za-z0-9]{4}\s*$/, message: 'The code is eight letters and digits, like ABCD-2345' },
-            })}
-          />
-        </Field>
+        {fromQr ? null : (
+          <Field label="Code on the frame" error={formState.errors.code}>
+            <input
+              autoComplete="off"
+              autoCapitalize="characters"
+              spellCheck={false}
+              {...register('code', {
+                required: 'Type the code the frame shows',
+                pattern: {
+                  value: /^\s*[A-Za-z0-9]{4}-?[A-Za-z0-9]{4}\s*$/,
+                  message: 'The code is eight letters and digits, like ABCD-2345',
+                },
+              })}
+            />
+          </Field>
+        )}
         <Field label="Name" error={formState.errors.name}>
           <input {...register('name', { required: 'Give the frame a name', maxLength: { value: 64, message: 'At most 64 characters' } })} />
         </Field>
