@@ -37,7 +37,7 @@ export async function launchBrowser(t: Tap): Promise<Browser> {
   return browser
 }
 
-const PHONE = { width: 375, height: 812 }
+export const PHONE = { width: 375, height: 812 }
 export const DESKTOP = { width: 1280, height: 800 }
 
 /** A fresh context (its own cookies), phone-sized unless told. */

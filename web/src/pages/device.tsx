@@ -21,6 +21,7 @@ export function DevicePage() {
     refetchInterval: 30_000,
   })
   const presence = usePresence(device.data ? [id] : [])(id)
+  const canManage = useCanManage(device.data)
   if (device.isPending) return <Loading what="the frame" />
   if (device.isError) return <ErrorState error={device.error} retry={() => void device.refetch()} />
   const d = device.data
@@ -47,13 +48,35 @@ export function DevicePage() {
           <p className="muted">Nothing yet: generate a picture or send a photo.</p>
         )}
       </div>
-      <Generate device={d} />
-      <SendPhoto device={d} />
-      <Commands device={d} />
-      <Settings device={d} />
+      {canManage ? (
+        <>
+          <Generate device={d} />
+          <SendPhoto device={d} />
+          <Commands device={d} />
+          <Settings device={d} />
+        </>
+      ) : (
+        <Notice>
+          You see this frame as a member of its organization: its owner and the organization’s admins send it pictures and commands and
+          change it.
+        </Notice>
+      )}
       <Events deviceId={id} />
     </>
   )
+}
+
+/**
+ * Whether the signed-in user may change this frame: its owner, or an owner or admin of its
+ * organization (the active one). The API decides either way; this only hides what it would refuse.
+ */
+function useCanManage(device: Device | undefined): boolean {
+  const { data: session } = authClient.useSession()
+  const member = authClient.useActiveMember()
+  if (!device || !session) return false
+  if (device.userId === session.user.id) return true
+  if (!device.organization_id || member.data?.organizationId !== device.organization_id) return false
+  return member.data.role.split(',').some((r) => ['owner', 'admin'].includes(r.trim()))
 }
 
 function Generate({ device }: { device: Device }) {
