@@ -361,6 +361,27 @@ t.test('in Chromium', { skip }, async (t) => {
     await a.page.getByRole('button', { name: 'Delete kitchen script' }).click()
     await a.page.getByText('No keys.').waitFor()
     t.equal((await fetch(`${svc.url}/api/device`, { headers: { 'x-api-key': key } })).status, 401, 'deleted: refused')
+
+    // Notification preferences are saved as they are ticked.
+    const presence = a.page.getByRole('checkbox', { name: 'one of my frames goes online or offline' })
+    await presence.waitFor()
+    t.equal(await presence.isChecked(), true, 'presence notifications are on by default')
+    await presence.uncheck()
+    await a.page.reload()
+    await a.page.getByRole('checkbox', { name: 'one of my frames goes online or offline' }).waitFor()
+    t.equal(
+      await a.page.getByRole('checkbox', { name: 'one of my frames goes online or offline' }).isChecked(),
+      false,
+      'unticked, and still so after a reload',
+    )
+    // This browser: the service worker registers under the page's CSP; whether Chromium's push
+    // service is reachable depends on the network (closed here), and either answer is said in words.
+    await a.context.grantPermissions(['notifications'], { origin: svc.url })
+    await a.page.getByRole('button', { name: 'Notify me in this browser' }).click()
+    const outcome = a.page.getByText(/This browser gets notifications\.|This browser could not reach its push service/)
+    await outcome.waitFor({ timeout: 20_000 })
+    t.comment(`notify me in this browser: ${await outcome.textContent()}`)
+    t.ok(await a.page.evaluate(async () => Boolean(await navigator.serviceWorker.getRegistration('/'))), 'the service worker is registered')
     // The user's sessions: the one the sign-up made (node), this browser's, and the other browser's.
     const other = a.page
       .getByRole('row')

@@ -3,6 +3,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { useForm } from 'react-hook-form'
+import { api, data, errorText } from '../api'
 import { authClient, authErrorText } from '../auth'
 import { Button, ErrorState, Field, Loading, NewPasswordField, Notice } from '../ui'
 
@@ -50,6 +51,7 @@ export function AccountPage() {
       </section>
       <ChangeEmail />
       <ChangePassword />
+      <Notifications />
       <Passkeys />
       <ApiKeys />
       <section className="card" aria-labelledby="sessions-title">
@@ -309,6 +311,122 @@ function ApiKeys() {
           Create a key
         </Button>
       </form>
+    </section>
+  )
+}
+
+/** The VAPID key as the bytes PushManager.subscribe takes. */
+function keyBytes(base64url: string): Uint8Array<ArrayBuffer> {
+  const b64 = base64url
+    .replace(/-/g, '+')
+    .replace(/_/g, '/')
+    .padEnd(Math.ceil(base64url.length / 4) * 4, '=')
+  return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))
+}
+
+const pushSupported = () => 'serviceWorker' in navigator && 'PushManager' in window && 'Notification' in window
+
+function Notifications() {
+  const queryClient = useQueryClient()
+  const prefs = useQuery({ queryKey: ['notification-prefs'], queryFn: async () => data(await api.GET('/api/notifications/preferences')) })
+  const save = useMutation({
+    mutationFn: async (patch: { generationResults?: boolean; devicePresence?: boolean }) =>
+      data(await api.PATCH('/api/notifications/preferences', { body: patch })),
+    // Ticked at once (a checkbox must follow the click); put back if the service refuses.
+    onMutate: (patch) => {
+      const before = queryClient.getQueryData(['notification-prefs'])
+      queryClient.setQueryData(['notification-prefs'], (old: object | undefined) => ({ ...old, ...patch }))
+      return before
+    },
+    onError: (_err, _patch, before) => queryClient.setQueryData(['notification-prefs'], before),
+    onSuccess: (p) => queryClient.setQueryData(['notification-prefs'], p),
+  })
+  // This browser's subscription, if any (the service keeps one per browser and user).
+  const here = useQuery({
+    queryKey: ['push-here'],
+    enabled: pushSupported(),
+    queryFn: async () => {
+      const registration = await navigator.serviceWorker.getRegistration('/')
+      const sub = await registration?.pushManager.getSubscription()
+      if (!sub) return null
+      const known = data(await api.GET('/api/notifications/subscriptions')).subscriptions
+      return known.some((k) => k.endpoint === sub.endpoint) ? sub.endpoint : null
+    },
+  })
+  const subscribe = useMutation({
+    mutationFn: async () => {
+      if ((await Notification.requestPermission()) !== 'granted')
+        throw new Error('Notifications are blocked for this site in the browser’s settings.')
+      const registration = await navigator.serviceWorker.register('/sw.js', { scope: '/' })
+      await navigator.serviceWorker.ready
+      const { publicKey } = data(await api.GET('/api/notifications/vapid-public-key'))
+      let sub: PushSubscription
+      try {
+        sub = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(publicKey) })
+      } catch (err) {
+        throw new Error(`This browser could not reach its push service: ${(err as Error).message}`)
+      }
+      const json = sub.toJSON() as { endpoint: string; expirationTime?: number | null; keys: { p256dh: string; auth: string } }
+      data(
+        await api.POST('/api/notifications/subscriptions', {
+          body: { endpoint: json.endpoint, expirationTime: json.expirationTime ?? null, keys: json.keys },
+        }),
+      )
+    },
+    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['push-here'] }),
+  })
+  const unsubscribe = useMutation({
+    mutationFn: async (endpoint: string) => {
+      data(await api.DELETE('/api/notifications/subscriptions', { body: { endpoint } }))
+      const registration = await navigator.serviceWorker.getRegistration('/')
+      await (await registration?.pushManager.getSubscription())?.unsubscribe()
+    },
+    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['push-here'] }),
+  })
+  return (
+    <section className="card" aria-labelledby="notifications-title">
+      <h2 id="notifications-title">Notifications</h2>
+      {prefs.isPending ? <Loading what="preferences" /> : null}
+      {prefs.isError ? <ErrorState error={prefs.error} retry={() => void prefs.refetch()} /> : null}
+      {save.isError ? <Notice kind="error">{errorText(save.error)}</Notice> : null}
+      {prefs.data ? (
+        <fieldset>
+          <legend>Tell me when</legend>
+          <label className="row">
+            <input
+              type="checkbox"
+              checked={prefs.data.generationResults}
+              onChange={(e) => save.mutate({ generationResults: e.target.checked })}
+            />
+            a picture I asked for is ready, or failed
+          </label>
+          <label className="row">
+            <input
+              type="checkbox"
+              checked={prefs.data.devicePresence}
+              onChange={(e) => save.mutate({ devicePresence: e.target.checked })}
+            />
+            one of my frames goes online or offline
+          </label>
+        </fieldset>
+      ) : null}
+      <h3>In this browser</h3>
+      {!pushSupported() ? <p className="muted">This browser cannot receive notifications.</p> : null}
+      {subscribe.isError ? <Notice kind="error">{errorText(subscribe.error)}</Notice> : null}
+      {unsubscribe.isError ? <Notice kind="error">{errorText(unsubscribe.error)}</Notice> : null}
+      {pushSupported() && here.data ? (
+        <p className="row">
+          <span>This browser gets notifications.</span>
+          <Button kind="secondary" busy={unsubscribe.isPending} onClick={() => unsubscribe.mutate(here.data!)}>
+            Stop in this browser
+          </Button>
+        </p>
+      ) : null}
+      {pushSupported() && !here.data ? (
+        <Button busy={subscribe.isPending} onClick={() => subscribe.mutate()}>
+          Notify me in this browser
+        </Button>
+      ) : null}
     </section>
   )
 }
