@@ -5,6 +5,7 @@
 import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import sharp from 'sharp'
 import t, { type Test } from 'tap'
 import type { Browser, Page } from 'playwright-core'
 import { SimDevice, resolveProfile } from '../../device-sim/index.js'
@@ -158,6 +159,43 @@ t.test('in Chromium', { skip }, async (t) => {
     t.pass('signed in again')
   })
 
+  t.test('forgot password: the e-mailed link opens the console, a new password works, by keyboard alone', async (t) => {
+    const email = uniqueEmail('console-forgot')
+    await signUp(makeClient(svc.url).client, email)
+    const { context, page } = await newPage(browser)
+    t.teardown(() => context.close())
+    await page.goto(`${svc.url}/signin`)
+    await page.getByRole('link', { name: 'Forgot your password?' }).click()
+    await page.getByRole('heading', { name: 'Forgot your password?' }).waitFor()
+    await checkScreen(t, page, 'forgot-password')
+    // Keyboard only: focus the field, type, submit with Enter.
+    await page.getByLabel('E-mail').focus()
+    await page.keyboard.type(email)
+    await page.keyboard.press('Enter')
+    await page.getByText('a link to choose a new password is on its way').waitFor()
+    const mail = await waitForMail(svc.dataDir, email, 'reset-password')
+    await page.goto(mail.link as string)
+    await page.getByRole('heading', { name: 'Choose a new password' }).waitFor()
+    t.match(page.url(), /\/new-password\?token=/, 'the link lands on the console with its token')
+    await checkScreen(t, page, 'new-password')
+    await page.getByRole('textbox', { name: 'New password' }).fill('short')
+    await page.getByRole('button', { name: 'Save password' }).click()
+    t.ok(await page.getByText('At least 8 characters').first().isVisible(), 'too short: said before sending')
+    await page.getByRole('textbox', { name: 'New password' }).fill('a-brand-new-password')
+    await page.keyboard.press('Enter')
+    await page.getByText('Your password is changed').waitFor()
+    await page.getByRole('link', { name: 'Sign in' }).click()
+    await page.getByLabel('E-mail').fill(email)
+    await page.getByRole('textbox', { name: 'Password' }).fill('a-brand-new-password')
+    // Tab from the password field reaches the Sign in button; Enter presses it.
+    await page.getByRole('textbox', { name: 'Password' }).focus()
+    await page.keyboard.press('Tab')
+    t.equal(await page.evaluate(() => document.activeElement?.textContent), 'Sign in', 'Tab moves to the Sign in button')
+    await page.keyboard.press('Enter')
+    await page.getByRole('heading', { name: 'Your devices' }).waitFor()
+    t.pass('signed in with the new password')
+  })
+
   t.test('pair a simulated frame by its code, watch it come online, generate, send a command', async (t) => {
     const email = uniqueEmail('console-pair')
     await signUp(makeClient(svc.url).client, email)
@@ -225,6 +263,28 @@ t.test('in Chromium', { skip }, async (t) => {
     await page.getByRole('button', { name: 'Identify' }).click()
     await page.getByText('The frame acknowledged “identify”.').waitFor({ timeout: 20_000 })
     t.pass('a command and its acknowledgement')
+
+    const photo = join(dir, 'photo.png')
+    await sharp({ create: { width: 640, height: 480, channels: 3, background: { r: 200, g: 80, b: 40 } } })
+      .png()
+      .toFile(photo)
+    await page.getByLabel('Photo', { exact: true }).setInputFiles(photo)
+    await page.getByRole('button', { name: 'Upload and send' }).click()
+    await page.getByText('Sent. The frame shows it once it has downloaded it.').waitFor()
+    const before = shownId
+    await page.waitForFunction(
+      (old) => {
+        const img = document.querySelector('img[data-image-id]')
+        return img && img.getAttribute('data-image-id') !== old
+      },
+      before,
+      { timeout: 45_000 },
+    )
+    t.equal(
+      await page.locator('img[data-image-id]').getAttribute('data-image-id'),
+      sim.shownImageId,
+      'the uploaded photo is what the frame shows now',
+    )
     await checkScreen(t, page, 'device')
 
     await page.getByRole('link', { name: '← All devices' }).click()
@@ -366,7 +426,9 @@ t.test('in Chromium', { skip }, async (t) => {
     const presence = a.page.getByRole('checkbox', { name: 'one of my frames goes online or offline' })
     await presence.waitFor()
     t.equal(await presence.isChecked(), true, 'presence notifications are on by default')
+    const saved = a.page.waitForResponse((r) => r.url().endsWith('/api/notifications/preferences') && r.request().method() === 'PATCH')
     await presence.uncheck()
+    t.equal((await saved).status(), 200, 'saved')
     await a.page.reload()
     await a.page.getByRole('checkbox', { name: 'one of my frames goes online or offline' }).waitFor()
     t.equal(
@@ -443,7 +505,7 @@ t.test('passkeys in Chromium: add one with a virtual authenticator, sign out, si
   const browser = await launchBrowser(t)
   // WebAuthn needs a domain (not an IP address) as the relying party: the service is addressed as localhost.
   const port = await freePort()
-  const svc = await startApp(t, { env: { PORT: String(port), BASE_URL: `http://localhost:${port}` } })
+  await startApp(t, { env: { PORT: String(port), BASE_URL: `http://localhost:${port}` } })
   const local = `http://localhost:${port}`
   const email = uniqueEmail('console-passkey')
   await signUp(makeClient(local).client, email)

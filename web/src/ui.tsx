@@ -5,18 +5,21 @@ import type { FieldError, UseFormRegister } from 'react-hook-form'
 import { errorText } from './api'
 
 export function Field(props: { label: string; error?: FieldError; hint?: string; children: ReactNode }) {
+  // The label wraps only its words and the control, so the control's name is the label alone.
   return (
-    // biome-ignore lint/a11y/noLabelWithoutControl: the control is the children; axe-core checks every label in the browser tests
-    <label className="field">
-      <span className="label">{props.label}</span>
-      {props.children}
+    <div className="field">
+      {/* biome-ignore lint/a11y/noLabelWithoutControl: the control is the children; axe-core checks every label in the browser tests */}
+      <label className="field">
+        <span className="label">{props.label}</span>
+        {props.children}
+      </label>
       {props.hint && !props.error ? <span className="hint">{props.hint}</span> : null}
       {props.error ? (
         <span className="field-error" role="alert">
           {props.error.message || 'This field is not valid'}
         </span>
       ) : null}
-    </label>
+    </div>
   )
 }
 

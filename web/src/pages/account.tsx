@@ -332,15 +332,11 @@ function Notifications() {
   const save = useMutation({
     mutationFn: async (patch: { generationResults?: boolean; devicePresence?: boolean }) =>
       data(await api.PATCH('/api/notifications/preferences', { body: patch })),
-    // Ticked at once (a checkbox must follow the click); put back if the service refuses.
-    onMutate: (patch) => {
-      const before = queryClient.getQueryData(['notification-prefs'])
-      queryClient.setQueryData(['notification-prefs'], (old: object | undefined) => ({ ...old, ...patch }))
-      return before
-    },
-    onError: (_err, _patch, before) => queryClient.setQueryData(['notification-prefs'], before),
     onSuccess: (p) => queryClient.setQueryData(['notification-prefs'], p),
+    // The boxes follow the click at once (uncontrolled); a refusal draws them again from the saved values.
+    onError: () => setDrawn((n) => n + 1),
   })
+  const [drawn, setDrawn] = useState(0)
   // This browser's subscription, if any (the service keeps one per browser and user).
   const here = useQuery({
     queryKey: ['push-here'],
@@ -394,16 +390,18 @@ function Notifications() {
           <legend>Tell me when</legend>
           <label className="row">
             <input
+              key={`g-${drawn}-${prefs.data.generationResults}`}
               type="checkbox"
-              checked={prefs.data.generationResults}
+              defaultChecked={prefs.data.generationResults}
               onChange={(e) => save.mutate({ generationResults: e.target.checked })}
             />
             a picture I asked for is ready, or failed
           </label>
           <label className="row">
             <input
+              key={`p-${drawn}-${prefs.data.devicePresence}`}
               type="checkbox"
-              checked={prefs.data.devicePresence}
+              defaultChecked={prefs.data.devicePresence}
               onChange={(e) => save.mutate({ devicePresence: e.target.checked })}
             />
             one of my frames goes online or offline

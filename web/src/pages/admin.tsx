@@ -60,7 +60,7 @@ export function AdminPage() {
       <h1>Administration</h1>
       <section className="card" aria-labelledby="users-title">
         <h2 id="users-title">Users</h2>
-        <form className="row" onSubmit={handleSubmit((v) => setSearch(v.q.trim()))} role="search">
+        <form className="row" onSubmit={handleSubmit((v) => setSearch(v.q.trim()))}>
           <Field label="E-mail contains">
             <input type="search" {...register('q')} />
           </Field>
@@ -68,9 +68,9 @@ export function AdminPage() {
             Search
           </Button>
         </form>
-        {[ban, unban, impersonate].map((m, i) =>
+        {Object.entries({ ban, unban, impersonate }).map(([name, m]) =>
           m.isError ? (
-            <Notice key={i} kind="error">
+            <Notice key={name} kind="error">
               {(m.error as Error).message}
             </Notice>
           ) : null,

@@ -123,9 +123,9 @@ function ActiveOrganization() {
     <section className="card" aria-labelledby="active-title">
       <h2 id="active-title">{org.name}</h2>
       <h3>Members</h3>
-      {[updateRole, removeMember, cancel].map((m, i) =>
+      {Object.entries({ updateRole, removeMember, cancel }).map(([name, m]) =>
         m.isError ? (
-          <Notice key={i} kind="error">
+          <Notice key={name} kind="error">
             {(m.error as Error).message}
           </Notice>
         ) : null,
