@@ -1,22 +1,16 @@
 // The official Better Auth React client with the plugins the server runs. The session is the
-// httpOnly cookie Better Auth sets; nothing about it is kept in script-readable storage.
-import { apiKeyClient } from '@better-auth/api-key/client'
-import { passkeyClient } from '@better-auth/passkey/client'
+// httpOnly cookie Better Auth sets; nothing about it is kept in script-readable storage. The
+// passkey and API key plugins (a third of the client's size, WebAuthn's browser library most of
+// it) are in auth-extras.ts, loaded only with the screens that use them.
 import { adminClient, emailOTPClient, magicLinkClient, multiSessionClient, organizationClient } from 'better-auth/client/plugins'
 import { createAuthClient } from 'better-auth/react'
 import { useNavigate } from 'react-router'
 
+export const baseURL = `${window.location.origin}/api/auth`
+
 export const authClient = createAuthClient({
-  baseURL: `${window.location.origin}/api/auth`,
-  plugins: [
-    organizationClient({ teams: { enabled: true } }),
-    adminClient(),
-    passkeyClient(),
-    magicLinkClient(),
-    emailOTPClient(),
-    multiSessionClient(),
-    apiKeyClient(),
-  ],
+  baseURL,
+  plugins: [organizationClient({ teams: { enabled: true } }), adminClient(), magicLinkClient(), emailOTPClient(), multiSessionClient()],
 })
 
 /** Words for a Better Auth client error (never raw JSON). */

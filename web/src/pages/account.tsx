@@ -5,6 +5,7 @@ import { useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { api, data, errorText } from '../api'
 import { authClient, authErrorText } from '../auth'
+import { apiKeyAuth, passkeyAuth } from '../auth-extras'
 import { Button, ErrorState, Field, Loading, NewPasswordField, Notice } from '../ui'
 
 /** A Better Auth client result as data, or an error with its words. */
@@ -202,21 +203,21 @@ function ChangePassword() {
 }
 
 function Passkeys() {
-  const passkeys = authClient.useListPasskeys()
+  const passkeys = passkeyAuth.useListPasskeys()
   const [error, setError] = useState('')
   const [busy, setBusy] = useState(false)
   const { register, handleSubmit, reset } = useForm<{ name: string }>({ defaultValues: { name: 'This device' } })
   const add = handleSubmit(async (v) => {
     setError('')
     setBusy(true)
-    const result = await authClient.passkey.addPasskey({ name: v.name.trim() || 'Passkey' })
+    const result = await passkeyAuth.passkey.addPasskey({ name: v.name.trim() || 'Passkey' })
     setBusy(false)
     if (result?.error) return setError(authErrorText(result.error))
     reset()
   })
   const remove = async (id: string) => {
     setError('')
-    const { error } = await authClient.passkey.deletePasskey({ id })
+    const { error } = await passkeyAuth.passkey.deletePasskey({ id })
     if (error) setError(authErrorText(error))
   }
   return (
@@ -254,14 +255,14 @@ function ApiKeys() {
   const keys = useQuery({
     queryKey: ['api-keys'],
     queryFn: async () => {
-      const listed = (await ok(authClient.apiKey.list())) as unknown as ApiKey[] | { apiKeys?: ApiKey[] }
+      const listed = (await ok(apiKeyAuth.apiKey.list())) as unknown as ApiKey[] | { apiKeys?: ApiKey[] }
       return Array.isArray(listed) ? listed : (listed.apiKeys ?? [])
     },
   })
   const [created, setCreated] = useState('')
   const form = useForm<{ name: string }>()
   const create = useMutation({
-    mutationFn: (name: string) => ok(authClient.apiKey.create({ name })),
+    mutationFn: (name: string) => ok(apiKeyAuth.apiKey.create({ name })),
     onSuccess: (k) => {
       setCreated((k as { key: string }).key)
       form.reset()
@@ -269,7 +270,7 @@ function ApiKeys() {
     },
   })
   const remove = useMutation({
-    mutationFn: (keyId: string) => ok(authClient.apiKey.delete({ keyId })),
+    mutationFn: (keyId: string) => ok(apiKeyAuth.apiKey.delete({ keyId })),
     onSettled: () => void queryClient.invalidateQueries({ queryKey: ['api-keys'] }),
   })
   return (

@@ -3,6 +3,7 @@ import { useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { Link, useSearchParams } from 'react-router'
 import { authClient, authErrorText, useAfterSignIn } from '../auth'
+import { passkeyAuth } from '../auth-extras'
 import { Button, Field, Notice } from '../ui'
 
 type Method = 'password' | 'link' | 'code' | 'passkey'
@@ -171,7 +172,7 @@ function PasskeyButton() {
   const go = async () => {
     setBusy(true)
     setError('')
-    const result = await authClient.signIn.passkey()
+    const result = await passkeyAuth.signIn.passkey()
     setBusy(false)
     if (result?.error) return setError(authErrorText(result.error))
     await signedIn(next)
