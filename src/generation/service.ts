@@ -169,7 +169,7 @@ export function createGenerationService(deps: GenerationDeps) {
       .notify?.()?.(job.userId, 'generation', {
         title: 'Your image is ready',
         body: String((job.input as { prompt?: string }).prompt ?? '').slice(0, 120),
-        url: `${config.baseUrl}/api/generate/${job.id}`,
+        url: resultPage(config.baseUrl, job),
       })
       .catch((err) => log.warn({ err, jobId: job.id }, 'notification failed'))
     return stored.image.id
@@ -193,7 +193,7 @@ export function createGenerationService(deps: GenerationDeps) {
         .notify?.()?.(job.userId, 'generation', {
           title: 'Image generation failed',
           body: error?.message ?? 'failed',
-          url: `${config.baseUrl}/api/generate/${job.id}`,
+          url: resultPage(config.baseUrl, job),
         })
         .catch((err) => log.warn({ err, jobId: job.id }, 'notification failed'))
     }
@@ -251,3 +251,8 @@ export function createGenerationService(deps: GenerationDeps) {
 }
 
 export type GenerationService = ReturnType<typeof createGenerationService>
+
+/** Where a generation's notification leads: the console's page of its device (or the device list). */
+function resultPage(baseUrl: string, job: { deviceId: string | null }): string {
+  return job.deviceId ? `${baseUrl}/devices/${job.deviceId}` : `${baseUrl}/`
+}

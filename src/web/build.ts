@@ -54,7 +54,10 @@ export async function ensureConsoleBuilt(log: (line: string) => void = () => {})
   const lockPath = join(webRoot, '.build-lock')
   const deadline = Date.now() + 180_000
   for (;;) {
-    const lock = await open(lockPath, 'wx').catch(() => undefined)
+    const lock = await open(lockPath, 'wx').catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'EEXIST') return undefined
+      throw new Error(`cannot build the web console in ${webRoot}: ${err.message}`)
+    })
     if (lock) {
       await lock.close()
       break

@@ -80,7 +80,7 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions) 
   // Files Vite copies from web/public keep their names: revalidated, never immutable.
   for (const name of ['favicon.svg', 'sw.js', 'manifest.webmanifest']) {
     app.get(`/${name}`, { config: { auth: 'none' }, schema: { hide: true } }, (_req, reply) =>
-      reply.sendFile(name, { maxAge: 0 }).header('cache-control', 'no-cache'),
+      reply.header('cache-control', 'no-cache').sendFile(name, { cacheControl: false }),
     )
   }
 

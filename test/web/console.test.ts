@@ -365,9 +365,8 @@ t.test('in Chromium', { skip }, async (t) => {
     await checkScreen(t, b.page, 'device-member')
   })
 
-  t.test('the QR link a frame shows leads, through sign-in, to pairing it', async (t) => {
+  t.test('the QR link a frame shows leads a newcomer, through creating an account, to pairing it', async (t) => {
     const email = uniqueEmail('console-qr')
-    await signUp(makeClient(svc.url).client, email)
     const init = (await (
       await fetch(`${svc.url}/api/device/init`, {
         method: 'POST',
@@ -384,10 +383,14 @@ t.test('in Chromium', { skip }, async (t) => {
       new RegExp(`next=/pair\\?userCode=${init.userCode}$`),
       'signed out: sign in first, then back to pairing',
     )
+    // No account yet: create one on the way, and come back to the frame.
+    await page.getByRole('link', { name: 'Create an account' }).click()
+    await page.getByLabel('Name').fill('Newcomer')
     await page.getByLabel('E-mail').fill(email)
     await page.getByRole('textbox', { name: 'Password' }).fill(PASSWORD)
-    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('button', { name: 'Create account' }).click()
     await page.getByText('You scanned a frame’s QR code').waitFor()
+    t.pass('after creating the account, back on the pairing screen with the code')
     t.equal(await page.getByLabel('Code on the frame').count(), 0, 'no code to type')
     await page.getByLabel('Name').fill('Study')
     await page.getByRole('button', { name: 'Pair' }).click()

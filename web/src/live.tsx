@@ -9,6 +9,7 @@ import { createContext, type ReactNode, useContext, useEffect, useMemo, useRef, 
 
 export type Presence = { online: boolean; since?: string | null; reason?: string | null }
 type Store = {
+  connect(): () => void
   watch(deviceIds: readonly string[]): () => void
   presence(deviceId: string): Presence | undefined
   subscribe(listener: () => void): () => void
@@ -47,30 +48,42 @@ export function LiveProvider({ children }: { children: ReactNode }) {
         void queryClient.invalidateQueries({ queryKey: ['devices'] })
       }
     }
-    // The MQTT library is loaded after the first screen has rendered (it is a third of the bundle).
-    void import('mqtt').then(({ default: mqtt }) => {
-      const url = `${window.location.protocol === 'https:' ? 'wss' : 'ws'}://${window.location.host}/mqtt`
-      const client = mqtt.connect(url, {
-        username: 'user',
-        clientId: `console-${crypto.randomUUID().slice(0, 12)}`,
-        clean: true,
-        protocolVersion: 4,
-        reconnectPeriod: 3000,
+    /** Connects (once mounted, so StrictMode's double render opens no second client); returns the cleanup. */
+    const connect = () => {
+      let cancelled = false
+      // The MQTT library is loaded after the first screen has rendered (it is half of the first load).
+      void import('mqtt').then(({ default: mqtt }) => {
+        if (cancelled) return
+        const url = `${window.location.protocol === 'https:' ? 'wss' : 'ws'}://${window.location.host}/mqtt`
+        const client = mqtt.connect(url, {
+          username: 'user',
+          clientId: `console-${crypto.randomUUID().slice(0, 12)}`,
+          clean: true,
+          protocolVersion: 4,
+          reconnectPeriod: 3000,
+        })
+        clientRef.current = client
+        client.on('connect', () => {
+          isConnected = true
+          const all = [...watched.keys()].flatMap(topics)
+          if (all.length) client.subscribe(all, { qos: 0 })
+          notify()
+        })
+        client.on('close', () => {
+          isConnected = false
+          notify()
+        })
+        client.on('message', onMessage)
       })
-      clientRef.current = client
-      client.on('connect', () => {
-        isConnected = true
-        const all = [...watched.keys()].flatMap(topics)
-        if (all.length) client.subscribe(all, { qos: 0 })
-        notify()
-      })
-      client.on('close', () => {
+      return () => {
+        cancelled = true
+        clientRef.current?.end(true)
+        clientRef.current = null
         isConnected = false
-        notify()
-      })
-      client.on('message', onMessage)
-    })
+      }
+    }
     return {
+      connect,
       watch(ids) {
         const added: string[] = []
         for (const id of ids) {
@@ -99,7 +112,7 @@ export function LiveProvider({ children }: { children: ReactNode }) {
       connected: () => isConnected,
     }
   }, [queryClient])
-  useEffect(() => () => void clientRef.current?.end(true), [])
+  useEffect(() => store.connect(), [store])
   return <LiveContext.Provider value={store}>{children}</LiveContext.Provider>
 }
 

@@ -27,6 +27,8 @@ const router = createBrowserRouter([
         element: <RequireSession />,
         children: [
           { path: '/', element: <DevicesPage /> },
+          // Notifications about several devices link here.
+          { path: '/devices', element: <DevicesPage /> },
           { path: '/pair', lazy: async () => ({ Component: (await import('./pages/pair')).PairPage }) },
           { path: '/devices/:id', lazy: async () => ({ Component: (await import('./pages/device')).DevicePage }) },
           { path: '/account', lazy: async () => ({ Component: (await import('./pages/account')).AccountPage }) },

@@ -55,6 +55,8 @@ export function AdminPage() {
   const { register, handleSubmit } = useForm<{ q: string }>()
   if (session?.user.role !== 'admin') return <ErrorState error={new Error('This page is for administrators.')} />
   const list = (users.data?.users ?? []) as AdminUser[]
+  // The user whose details are open, while the current search still lists them.
+  const openUser = list.find((u) => u.id === open)
   return (
     <>
       <h1>Administration</h1>
@@ -129,7 +131,7 @@ export function AdminPage() {
           </table>
         ) : null}
       </section>
-      {open ? <UserDetail user={list.find((u) => u.id === open)!} /> : null}
+      {openUser ? <UserDetail user={openUser} /> : null}
     </>
   )
 }

@@ -2,7 +2,7 @@
 // its progress until the frame shows it, a photo to send, commands and their acknowledgement,
 // rename, disconnect, delete, and its event log.
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { useEffect, useState } from 'react'
+import { useEffect, useRef, useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { Link, useNavigate, useParams } from 'react-router'
 import { api, data, type Device, errorText, imageUrl, type Job } from '../api'
@@ -84,6 +84,13 @@ function Generate({ device }: { device: Device }) {
   const models = useQuery({ queryKey: ['models'], queryFn: async () => data(await api.GET('/api/models')).models ?? [] })
   const credits = useQuery({ queryKey: ['credits'], queryFn: async () => data(await api.GET('/api/credits')) })
   const [job, setJob] = useState<Job | null>(null)
+  const mounted = useRef(true)
+  useEffect(
+    () => () => {
+      mounted.current = false
+    },
+    [],
+  )
   const [onFrame, setOnFrame] = useState(false)
   const [error, setError] = useState('')
   const { register, handleSubmit, formState } = useForm<{ text: string; model: string }>({ defaultValues: { text: '', model: 'local' } })
@@ -99,7 +106,8 @@ function Generate({ device }: { device: Device }) {
       setJob(current)
       void queryClient.invalidateQueries({ queryKey: ['credits'] })
       // Start, then poll: the job's progress, then the frame's report that it shows the result.
-      while (current.status === 'queued' || current.status === 'running') {
+      // At most ten minutes, and not after the page is left.
+      for (let i = 0; (current.status === 'queued' || current.status === 'running') && i < 600 && mounted.current; i++) {
         await sleep(1000)
         current = data(await api.GET('/api/generate/{id}', { params: { path: { id: current.id } } }))
         setJob(current)
@@ -110,7 +118,7 @@ function Generate({ device }: { device: Device }) {
         return
       }
       const imageId = current.result.imageId
-      for (let i = 0; i < 120; i++) {
+      for (let i = 0; i < 120 && mounted.current; i++) {
         const d = data(await api.GET('/api/device/{id}', { params: { path: { id: device.id } } }))
         queryClient.setQueryData(['device', device.id], d)
         if (d.status?.shownImageId === imageId) {
@@ -173,7 +181,8 @@ function SendPhoto({ device }: { device: Device }) {
       const form = new FormData()
       form.append('file', f)
       const up = await fetch('/api/upload', { method: 'POST', body: form, credentials: 'same-origin' })
-      const body = (await up.json()) as { key?: string; message?: string }
+      // A proxy in front may answer with a page, not JSON: its status is what can be said then.
+      const body = (await up.json().catch(() => ({}))) as { key?: string; message?: string }
       if (!up.ok || !body.key) throw new Error(body.message ?? `The upload failed (${up.status})`)
       return data(await api.POST('/api/upload/send', { body: { key: body.key, deviceId: device.id } }))
     },

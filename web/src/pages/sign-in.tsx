@@ -14,15 +14,20 @@ const methods: Array<[Method, string]> = [
   ['passkey', 'Passkey'],
 ]
 
-/** Where to go after signing in: only a path of this console. */
-function useNext(): string {
+/** Where to go after signing in (`?next=`): only a path of this console, anything else is /. */
+export function useNext(): string {
   const [params] = useSearchParams()
   const next = params.get('next') ?? '/'
-  return next.startsWith('/') && !next.startsWith('//') ? next : '/'
+  if (!next.startsWith('/') || next.includes('\\')) return '/'
+  const url = new URL(next, window.location.origin)
+  return url.origin === window.location.origin ? `${url.pathname}${url.search}` : '/'
 }
 
 export function SignInPage() {
   const [method, setMethod] = useState<Method>('password')
+  const next = useNext()
+  // Creating an account on the way (from a QR link, an invitation) comes back to the same place.
+  const carry = next === '/' ? '' : `?next=${encodeURIComponent(next)}`
   return (
     <div className="card narrow">
       <h1>Sign in</h1>
@@ -49,7 +54,7 @@ export function SignInPage() {
         {method === 'passkey' ? <PasskeyButton /> : null}
       </div>
       <p>
-        New here? <Link to="/signup">Create an account</Link> · <Link to="/forgot-password">Forgot your password?</Link>
+        New here? <Link to={`/signup${carry}`}>Create an account</Link> · <Link to="/forgot-password">Forgot your password?</Link>
       </p>
     </div>
   )

@@ -3,11 +3,13 @@ import { useForm } from 'react-hook-form'
 import { Link } from 'react-router'
 import { authClient, authErrorText, useAfterSignIn } from '../auth'
 import { Button, Field, NewPasswordField, Notice } from '../ui'
+import { useNext } from './sign-in'
 
 type Values = { name: string; email: string; password: string }
 
 export function SignUpPage() {
   const signedIn = useAfterSignIn()
+  const next = useNext()
   const [error, setError] = useState('')
   const { register, handleSubmit, formState } = useForm<Values>()
   const submit = handleSubmit(async (v) => {
@@ -16,10 +18,10 @@ export function SignUpPage() {
       name: v.name,
       email: v.email,
       password: v.password,
-      callbackURL: `${window.location.origin}/`,
+      callbackURL: `${window.location.origin}${next}`,
     })
     if (error) return setError(authErrorText(error))
-    await signedIn('/')
+    await signedIn(next)
   })
   return (
     <div className="card narrow">
@@ -48,7 +50,7 @@ export function SignUpPage() {
         </Button>
       </form>
       <p>
-        Have an account? <Link to="/signin">Sign in</Link>
+        Have an account? <Link to={next === '/' ? '/signin' : `/signin?next=${encodeURIComponent(next)}`}>Sign in</Link>
       </p>
     </div>
   )
