@@ -13,6 +13,13 @@ export const authClient = createAuthClient({
   plugins: [organizationClient({ teams: { enabled: true } }), adminClient(), magicLinkClient(), emailOTPClient(), multiSessionClient()],
 })
 
+/** A Better Auth client result as data, or an Error with its words (and the HTTP status, for the session gate). */
+export async function authData<T>(p: Promise<{ data: T | null; error: { message?: string; status?: number } | null }>): Promise<T> {
+  const { data, error } = await p
+  if (error) throw Object.assign(new Error(authErrorText(error)), { status: error.status })
+  return data as T
+}
+
 /** Words for a Better Auth client error (never raw JSON). */
 export function authErrorText(error: { message?: string; statusText?: string; status?: number } | null | undefined): string {
   if (!error) return ''

@@ -59,6 +59,24 @@ export function Button(props: {
   )
 }
 
+/** A table's header row: these columns, then one for the row's buttons (named for screen readers). */
+export function TableHead({ columns }: { columns: string[] }) {
+  return (
+    <thead>
+      <tr>
+        {columns.map((c) => (
+          <th key={c} scope="col">
+            {c}
+          </th>
+        ))}
+        <th scope="col">
+          <span className="skip">Actions</span>
+        </th>
+      </tr>
+    </thead>
+  )
+}
+
 export function Loading({ what }: { what: string }) {
   return (
     <p className="state loading" role="status">

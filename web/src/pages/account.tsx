@@ -4,29 +4,22 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { api, data, errorText } from '../api'
-import { authClient, authErrorText } from '../auth'
+import { authClient, authData, authErrorText } from '../auth'
 import { apiKeyAuth, passkeyAuth } from '../auth-extras'
-import { Button, ErrorState, Field, Loading, NewPasswordField, Notice } from '../ui'
-
-/** A Better Auth client result as data, or an error with its words. */
-async function ok<T>(p: Promise<{ data: T | null; error: { message?: string; status?: number } | null }>): Promise<T> {
-  const { data, error } = await p
-  if (error || data === null) throw Object.assign(new Error(authErrorText(error)), { status: error?.status })
-  return data
-}
+import { Button, ErrorState, Field, Loading, NewPasswordField, Notice, TableHead } from '../ui'
 
 export function AccountPage() {
   const { data: session } = authClient.useSession()
   const queryClient = useQueryClient()
-  const sessions = useQuery({ queryKey: ['sessions'], queryFn: () => ok(authClient.listSessions()) })
+  const sessions = useQuery({ queryKey: ['sessions'], queryFn: () => authData(authClient.listSessions()) })
   const profile = useForm<{ name: string }>({ values: { name: session?.user.name ?? '' } })
-  const rename = useMutation({ mutationFn: (name: string) => ok(authClient.updateUser({ name })) })
+  const rename = useMutation({ mutationFn: (name: string) => authData(authClient.updateUser({ name })) })
   const revoke = useMutation({
-    mutationFn: (token: string) => ok(authClient.revokeSession({ token })),
+    mutationFn: (token: string) => authData(authClient.revokeSession({ token })),
     onSettled: () => void queryClient.invalidateQueries({ queryKey: ['sessions'] }),
   })
   const revokeOthers = useMutation({
-    mutationFn: () => ok(authClient.revokeOtherSessions()),
+    mutationFn: () => authData(authClient.revokeOtherSessions()),
     onSettled: () => void queryClient.invalidateQueries({ queryKey: ['sessions'] }),
   })
   if (!session) return null
@@ -62,15 +55,7 @@ export function AccountPage() {
         {revoke.isError ? <Notice kind="error">{revoke.error.message}</Notice> : null}
         {sessions.data ? (
           <table>
-            <thead>
-              <tr>
-                <th scope="col">Browser or app</th>
-                <th scope="col">Signed in</th>
-                <th scope="col">
-                  <span className="skip">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <TableHead columns={['Browser or app', 'Signed in']} />
             <tbody>
               {sessions.data.map((s) => (
                 <tr key={s.id}>
@@ -255,14 +240,14 @@ function ApiKeys() {
   const keys = useQuery({
     queryKey: ['api-keys'],
     queryFn: async () => {
-      const listed = (await ok(apiKeyAuth.apiKey.list())) as unknown as ApiKey[] | { apiKeys?: ApiKey[] }
+      const listed = (await authData(apiKeyAuth.apiKey.list())) as unknown as ApiKey[] | { apiKeys?: ApiKey[] }
       return Array.isArray(listed) ? listed : (listed.apiKeys ?? [])
     },
   })
   const [created, setCreated] = useState('')
   const form = useForm<{ name: string }>()
   const create = useMutation({
-    mutationFn: (name: string) => ok(apiKeyAuth.apiKey.create({ name })),
+    mutationFn: (name: string) => authData(apiKeyAuth.apiKey.create({ name })),
     onSuccess: (k) => {
       setCreated((k as { key: string }).key)
       form.reset()
@@ -270,7 +255,7 @@ function ApiKeys() {
     },
   })
   const remove = useMutation({
-    mutationFn: (keyId: string) => ok(apiKeyAuth.apiKey.delete({ keyId })),
+    mutationFn: (keyId: string) => authData(apiKeyAuth.apiKey.delete({ keyId })),
     onSettled: () => void queryClient.invalidateQueries({ queryKey: ['api-keys'] }),
   })
   return (

@@ -5,14 +5,8 @@ import { useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { useNavigate } from 'react-router'
 import { api, data, errorText } from '../api'
-import { authClient, authErrorText } from '../auth'
-import { Button, Empty, ErrorState, Field, Loading, Notice } from '../ui'
-
-async function ok<T>(p: Promise<{ data: T | null; error: { message?: string; status?: number } | null }>): Promise<T> {
-  const { data, error } = await p
-  if (error) throw Object.assign(new Error(authErrorText(error)), { status: error.status })
-  return data as T
-}
+import { authClient, authData, authErrorText } from '../auth'
+import { Button, Empty, ErrorState, Field, Loading, Notice, TableHead } from '../ui'
 
 type AdminUser = { id: string; email: string; name: string; role?: string | null; banned?: boolean | null; banReason?: string | null }
 
@@ -25,7 +19,7 @@ export function AdminPage() {
   const users = useQuery({
     queryKey: ['admin-users', search],
     queryFn: () =>
-      ok(
+      authData(
         authClient.admin.listUsers({
           query: {
             limit: 50,
@@ -39,12 +33,12 @@ export function AdminPage() {
   })
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['admin-users'] })
   const ban = useMutation({
-    mutationFn: (userId: string) => ok(authClient.admin.banUser({ userId, banReason: 'banned from the console' })),
+    mutationFn: (userId: string) => authData(authClient.admin.banUser({ userId, banReason: 'banned from the console' })),
     onSettled: refresh,
   })
-  const unban = useMutation({ mutationFn: (userId: string) => ok(authClient.admin.unbanUser({ userId })), onSettled: refresh })
+  const unban = useMutation({ mutationFn: (userId: string) => authData(authClient.admin.unbanUser({ userId })), onSettled: refresh })
   const impersonate = useMutation({
-    mutationFn: (userId: string) => ok(authClient.admin.impersonateUser({ userId })),
+    mutationFn: (userId: string) => authData(authClient.admin.impersonateUser({ userId })),
     onSuccess: async () => {
       queryClient.clear()
       await authClient.getSession()
@@ -82,15 +76,7 @@ export function AdminPage() {
         {users.isSuccess && list.length === 0 ? <Empty>No user matches.</Empty> : null}
         {list.length ? (
           <table>
-            <thead>
-              <tr>
-                <th scope="col">User</th>
-                <th scope="col">Role</th>
-                <th scope="col">
-                  <span className="skip">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <TableHead columns={['User', 'Role']} />
             <tbody>
               {list.map((u) => (
                 <tr key={u.id}>
@@ -140,10 +126,10 @@ function UserDetail({ user }: { user: AdminUser }) {
   const queryClient = useQueryClient()
   const sessions = useQuery({
     queryKey: ['admin-sessions', user.id],
-    queryFn: () => ok(authClient.admin.listUserSessions({ userId: user.id })),
+    queryFn: () => authData(authClient.admin.listUserSessions({ userId: user.id })),
   })
   const revoke = useMutation({
-    mutationFn: (sessionToken: string) => ok(authClient.admin.revokeUserSession({ sessionToken })),
+    mutationFn: (sessionToken: string) => authData(authClient.admin.revokeUserSession({ sessionToken })),
     onSettled: () => void queryClient.invalidateQueries({ queryKey: ['admin-sessions', user.id] }),
   })
   const credits = useForm<{ amount: string; note: string }>()

@@ -3,15 +3,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { useForm } from 'react-hook-form'
-import { authClient, authErrorText } from '../auth'
-import { Button, Empty, ErrorState, Field, Loading, Notice } from '../ui'
-
-/** A Better Auth client result as data, or an error with its words. */
-async function ok<T>(p: Promise<{ data: T | null; error: { message?: string; status?: number } | null }>): Promise<T> {
-  const { data, error } = await p
-  if (error) throw Object.assign(new Error(authErrorText(error)), { status: error.status })
-  return data as T
-}
+import { authClient, authData, authErrorText } from '../auth'
+import { Button, Empty, ErrorState, Field, Loading, Notice, TableHead } from '../ui'
 
 const roles = ['member', 'admin', 'owner'] as const
 
@@ -20,7 +13,7 @@ export function OrganizationsPage() {
   const orgs = authClient.useListOrganizations()
   const active = authClient.useActiveOrganization()
   const setActive = useMutation({
-    mutationFn: (organizationId: string | null) => ok(authClient.organization.setActive({ organizationId })),
+    mutationFn: (organizationId: string | null) => authData(authClient.organization.setActive({ organizationId })),
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['devices'] }),
   })
   return (
@@ -104,15 +97,15 @@ function ActiveOrganization() {
   const refresh = () => void active.refetch()
   const updateRole = useMutation({
     mutationFn: (v: { memberId: string; role: string }) =>
-      ok(authClient.organization.updateMemberRole({ memberId: v.memberId, role: v.role as 'member', organizationId: org?.id })),
+      authData(authClient.organization.updateMemberRole({ memberId: v.memberId, role: v.role as 'member', organizationId: org?.id })),
     onSettled: refresh,
   })
   const removeMember = useMutation({
-    mutationFn: (memberIdOrEmail: string) => ok(authClient.organization.removeMember({ memberIdOrEmail, organizationId: org?.id })),
+    mutationFn: (memberIdOrEmail: string) => authData(authClient.organization.removeMember({ memberIdOrEmail, organizationId: org?.id })),
     onSettled: refresh,
   })
   const cancel = useMutation({
-    mutationFn: (invitationId: string) => ok(authClient.organization.cancelInvitation({ invitationId })),
+    mutationFn: (invitationId: string) => authData(authClient.organization.cancelInvitation({ invitationId })),
     onSettled: refresh,
   })
   if (!org) return null
@@ -131,15 +124,7 @@ function ActiveOrganization() {
         ) : null,
       )}
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Member</th>
-            <th scope="col">Role</th>
-            <th scope="col">
-              <span className="skip">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <TableHead columns={['Member', 'Role']} />
         <tbody>
           {org.members.map((m) => (
             <tr key={m.id}>
@@ -253,11 +238,11 @@ function Teams({ organizationId, manages }: { organizationId: string; manages: b
   const queryClient = useQueryClient()
   const teams = useQuery({
     queryKey: ['teams', organizationId],
-    queryFn: () => ok(authClient.organization.listTeams({ query: { organizationId } })),
+    queryFn: () => authData(authClient.organization.listTeams({ query: { organizationId } })),
   })
   const form = useForm<{ name: string }>()
   const create = useMutation({
-    mutationFn: (name: string) => ok(authClient.organization.createTeam({ name, organizationId })),
+    mutationFn: (name: string) => authData(authClient.organization.createTeam({ name, organizationId })),
     onSuccess: () => {
       form.reset()
       void queryClient.invalidateQueries({ queryKey: ['teams', organizationId] })
@@ -294,13 +279,13 @@ function Teams({ organizationId, manages }: { organizationId: string; manages: b
 function MyInvitations() {
   const queryClient = useQueryClient()
   const orgs = authClient.useListOrganizations()
-  const invitations = useQuery({ queryKey: ['my-invitations'], queryFn: () => ok(authClient.organization.listUserInvitations()) })
+  const invitations = useQuery({ queryKey: ['my-invitations'], queryFn: () => authData(authClient.organization.listUserInvitations()) })
   const respond = useMutation({
     mutationFn: async (v: { id: string; accept: boolean; organizationId: string }) => {
-      if (!v.accept) return ok(authClient.organization.rejectInvitation({ invitationId: v.id }))
-      await ok(authClient.organization.acceptInvitation({ invitationId: v.id }))
+      if (!v.accept) return authData(authClient.organization.rejectInvitation({ invitationId: v.id }))
+      await authData(authClient.organization.acceptInvitation({ invitationId: v.id }))
       // Joining is for using its frames: the new organization becomes the active one.
-      return ok(authClient.organization.setActive({ organizationId: v.organizationId }))
+      return authData(authClient.organization.setActive({ organizationId: v.organizationId }))
     },
     onSettled: () => {
       void orgs.refetch()
