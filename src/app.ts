@@ -161,7 +161,7 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
     auth,
     db: database.db,
     docsPath: DOCS_PATH,
-    allowedOrigins: new Set([new URL(config.baseUrl).origin, ...config.trustedOrigins]),
+    allowedOrigins: new Set(config.cookieOrigins),
   })
   // Before any route: the OpenAPI document is collected from routes as they are registered.
   await registerOpenApi(app, { auth })

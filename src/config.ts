@@ -261,6 +261,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     authSecret: e.AUTH_SECRET ?? persistentValue(dataDir, 'auth-secret', () => randomBytes(32).toString('base64url')),
     adminEmails: e.ADMIN_EMAILS.map((s) => s.toLowerCase()),
     trustedOrigins: e.TRUSTED_ORIGINS,
+    /**
+     * Origins whose pages may use the session cookie: this service's and the trusted ones, in the
+     * normal form a browser's Origin header has. Cookie-authenticated HTTP writes and MQTT over
+     * WebSocket both check against it.
+     */
+    cookieOrigins: [baseUrl, ...e.TRUSTED_ORIGINS].flatMap((o) => {
+      try {
+        return [new URL(o).origin]
+      } catch {
+        return []
+      }
+    }),
     /** Fastify `trustProxy`: false (socket address), true, a hop count, or a list of addresses/CIDRs. */
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     smtpUrl: e.SMTP_URL,

@@ -44,6 +44,7 @@ t.test('defaults', async (t) => {
   t.equal(c.authSecret, SECRET)
   t.same(c.adminEmails, [])
   t.same(c.trustedOrigins, [])
+  t.same(c.cookieOrigins, ['http://localhost:3000'], 'only its own pages use the session cookie')
   t.equal(c.trustProxy, false, 'the socket address is used unless a proxy is trusted')
   t.equal(c.smtpUrl, undefined, 'mail goes to the outbox folder by default')
   t.equal(c.mailFrom, 'Display Pairing <no-reply@localhost>')
@@ -240,4 +241,15 @@ t.test('optional services: social providers, S3, SMTP', async (t) => {
   })
   t.equal(c.smtpUrl, 'smtp://127.0.0.1:2525')
   expectConfigError(t, { ...base, SMTP_URL: 'not-a-url' }, /SMTP_URL/)
+})
+
+t.test('cookie origins: the public URL and the trusted origins, in the form an Origin header has', async (t) => {
+  const dir = await tempDir(t)
+  const c = loadConfig({
+    DATA_DIR: dir,
+    AUTH_SECRET: SECRET,
+    BASE_URL: 'https://Frames.Example/app/',
+    TRUSTED_ORIGINS: 'https://app.example/,http://localhost:5173',
+  })
+  t.same(c.cookieOrigins, ['https://frames.example', 'https://app.example', 'http://localhost:5173'])
 })

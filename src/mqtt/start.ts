@@ -67,14 +67,7 @@ export async function startBroker(
     onPresence: deps.onPresence,
     downlink: { ...deps.downlink, seqOf },
     queuedFor: cluster?.queuedFor,
-    // Compared with the upgrade's Origin header, which is always in this normal form.
-    webOrigins: [config.baseUrl, ...config.trustedOrigins].flatMap((o) => {
-      try {
-        return [new URL(o).origin]
-      } catch {
-        return []
-      }
-    }),
+    webOrigins: config.cookieOrigins,
   })
   app.decorate('broker', broker)
   app.decorate('mqttPort', undefined as number | undefined)
