@@ -325,7 +325,7 @@ t.test('a finished generation notifies its owner, unless they switched it off', 
   t.match(done.body, /a paper crane/)
   t.equal(done.url, `${svc.url}/`, 'a job for no device leads to the device list (a device’s job: its page)')
 
-  const failed = await api<{ id: string }>('POST', '/api/generate', carol, { prompt: { text: '!fail on purpose' } })
+  await api('POST', '/api/generate', carol, { prompt: { text: '!fail on purpose' } })
   const failure = message(await push.waitFor('carol-phone', 2, 20_000))
   t.equal(failure.title, 'Image generation failed')
   t.equal(failure.url, `${svc.url}/`)

@@ -5,7 +5,7 @@ import { useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { useNavigate } from 'react-router'
 import { api, data, errorText } from '../api'
-import { authClient, authData, authErrorText } from '../auth'
+import { authClient, authData } from '../auth'
 import { Button, Empty, ErrorState, Field, Loading, Notice, TableHead } from '../ui'
 
 type AdminUser = { id: string; email: string; name: string; role?: string | null; banned?: boolean | null; banReason?: string | null }
