@@ -212,7 +212,8 @@ export function createAuth({ config, db, mailer, redis, log }: AuthDeps) {
         // has proven may take up an invitation sent to it, or see it.
         requireEmailVerificationOnInvitation: true,
         sendInvitationEmail: async ({ id, email, organization: org, inviter, role }) => {
-          const link = `${config.baseUrl}/accept-invitation/${id}`
+          // The console's page for it (web/src/pages/invitation.tsx); /accept-invitation/:id is the same without JavaScript.
+          const link = `${config.baseUrl}/invitations/${id}`
           await mailer.send({
             kind: 'invitation',
             to: email,

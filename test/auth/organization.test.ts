@@ -61,7 +61,7 @@ async function invitationFromMail(t: Tap, email: string) {
   t.ok(mail.link, 'invitation mail has a link')
   const url = new URL(mail.link!)
   t.equal(url.origin, svc.url, 'the link points at the service')
-  t.match(url.pathname, /^\/accept-invitation\/[^/]+$/, 'link is BASE/accept-invitation/<id>')
+  t.match(url.pathname, /^\/invitations\/[^/]+$/, "link is the console's BASE/invitations/<id>")
   t.ok(mail.text.includes(mail.link!), 'the text carries the link')
   return { id: url.pathname.split('/').pop()!, mail }
 }

@@ -1,6 +1,7 @@
 // Organization invitations end to end over SMTP: the invitation mail arrives at a real SMTP
-// server (smtp-server on loopback, SMTP_URL), its link opens /accept-invitation/:id, and the
-// invitee signs in and accepts it there (POST /api/invitations/accept). Only the verified
+// server (smtp-server on loopback, SMTP_URL) with a link to the console's page for it (its
+// journey is in test/web/console.test.ts); the same without JavaScript, /accept-invitation/:id,
+// lets the invitee sign in and accept (POST /api/invitations/accept). Only the verified
 // recipient may accept.
 import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
@@ -30,13 +31,18 @@ async function person(prefix: string, email = uniqueEmail(prefix)): Promise<Pers
   return { client, jar, token, id: userId, email }
 }
 
-async function invite(email: string, role: 'member' | 'admin' = 'member'): Promise<{ id: string; link: string; mail: ReceivedMail }> {
+/** The invitation, the e-mail's link (the console's page) and the page that works without JavaScript. */
+async function invite(
+  email: string,
+  role: 'member' | 'admin' = 'member',
+): Promise<{ id: string; link: string; page: string; mail: ReceivedMail }> {
   const after = smtp.received.length
   const res = await owner.client.organization.inviteMember({ email, role, organizationId: org.id })
   if (res.error) throw new Error(res.error.message)
   const mail = await smtp.waitFor(email, /invited/i, after)
   const link = mail.text.match(/https?:\/\/\S+/)![0]
-  return { id: new URL(link).pathname.split('/').pop()!, link, mail }
+  const id = new URL(link).pathname.split('/').pop()!
+  return { id, link, page: `${svc.url}/accept-invitation/${id}`, mail }
 }
 
 async function page(link: string, jar?: CookieJar) {
@@ -67,10 +73,10 @@ t.test('the invitation mail arrives over SMTP and its link accepts the invitatio
   t.equal(inv.mail.mailFrom, 'pairing@example.test')
   t.equal(inv.mail.headers.get('x-mail-kind'), 'invitation')
   t.match(inv.mail.headers.get('subject'), /You are invited to Frames <b>& Co<\/b>/)
-  t.equal(inv.link, `${svc.url}/accept-invitation/${inv.id}`, 'the link is BASE_URL/accept-invitation/<id>')
+  t.equal(inv.link, `${svc.url}/invitations/${inv.id}`, "the link is the console's BASE_URL/invitations/<id>")
 
   // Opened without a session: the page offers to sign in as the invited address.
-  const anon = await page(inv.link)
+  const anon = await page(inv.page)
   t.equal(anon.status, 200)
   t.match(anon.type, /^text\/html/)
   t.match(anon.html, 'Frames &#60;b&#62;&#38; Co&#60;/b&#62;', 'the organization name is escaped')
@@ -80,13 +86,13 @@ t.test('the invitation mail arrives over SMTP and its link accepts the invitatio
   t.match(anon.html, /sign in with your password/i)
 
   // Signed in (cookie) but the address is not verified yet: the page says so and the API refuses.
-  t.match((await page(inv.link, ivy.jar)).html, /not verified/)
+  t.match((await page(inv.page, ivy.jar)).html, /not verified/)
   const unverified = await accept(inv.id, { token: ivy.token })
   t.equal(unverified.status, 403)
   t.equal(unverified.body.code, 'EMAIL_NOT_VERIFIED')
 
   await verifyByMail(ivy)
-  const ready = await page(inv.link, ivy.jar)
+  const ready = await page(inv.page, ivy.jar)
   t.equal(ready.status, 200)
   t.match(ready.html, /id="accept"/, 'the verified recipient gets the Accept button')
   t.match(ready.html, `Signed in as ${ivy.email}`)
@@ -108,7 +114,7 @@ t.test('the invitation mail arrives over SMTP and its link accepts the invitatio
   const twice = await accept(inv.id, { token: ivy.token })
   t.equal(twice.status, 409)
   t.equal(twice.body.code, 'INVITATION_NOT_PENDING')
-  const after = await page(inv.link, ivy.jar)
+  const after = await page(inv.page, ivy.jar)
   t.equal(after.status, 409)
   t.match(after.html, /already been accepted/)
 })
@@ -121,7 +127,7 @@ t.test('only the invited, verified address may accept', async (t) => {
   const wrong = await accept(inv.id, { token: mallory.token })
   t.equal(wrong.status, 403)
   t.equal(wrong.body.code, 'NOT_INVITATION_RECIPIENT')
-  t.match((await page(inv.link, mallory.jar)).html, /but the invitation is for/)
+  t.match((await page(inv.page, mallory.jar)).html, /but the invitation is for/)
   t.equal((await accept(inv.id, {})).status, 401, 'no session')
   const cross = await accept(inv.id, { jar: mallory.jar, origin: 'https://evil.example' })
   t.equal(cross.status, 403, 'a cookie-carrying request from another site is refused')
@@ -153,7 +159,7 @@ t.test('a newcomer signs in from the page by e-mailed link and accepts', async (
     `/accept-invitation/${inv.id}`,
     'the link leads back to the invitation',
   )
-  const back = await page(inv.link, jar)
+  const back = await page(inv.page, jar)
   t.match(back.html, /id="accept"/, 'signed in, verified by the link, ready to accept')
   const ok = await accept(inv.id, { jar, origin: svc.url })
   t.equal(ok.status, 200)

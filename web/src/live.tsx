@@ -4,7 +4,7 @@
 // password), which the broker accepts only from this service's own pages. New events refresh
 // the queries that show them.
 import { useQueryClient } from '@tanstack/react-query'
-import type { MqttClient } from 'mqtt'
+import mqttClient, { type MqttClient } from 'u8-mqtt/esm/web/v4.js'
 import { createContext, type ReactNode, useContext, useEffect, useMemo, useRef, useSyncExternalStore } from 'react'
 
 export type Presence = { online: boolean; since?: string | null; reason?: string | null }
@@ -18,6 +18,9 @@ type Store = {
 
 const LiveContext = createContext<Store | null>(null)
 
+/** A subscribe or unsubscribe cut short by a dropped connection is made again on the next one. */
+const quietly = (p: Promise<unknown> | undefined) => void p?.catch(() => {})
+
 export function LiveProvider({ children }: { children: ReactNode }) {
   const queryClient = useQueryClient()
   const clientRef = useRef<MqttClient | null>(null)
@@ -30,9 +33,7 @@ export function LiveProvider({ children }: { children: ReactNode }) {
       for (const l of listeners) l()
     }
     const topics = (id: string) => [`devices/${id}/state`, `devices/${id}/events`]
-    const onMessage = (topic: string, payload: Uint8Array) => {
-      const [, id, kind] = topic.split('/')
-      if (!id) return
+    const onMessage = (id: string, kind: string, payload: Uint8Array) => {
       let body: Record<string, unknown>
       try {
         body = JSON.parse(new TextDecoder().decode(payload)) as Record<string, unknown>
@@ -51,33 +52,48 @@ export function LiveProvider({ children }: { children: ReactNode }) {
     /** Connects (once mounted, so StrictMode's double render opens no second client); returns the cleanup. */
     const connect = () => {
       let cancelled = false
-      // The MQTT library is loaded after the first screen has rendered (it is half of the first load).
-      void import('mqtt').then(({ default: mqtt }) => {
-        if (cancelled) return
-        const url = `${window.location.protocol === 'https:' ? 'wss' : 'ws'}://${window.location.host}/mqtt`
-        const client = mqtt.connect(url, {
-          username: 'user',
-          clientId: `console-${crypto.randomUUID().slice(0, 12)}`,
-          clean: true,
-          protocolVersion: 4,
-          reconnectPeriod: 3000,
-        })
-        clientRef.current = client
-        client.on('connect', () => {
+      let socket: WebSocket | undefined
+      const url = `${window.location.protocol === 'https:' ? 'wss' : 'ws'}://${window.location.host}/mqtt`
+      const client = mqttClient({
+        // Called each time the WebSocket opens: a clean session, so the subscriptions are made again.
+        on_live: async (c) => {
+          await c.connect({ client_id: `console-${crypto.randomUUID().slice(0, 12)}`, username: 'user', flags: { clean_start: true } })
           isConnected = true
           const all = [...watched.keys()].flatMap(topics)
-          if (all.length) client.subscribe(all, { qos: 0 })
+          if (all.length) quietly(c.subscribe(all))
           notify()
-        })
-        client.on('close', () => {
+        },
+        on_disconnect: () => {
           isConnected = false
           notify()
-        })
-        client.on('message', onMessage)
+          if (!cancelled) setTimeout(open, 3000)
+        },
+        // A refused or dropped connection is shown as "not live" and retried; nothing to log.
+        on_error: () => {},
+        log_conn: () => {},
       })
+      client.on_topic('devices/:id/:kind', (pkt, { id, kind }) => {
+        if (id && kind) onMessage(id, kind, pkt.payload)
+      })
+      function open() {
+        if (cancelled) return
+        const ws = new WebSocket(url, ['mqtt'])
+        socket = ws
+        let opened = false
+        // The client takes the socket once open; one that never opens is retried here.
+        ws.addEventListener('open', () => {
+          opened = true
+          client.with_websock(ws)
+        })
+        ws.addEventListener('close', () => {
+          if (!opened && !cancelled) setTimeout(open, 3000)
+        })
+      }
+      open()
+      clientRef.current = client
       return () => {
         cancelled = true
-        clientRef.current?.end(true)
+        socket?.close()
         clientRef.current = null
         isConnected = false
       }
@@ -91,7 +107,7 @@ export function LiveProvider({ children }: { children: ReactNode }) {
           watched.set(id, n + 1)
           if (n === 0) added.push(id)
         }
-        if (added.length && clientRef.current?.connected) clientRef.current.subscribe(added.flatMap(topics), { qos: 0 })
+        if (added.length && isConnected) quietly(clientRef.current?.subscribe(added.flatMap(topics)))
         return () => {
           const gone: string[] = []
           for (const id of ids) {
@@ -101,7 +117,7 @@ export function LiveProvider({ children }: { children: ReactNode }) {
               gone.push(id)
             } else watched.set(id, n)
           }
-          if (gone.length && clientRef.current?.connected) clientRef.current.unsubscribe(gone.flatMap(topics))
+          if (gone.length && isConnected) quietly(clientRef.current?.unsubscribe(gone.flatMap(topics)))
         }
       },
       presence: (id) => presence.get(id),

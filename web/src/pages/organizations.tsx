@@ -4,6 +4,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { authClient, authData, authErrorText } from '../auth'
+import { answerInvitation } from '../invitations'
 import { Button, Empty, ErrorState, Field, Loading, Notice, TableHead } from '../ui'
 
 const roles = ['member', 'admin', 'owner'] as const
@@ -281,12 +282,7 @@ function MyInvitations() {
   const orgs = authClient.useListOrganizations()
   const invitations = useQuery({ queryKey: ['my-invitations'], queryFn: () => authData(authClient.organization.listUserInvitations()) })
   const respond = useMutation({
-    mutationFn: async (v: { id: string; accept: boolean; organizationId: string }) => {
-      if (!v.accept) return authData(authClient.organization.rejectInvitation({ invitationId: v.id }))
-      await authData(authClient.organization.acceptInvitation({ invitationId: v.id }))
-      // Joining is for using its frames: the new organization becomes the active one.
-      return authData(authClient.organization.setActive({ organizationId: v.organizationId }))
-    },
+    mutationFn: answerInvitation,
     onSettled: () => {
       void orgs.refetch()
       void queryClient.invalidateQueries({ queryKey: ['my-invitations'] })
