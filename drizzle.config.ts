@@ -13,6 +13,7 @@ export default defineConfig({
     './src/settings/tables.ts',
     './src/notifications/tables.ts',
     './src/downlink/tables.ts',
+    './src/schedules/tables.ts',
   ],
   out: './migrations',
 })

@@ -51,6 +51,11 @@ import { createUploadService } from './uploads/service.js'
 import { createUploadSender } from './uploads/send.js'
 import { invitationRoutes } from './invitations/routes.js'
 import { consoleRoutes } from './web/routes.js'
+import { createPlaylistService } from './schedules/playlists.js'
+import { playlistItemInputSchema, playlistRecordSchema, scheduleRecordSchema } from './schedules/records.js'
+import { scheduleRoutes } from './schedules/routes.js'
+import { createScheduler } from './schedules/scheduler.js'
+import { createScheduleService } from './schedules/service.js'
 import { webDist } from './web/build.js'
 
 declare module 'fastify' {
@@ -74,7 +79,12 @@ declare module 'fastify' {
   }
 }
 
-export async function buildApp(config: Config): Promise<FastifyInstance> {
+export type AppOptions = {
+  /** The time the scheduler goes by: tests and the benchmark move it instead of waiting. */
+  clock?: () => Date
+}
+
+export async function buildApp(config: Config, opts: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: config.logLevel },
     // Fastify also accepts a hop count at runtime; its typings omit it.
@@ -84,7 +94,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
   })
   closeUnusedConnectionsOnClose(app.server)
   try {
-    await assemble(app, config)
+    await assemble(app, config, opts)
   } catch (err) {
     // Whatever was opened before the failure (database, Redis, broker) is closed again.
     await app.close().catch(() => {})
@@ -93,7 +103,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
   return app
 }
 
-async function assemble(app: FastifyInstance, config: Config): Promise<void> {
+async function assemble(app: FastifyInstance, config: Config, opts: AppOptions): Promise<void> {
   const errorHandling = installErrorHandling(app)
   const handlers = trackHandlers(app)
   const shared = [
@@ -108,6 +118,9 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
     generationRequestSchema,
     generationResultSchema,
     generationResponseSchema,
+    playlistItemInputSchema,
+    playlistRecordSchema,
+    scheduleRecordSchema,
   ]
   for (const schema of shared) app.addSchema(schema)
   installSchemaCompilers(app, shared)
@@ -274,6 +287,25 @@ async function assemble(app: FastifyInstance, config: Config): Promise<void> {
   // Unfinished jobs (from before a restart too) are picked up once the app is ready.
   app.addHook('onReady', async () => generation.start())
   producers.push(() => generation.close())
+  // Playlists and day plans: the scheduler sends what a schedule says, when it says it.
+  const clock = opts.clock ?? (() => new Date())
+  const playlists = createPlaylistService({ db: database.db, storage, minSeconds: config.schedule.minSeconds })
+  const schedules = createScheduleService({
+    db: database.db,
+    storage,
+    link,
+    baseUrl: config.baseUrl,
+    devices,
+    generation: () => generation,
+    notify: (userId, message) => notifications.notifier.notifyUser(userId, 'generation', message),
+    clock,
+    poke: () => scheduler.poke(),
+  })
+  const scheduler = createScheduler({ db: database.db, clock, fire: schedules.fire, log: app.log, tickMs: config.schedule.tickMs })
+  app.decorate('scheduler', scheduler)
+  await app.register(scheduleRoutes, { playlists, schedules })
+  app.addHook('onReady', async () => scheduler.start())
+  producers.push(() => scheduler.close())
   // A revocation on any instance clears every instance's cache: each then closes the MQTT
   // connections of apps whose session it ended.
   sessionCache.onClear(

@@ -72,6 +72,8 @@ const envSchema = z.object({
   GENERATION_POLL_BASE_MS: z.coerce.number().int().min(10).default(500),
   GENERATION_POLL_MAX_MS: z.coerce.number().int().min(10).default(10_000),
   GENERATION_TICK_MS: z.coerce.number().int().min(10).default(250),
+  SCHEDULE_MIN_SECONDS: z.coerce.number().int().min(1).max(86400).default(60),
+  SCHEDULE_TICK_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   LOCAL_PROVIDER_DURATION_MS: z.coerce.number().int().min(0).max(600_000).default(1500),
   REPLICATE_API_TOKEN: z.string().optional(),
   REPLICATE_BASE_URL: providerBaseUrl('https://api.replicate.com'),
@@ -288,6 +290,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : undefined,
     imageProvider: e.IMAGE_PROVIDER,
     providers,
+    schedule: {
+      /** The shortest time per playlist item (tests and demos lower it). */
+      minSeconds: e.SCHEDULE_MIN_SECONDS,
+      /** Longest wait between two looks for due turns. */
+      tickMs: e.SCHEDULE_TICK_MS,
+    },
     generation: {
       /** Seconds a job may take before it fails with TIMEOUT (and is refunded). */
       timeoutSeconds: e.GENERATION_TIMEOUT,

@@ -50,6 +50,13 @@ export const ERRORS = {
   JOB_NOT_FOUND: { status: 404, message: 'Generation job not found' },
   JOB_FINISHED: { status: 409, message: 'The job has already finished' },
 
+  // Playlists and schedules
+  PLAYLIST_NOT_FOUND: { status: 404, message: 'Playlist not found' },
+  PLAYLIST_ITEM_NOT_FOUND: { status: 404, message: 'No such item in this playlist' },
+  PLAYLIST_FULL: { status: 409, message: 'A playlist holds at most 500 items' },
+  PLAYLIST_IN_USE: { status: 409, message: "The playlist is in a device's schedule; change the schedule first" },
+  SCHEDULE_NOT_FOUND: { status: 404, message: 'This device has no schedule' },
+
   // Images, uploads and stored files
   INVALID_DISPLAY_PROFILE: { status: 400, message: 'The display profile is not valid' },
   EMPTY_FILE: { status: 400, message: 'The file is empty' },

@@ -19,6 +19,7 @@ import * as creditTables from '../credits/tables.js'
 import * as settingTables from '../settings/tables.js'
 import * as notificationTables from '../notifications/tables.js'
 import * as downlinkTables from '../downlink/tables.js'
+import * as scheduleTables from '../schedules/tables.js'
 
 const schema = {
   ...authTables,
@@ -31,6 +32,7 @@ const schema = {
   ...settingTables,
   ...notificationTables,
   ...downlinkTables,
+  ...scheduleTables,
 }
 
 type Schema = typeof schema

@@ -32,7 +32,9 @@ import {
 import { randomUUID } from 'node:crypto'
 import type { ClaimInput, CodeInput, InitInput } from './inputs.js'
 import type { DeviceLink } from './sessions.js'
-import { type CommandMessage, type ConfigMessage, deviceTopics } from '../mqtt/contract.js'
+import { type CommandMessage, type ConfigMessage, deviceTopics, type ScheduleInfo } from '../mqtt/contract.js'
+import { findSchedule } from '../schedules/repository.js'
+import { scheduleInfo } from '../schedules/wire.js'
 import type { DeviceCommandName, DeviceInfo } from './tables.js'
 
 /** Failed code submissions allowed per user (and per record) in the window below. */
@@ -308,8 +310,11 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
     return updated
   }
 
-  /** The retained desired config on devices/{id}/config. */
-  async function publishConfig(dev: DeviceRow) {
+  /**
+   * The retained desired config on devices/{id}/config, with the device's schedule as the
+   * scheduler last worked it out (or as given, by the scheduler itself).
+   */
+  async function publishConfig(dev: DeviceRow, schedule?: ScheduleInfo | null) {
     const config = {
       version: dev.desiredConfigVersion,
       name: dev.name,
@@ -317,8 +322,15 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
       color: dev.color,
       icon: dev.icon,
       display: dev.display,
+      schedule: schedule !== undefined ? schedule : scheduleInfo(await findSchedule(db, dev.id)),
     } satisfies ConfigMessage
     await link.publish(dev.id, 'config', config, { retain: true })
+  }
+
+  /** A new desired config (the version goes up: out of sync until the device reports it), published. */
+  async function refreshConfig(dev: DeviceRow, schedule?: ScheduleInfo | null) {
+    const updated = await setDesiredState(db, dev.id, { bumpConfig: true })
+    if (updated) await publishConfig(updated, schedule)
   }
 
   async function sendCommand(userId: string, deviceId: string, command: DeviceCommandName, args: Record<string, unknown>) {
@@ -339,7 +351,7 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
 
   const sweep = () => expireStaleDeviceInits(db, new Date())
 
-  return { init, claim, deny, poll, disconnect, remove, patch, sendCommand, publishConfig, sweep }
+  return { init, claim, deny, poll, disconnect, remove, patch, sendCommand, publishConfig, refreshConfig, sweep }
 }
 
 export type DeviceService = ReturnType<typeof createDeviceService>

@@ -55,7 +55,7 @@ export async function deliverImage(
   deviceId: string,
   profile: DisplayProfile,
   stored: StoredImage,
-  by: { userId: string; jobId?: string | null },
+  by: { userId: string; jobId?: string | null; scheduled?: { playlistId: string; itemId: string } },
 ): Promise<ImageMessage> {
   const message = await imageMessage(deps, profile, stored)
   const dev = await setDesiredState(deps.db, deviceId, { imageId: stored.image.id })
@@ -64,7 +64,12 @@ export async function deliverImage(
     deviceId,
     userId: by.userId,
     organizationId: dev?.organizationId,
-    data: { imageId: stored.image.id, format: message.format, jobId: by.jobId ?? null },
+    data: {
+      imageId: stored.image.id,
+      format: message.format,
+      jobId: by.jobId ?? null,
+      ...(by.scheduled ? { scheduled: by.scheduled } : {}),
+    },
   })
   await deps.link.publish(deviceId, 'image', message)
   return message

@@ -92,6 +92,18 @@ export type ConfigMessage = {
   color?: string | null
   icon?: string | null
   display?: WireDisplay
+  /** The device's day plan, when it has one: when to sleep, and until when nothing will change. */
+  schedule?: ScheduleInfo | null
+}
+
+/** In the config: the sleep windows (local times in `timeZone`) and the next scheduled change, so battery firmware can sleep until then. */
+export type ScheduleInfo = {
+  timeZone: string
+  sleep: Array<{ from: string; to: string }>
+  /** When what the device shows (or whether it sleeps) next changes; null when nothing is planned. */
+  nextChangeAt: string | null
+  /** Set while a sleep window lasts: nothing is sent before then. */
+  sleepingUntil: string | null
 }
 
 /** devices/{id}/cmd: a command to carry out and acknowledge with its commandId. */

@@ -120,6 +120,8 @@ async function copyTree(from: string, to: string): Promise<void> {
 
 export type StartOptions = {
   env?: Record<string, string>
+  /** The scheduler's clock (tests move it instead of waiting). */
+  clock?: () => Date
   /** Reuse a data folder and database (to restart the "same" service). */
   reuse?: { dataDir: string; databaseUrl?: string; redisPrefix?: string }
 }
@@ -154,7 +156,7 @@ export async function startApp(t: Tap, opts: StartOptions = {}): Promise<TestApp
     env.PORT = String(port)
     env.BASE_URL = baseUrl ?? `http://127.0.0.1:${port}`
     const config = loadConfig(env)
-    const app = await buildApp(config)
+    const app = await buildApp(config, { clock: opts.clock })
     let closed = false
     const close = async () => {
       if (closed) return

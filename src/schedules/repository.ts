@@ -1,0 +1,185 @@
+import { and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm'
+import { member } from '../db/schema.js'
+import { rowsOf, type Executor } from '../db/client.js'
+import { deviceSchedule, playlist, playlistItem, type ScheduleCurrent } from './tables.js'
+
+export type PlaylistRow = typeof playlist.$inferSelect
+export type PlaylistItemRow = typeof playlistItem.$inferSelect
+export type ScheduleRow = typeof deviceSchedule.$inferSelect
+
+export async function findPlaylist(db: Executor, id: string): Promise<PlaylistRow | undefined> {
+  const [row] = await db.select().from(playlist).where(eq(playlist.id, id)).limit(1)
+  return row
+}
+
+export async function findPlaylists(db: Executor, ids: string[]): Promise<PlaylistRow[]> {
+  return ids.length ? db.select().from(playlist).where(inArray(playlist.id, ids)) : []
+}
+
+/** The user's own playlists and those of every organization they are a member of, newest first. */
+export async function listPlaylists(db: Executor, userId: string, limit: number): Promise<PlaylistRow[]> {
+  const orgs = db.select({ id: member.organizationId }).from(member).where(eq(member.userId, userId))
+  return db
+    .select()
+    .from(playlist)
+    .where(or(eq(playlist.userId, userId), inArray(playlist.organizationId, orgs)))
+    .orderBy(desc(playlist.createdAt), desc(playlist.id))
+    .limit(limit)
+}
+
+export async function insertPlaylist(db: Executor, row: typeof playlist.$inferInsert): Promise<PlaylistRow> {
+  const [created] = await db.insert(playlist).values(row).returning()
+  return created!
+}
+
+export async function updatePlaylist(
+  db: Executor,
+  id: string,
+  patch: Partial<Pick<PlaylistRow, 'name' | 'mode' | 'itemSeconds'>>,
+): Promise<PlaylistRow | undefined> {
+  const [row] = await db
+    .update(playlist)
+    .set({ ...patch, updatedAt: new Date() })
+    .where(eq(playlist.id, id))
+    .returning()
+  return row
+}
+
+export async function deletePlaylist(db: Executor, id: string): Promise<boolean> {
+  const rows = await db.delete(playlist).where(eq(playlist.id, id)).returning({ id: playlist.id })
+  return rows.length > 0
+}
+
+/** Holds the playlist row until the transaction ends: changes to its items then happen one at a time. */
+export async function lockPlaylist(db: Executor, id: string): Promise<void> {
+  await db.execute(sql`SELECT 1 FROM playlist WHERE id = ${id} FOR UPDATE`)
+}
+
+export async function listItems(db: Executor, playlistId: string): Promise<PlaylistItemRow[]> {
+  return db.select().from(playlistItem).where(eq(playlistItem.playlistId, playlistId)).orderBy(asc(playlistItem.position))
+}
+
+export async function countItems(db: Executor, playlistId: string): Promise<number> {
+  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(playlistItem).where(eq(playlistItem.playlistId, playlistId))
+  return row?.n ?? 0
+}
+
+export async function insertItem(db: Executor, row: typeof playlistItem.$inferInsert): Promise<PlaylistItemRow> {
+  const [created] = await db.insert(playlistItem).values(row).returning()
+  return created!
+}
+
+export async function deleteItem(db: Executor, playlistId: string, itemId: string): Promise<boolean> {
+  const rows = await db
+    .delete(playlistItem)
+    .where(and(eq(playlistItem.playlistId, playlistId), eq(playlistItem.id, itemId)))
+    .returning({ id: playlistItem.id })
+  return rows.length > 0
+}
+
+/** Positions 0…n-1 in the given order (the caller checked it names every item once). */
+export async function setPositions(db: Executor, playlistId: string, itemIds: string[]): Promise<void> {
+  if (!itemIds.length) return
+  const cases = sql.join(
+    itemIds.map((id, i) => sql`WHEN ${id} THEN ${i}::int`),
+    sql` `,
+  )
+  await db.execute(
+    sql`UPDATE playlist_item SET position = CASE id ${cases} END WHERE playlist_id = ${playlistId} AND id IN (${sql.join(
+      itemIds.map((id) => sql`${id}`),
+      sql`, `,
+    )})`,
+  )
+}
+
+/** An upload's stored image for a display, once converted (see playlistItem.images). */
+export async function rememberItemImage(db: Executor, itemId: string, profileKey: string, imageId: string): Promise<void> {
+  await db
+    .update(playlistItem)
+    .set({ images: sql`${playlistItem.images} || ${JSON.stringify({ [profileKey]: imageId })}::jsonb` })
+    .where(eq(playlistItem.id, itemId))
+}
+
+/** How many device schedules name the playlist in a rule. */
+export async function countSchedulesUsing(db: Executor, playlistId: string): Promise<number> {
+  const [row] = await db
+    .select({ n: sql<number>`count(*)::int` })
+    .from(deviceSchedule)
+    .where(sql`${deviceSchedule.rules} @> ${JSON.stringify([{ playlistId }])}::jsonb`)
+  return row?.n ?? 0
+}
+
+export async function findSchedule(db: Executor, deviceId: string): Promise<ScheduleRow | undefined> {
+  const [row] = await db.select().from(deviceSchedule).where(eq(deviceSchedule.deviceId, deviceId)).limit(1)
+  return row
+}
+
+/** Saves a device's plan and makes it due at once (the scheduler then works out what plays now). */
+export async function saveSchedule(
+  db: Executor,
+  row: Pick<ScheduleRow, 'deviceId' | 'userId' | 'timeZone' | 'rules' | 'sleep'>,
+  now: Date,
+): Promise<ScheduleRow> {
+  const values = { ...row, nextAt: now, leaseUntil: null, leaseOwner: null, current: null, updatedAt: now }
+  const [saved] = await db
+    .insert(deviceSchedule)
+    .values(values)
+    .onConflictDoUpdate({ target: deviceSchedule.deviceId, set: values })
+    .returning()
+  return saved!
+}
+
+export async function deleteSchedule(db: Executor, deviceId: string): Promise<boolean> {
+  const rows = await db.delete(deviceSchedule).where(eq(deviceSchedule.deviceId, deviceId)).returning({ id: deviceSchedule.deviceId })
+  return rows.length > 0
+}
+
+/**
+ * Takes up to `limit` schedules that are due and not held by another instance, for `leaseMs`.
+ * SKIP LOCKED: two instances asking at once get different rows, never the same one.
+ */
+export async function claimDueSchedules(db: Executor, now: Date, limit: number, leaseMs: number, owner: string): Promise<ScheduleRow[]> {
+  const at = now.toISOString()
+  const rows = await db.execute(sql`
+    UPDATE device_schedule SET lease_until = ${new Date(now.getTime() + leaseMs).toISOString()}::timestamptz, lease_owner = ${owner}
+    WHERE device_id IN (
+      SELECT device_id FROM device_schedule
+      WHERE next_at <= ${at}::timestamptz AND (lease_until IS NULL OR lease_until < ${at}::timestamptz)
+      ORDER BY next_at
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    )
+    RETURNING device_id`)
+  const ids = rowsOf<{ device_id: string }>(rows).map((r) => r.device_id)
+  if (!ids.length) return []
+  return db.select().from(deviceSchedule).where(inArray(deviceSchedule.deviceId, ids))
+}
+
+/**
+ * Records a fired turn and when to look again, and lets go of the lease: only while this instance
+ * still holds it (a plan saved meanwhile cleared the lease and must not be overwritten).
+ */
+export async function finishTurn(
+  db: Executor,
+  deviceId: string,
+  owner: string,
+  done: { nextAt: Date | null; current: ScheduleCurrent | null },
+): Promise<boolean> {
+  const rows = await db
+    .update(deviceSchedule)
+    .set({ nextAt: done.nextAt, current: done.current, leaseUntil: null, leaseOwner: null })
+    .where(and(eq(deviceSchedule.deviceId, deviceId), eq(deviceSchedule.leaseOwner, owner)))
+    .returning({ id: deviceSchedule.deviceId })
+  return rows.length > 0
+}
+
+/** The earliest due time among schedules nobody holds, so the loop can sleep until then. */
+export async function nextDueAt(db: Executor, now: Date): Promise<Date | null> {
+  const [row] = await db
+    .select({ at: deviceSchedule.nextAt })
+    .from(deviceSchedule)
+    .where(and(sql`${deviceSchedule.nextAt} IS NOT NULL`, or(isNull(deviceSchedule.leaseUntil), lt(deviceSchedule.leaseUntil, now))))
+    .orderBy(asc(deviceSchedule.nextAt))
+    .limit(1)
+  return row?.at ?? null
+}

@@ -1,0 +1,121 @@
+// Fires due schedule turns. The due work is rows in the database (device_schedule.next_at), claimed
+// in batches with a lease and SKIP LOCKED, so two instances never take the same device at once and
+// a crashed instance's claims come free when their lease ends. Time comes from an injected clock:
+// tests and the benchmark move it instead of waiting.
+import { randomUUID } from 'node:crypto'
+import { hostname } from 'node:os'
+import type { Database } from '../db/client.js'
+import { claimDueSchedules, finishTurn, nextDueAt, type ScheduleRow } from './repository.js'
+import type { ScheduleCurrent } from './tables.js'
+
+export type SchedulerOptions = {
+  db: Database
+  clock: () => Date
+  fire: (row: ScheduleRow, now: Date) => Promise<{ nextAt: Date | null; current: ScheduleCurrent | null }>
+  log: { error: (o: object, m?: string) => void }
+  /** Longest wait between two looks (a plan saved on another instance is seen within it). */
+  tickMs?: number
+  /** Schedules claimed per statement, and fired at once. */
+  batch?: number
+  concurrency?: number
+  leaseMs?: number
+}
+
+/** A turn that failed for a reason other than the item (the database away) is tried again this much later. */
+const RETRY_MS = 60_000
+
+export function createScheduler(opts: SchedulerOptions) {
+  const { db, clock, log } = opts
+  const tickMs = opts.tickMs ?? 1000
+  const batch = opts.batch ?? 200
+  const concurrency = opts.concurrency ?? 8
+  const leaseMs = opts.leaseMs ?? 60_000
+  const owner = `${hostname()}/${randomUUID()}`
+  let timer: NodeJS.Timeout | undefined
+  let running: Promise<number> | undefined
+  let again = false
+  let stopped = true
+
+  async function fireOne(row: ScheduleRow, now: Date): Promise<boolean> {
+    try {
+      const done = await opts.fire(row, now)
+      return finishTurn(db, row.deviceId, owner, done)
+    } catch (err) {
+      log.error({ err, deviceId: row.deviceId }, 'a scheduled turn failed; trying again in a minute')
+      await finishTurn(db, row.deviceId, owner, { nextAt: new Date(now.getTime() + RETRY_MS), current: row.current }).catch(() => {})
+      return false
+    }
+  }
+
+  /** Fires everything due now; resolves with how many turns this instance fired. */
+  async function drain(): Promise<number> {
+    let fired = 0
+    for (;;) {
+      const now = clock()
+      const rows = await claimDueSchedules(db, now, batch, leaseMs, owner)
+      for (let i = 0; i < rows.length; i += concurrency) {
+        const done = await Promise.all(rows.slice(i, i + concurrency).map((r) => fireOne(r, now)))
+        fired += done.filter(Boolean).length
+      }
+      if (rows.length < batch) return fired
+    }
+  }
+
+  /** One look now (or right after the one running): what tests call after moving the clock. */
+  async function tick(): Promise<number> {
+    while (running) await running.catch(() => 0)
+    running = drain().finally(() => {
+      running = undefined
+    })
+    return running
+  }
+
+  function arm(delayMs: number) {
+    if (stopped) return
+    clearTimeout(timer)
+    timer = setTimeout(loop, Math.max(0, delayMs))
+    timer.unref()
+  }
+
+  async function loop() {
+    try {
+      await tick()
+      while (again) {
+        again = false
+        await tick()
+      }
+      // Sleep until the next due turn, never longer than a tick.
+      const next = await nextDueAt(db, clock())
+      arm(next ? Math.min(tickMs, next.getTime() - clock().getTime()) : tickMs)
+    } catch (err) {
+      log.error({ err }, 'the scheduler could not look for due turns')
+      arm(tickMs)
+    }
+  }
+
+  return {
+    tick,
+    start() {
+      stopped = false
+      arm(0)
+    },
+    /** A plan was saved here: look now rather than at the next tick. */
+    poke() {
+      if (running) again = true
+      else arm(0)
+    },
+    async close() {
+      stopped = true
+      clearTimeout(timer)
+      await running?.catch(() => {})
+    },
+  }
+}
+
+export type Scheduler = ReturnType<typeof createScheduler>
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    scheduler?: Scheduler
+  }
+}

@@ -1,0 +1,225 @@
+// A device's day plan (GET / PUT / DELETE /api/device/:id/schedule) and what happens when a turn
+// of it comes up: the item's image is sent exactly as a manual send would (converted for the
+// display, devices/{id}/image), a prompt item starts a generation charged like any other, and the
+// retained config tells the device its sleep windows and when the next change is.
+import { createHash } from 'node:crypto'
+import type { Database } from '../db/client.js'
+import { requireAccess } from '../devices/access.js'
+import { findDevice, type DeviceRow } from '../devices/repository.js'
+import type { DeviceService } from '../devices/service.js'
+import type { DeviceLink } from '../devices/sessions.js'
+import { AppError, appError } from '../errors.js'
+import { insertEvent } from '../events/repository.js'
+import type { GenerateRequest, GenerationService } from '../generation/service.js'
+import { deliverImage } from '../images/delivery.js'
+import { storeImage } from '../images/pipeline.js'
+import type { DisplayProfile } from '../images/profiles.js'
+import { findImage, findVariants } from '../images/repository.js'
+import type { ObjectStore } from '../storage/store.js'
+import { checkPlan, itemIndex, PlanError, type SchedulePlan, turnAt } from './plan.js'
+import { requirePlaylist } from './playlists.js'
+import {
+  deleteSchedule,
+  findPlaylists,
+  findSchedule,
+  listItems,
+  type PlaylistItemRow,
+  type PlaylistRow,
+  rememberItemImage,
+  saveSchedule,
+  type ScheduleRow,
+} from './repository.js'
+import type { ScheduleCurrent } from './tables.js'
+import { scheduleInfo } from './wire.js'
+
+type Notify = (userId: string, message: { title: string; body: string; url?: string }) => Promise<unknown>
+
+export type ScheduleDeps = {
+  db: Database
+  storage: ObjectStore
+  link: DeviceLink
+  baseUrl: string
+  devices: Pick<DeviceService, 'refreshConfig'>
+  generation: () => Pick<GenerationService, 'create'>
+  notify?: Notify
+  clock: () => Date
+  /** Called when a plan was saved: the scheduler looks at once instead of at its next tick. */
+  poke?: () => void
+}
+
+/** A display profile's identity: an upload is converted once per distinct display. */
+const profileKey = (p: DisplayProfile) => createHash('sha256').update(JSON.stringify(p)).digest('hex').slice(0, 16)
+
+type Lists = Map<string, { playlist: PlaylistRow; items: PlaylistItemRow[] }>
+
+async function loadLists(db: Database, plan: SchedulePlan): Promise<Lists> {
+  const ids = [...new Set(plan.rules.map((r) => r.playlistId))]
+  const lists: Lists = new Map()
+  for (const p of await findPlaylists(db, ids)) lists.set(p.id, { playlist: p, items: await listItems(db, p.id) })
+  return lists
+}
+
+const secondsOf = (lists: Lists) => (id: string) => {
+  const l = lists.get(id)
+  return l?.items.length ? l.playlist.itemSeconds : undefined
+}
+
+export function createScheduleService(deps: ScheduleDeps) {
+  const { db } = deps
+
+  /** What the plan says now, with the item a playing turn shows. */
+  function nowOf(plan: SchedulePlan, lists: Lists, deviceId: string, at: Date) {
+    const turn = turnAt(plan, at, secondsOf(lists))
+    if (turn.state !== 'playing') return { turn, item: undefined, playlist: undefined }
+    const { playlist, items } = lists.get(turn.playlistId)!
+    const index = itemIndex(playlist.mode, items.length, turn.slot, `${deviceId}@${turn.windowStart.toISOString()}`)
+    return { turn, item: items[index], playlist }
+  }
+
+  function view(row: ScheduleRow, lists: Lists) {
+    const { turn, item } = nowOf(row, lists, row.deviceId, deps.clock())
+    return {
+      deviceId: row.deviceId,
+      timeZone: row.timeZone,
+      rules: row.rules,
+      sleep: row.sleep,
+      now: {
+        state: turn.state,
+        playlistId: turn.state === 'playing' ? turn.playlistId : null,
+        itemId: item?.id ?? null,
+        sleepingUntil: turn.state === 'sleeping' ? turn.until.toISOString() : null,
+      },
+      nextChangeAt: turn.nextChangeAt?.toISOString() ?? null,
+      lastTurn: row.current ?? null,
+      updatedAt: row.updatedAt.toISOString(),
+    }
+  }
+
+  async function get(userId: string, deviceId: string) {
+    const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'read')
+    const row = await findSchedule(db, dev.id)
+    if (!row) throw appError('SCHEDULE_NOT_FOUND')
+    return view(row, await loadLists(db, row))
+  }
+
+  async function put(userId: string, deviceId: string, plan: SchedulePlan) {
+    const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
+    try {
+      checkPlan(plan)
+    } catch (err) {
+      if (err instanceof PlanError) throw appError('VALIDATION_ERROR', err.message)
+      throw err
+    }
+    for (const [i, rule] of plan.rules.entries()) {
+      const field = `rules[${i}].playlistId`
+      const p = await requirePlaylist(db, rule.playlistId, userId, 'read').catch((err) => {
+        throw err instanceof AppError && err.code === 'PLAYLIST_NOT_FOUND'
+          ? appError('PLAYLIST_NOT_FOUND', `${field}: no such playlist`)
+          : err
+      })
+      if (!(await listItems(db, p.id)).length) throw appError('VALIDATION_ERROR', `${field}: the playlist "${p.name}" has no items`)
+    }
+    const row = await saveSchedule(
+      db,
+      { deviceId: dev.id, userId, timeZone: plan.timeZone, rules: plan.rules, sleep: plan.sleep },
+      deps.clock(),
+    )
+    await insertEvent(db, {
+      type: 'device.schedule',
+      deviceId: dev.id,
+      userId,
+      organizationId: dev.organizationId,
+      data: { rules: plan.rules.length, sleep: plan.sleep.length, timeZone: plan.timeZone },
+    })
+    deps.poke?.()
+    return view(row, await loadLists(db, row))
+  }
+
+  async function remove(userId: string, deviceId: string) {
+    const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
+    if (!(await deleteSchedule(db, dev.id))) throw appError('SCHEDULE_NOT_FOUND')
+    await deps.devices.refreshConfig(dev, null)
+  }
+
+  /** Records an item that could not be shown, and tells the playlist's owner when it is theirs to fix. */
+  async function skipped(dev: DeviceRow, playlist: PlaylistRow, item: PlaylistItemRow, reason: string, message: string) {
+    await insertEvent(db, {
+      type: 'schedule.skipped',
+      deviceId: dev.id,
+      userId: playlist.userId,
+      organizationId: dev.organizationId,
+      data: { playlistId: playlist.id, itemId: item.id, kind: item.kind, reason, message },
+    })
+    await deps.notify?.(playlist.userId, {
+      title: `${dev.name}: a scheduled picture was skipped`,
+      body: `"${playlist.name}": ${message}`,
+      url: `${deps.baseUrl}/devices/${dev.id}`,
+    })
+  }
+
+  /** Shows one item on the device; returns the image id sent, or the generation job started. */
+  async function show(dev: DeviceRow, row: ScheduleRow, playlist: PlaylistRow, item: PlaylistItemRow) {
+    const profile = dev.display as DisplayProfile
+    const delivery = { db, link: deps.link, storage: deps.storage, baseUrl: deps.baseUrl }
+    const by = { userId: row.userId, scheduled: { playlistId: playlist.id, itemId: item.id } }
+    if (item.kind === 'prompt') {
+      // Generated as the playlist's owner, whose prompt it is and who pays for it.
+      const job = await deps.generation().create(playlist.userId, {
+        promptId: item.ref,
+        deviceId: dev.id,
+        model: (item.model ?? undefined) as GenerateRequest['model'],
+      })
+      return { jobId: job.id }
+    }
+    const imageId = item.kind === 'image' ? item.ref : item.images[profileKey(profile)]
+    const image = imageId ? await findImage(db, imageId) : undefined
+    if (image) {
+      await deliverImage(delivery, dev.id, profile, { image, variants: await findVariants(db, image.id) }, by)
+      return { imageId: image.id }
+    }
+    if (item.kind === 'image') throw appError('IMAGE_NOT_FOUND', 'the image was deleted')
+    const original = await deps.storage.get(item.ref).catch(() => null)
+    if (!original) throw appError('NOT_FOUND', 'the upload was deleted')
+    const stored = await storeImage(
+      { db, storage: deps.storage },
+      { userId: playlist.userId, deviceId: dev.id, source: 'upload', original: original.body, profile },
+    )
+    await rememberItemImage(db, item.id, profileKey(profile), stored.image.id)
+    await deliverImage(delivery, dev.id, profile, stored, by)
+    return { imageId: stored.image.id }
+  }
+
+  /**
+   * One due schedule, at `now`: works out the turn; unless it is the one fired last, sends what it
+   * shows (nothing while asleep) and the config with the next change. Missed turns (downtime, a
+   * sleep) are never replayed: only the turn of `now` is.
+   */
+  async function fire(row: ScheduleRow, now: Date): Promise<{ nextAt: Date | null; current: ScheduleCurrent | null }> {
+    const dev = await findDevice(db, row.deviceId)
+    if (!dev) return { nextAt: null, current: null }
+    const lists = await loadLists(db, row)
+    const { turn, item, playlist } = nowOf(row, lists, row.deviceId, now)
+    if (row.current?.key === turn.key) return { nextAt: turn.nextChangeAt, current: row.current }
+    const current: ScheduleCurrent = { key: turn.key, state: turn.state, since: now.toISOString() }
+    if (turn.state === 'sleeping') current.sleepingUntil = turn.until.toISOString()
+    if (turn.state === 'playing' && item && playlist) {
+      current.playlistId = playlist.id
+      current.itemId = item.id
+      try {
+        const shown = await show(dev, row, playlist, item)
+        if ('imageId' in shown) current.imageId = shown.imageId
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err
+        current.skipped = err.code
+        const why = err.code === 'INSUFFICIENT_BALANCE' ? `${err.message}.` : err.message
+        await skipped(dev, playlist, item, err.code, why)
+      }
+    }
+    await deps.devices.refreshConfig(dev, scheduleInfo({ ...row, nextAt: turn.nextChangeAt, current }))
+    return { nextAt: turn.nextChangeAt, current }
+  }
+
+  return { get, put, remove, fire }
+}
+
+export type ScheduleService = ReturnType<typeof createScheduleService>
