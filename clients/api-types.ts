@@ -2398,6 +2398,519 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/playlists": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your playlists and those of your organizations */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            playlists: components["schemas"]["Playlist"][];
+                        };
+                    };
+                };
+                401: components["responses"]["Unauthorized"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        /**
+         * Create a playlist
+         * @description With its items (at most 500), all checked before anything is stored.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name: string;
+                        /**
+                         * @description sequential: in order, round and round; shuffle: a new order each round
+                         * @enum {string}
+                         */
+                        mode: "sequential" | "shuffle";
+                        /** @description how long each item shows; at least SCHEDULE_MIN_SECONDS */
+                        itemSeconds: number;
+                        /** @description the organization that owns it (you must be its owner or admin) */
+                        organizationId?: string;
+                        items?: ({
+                            /** @enum {string} */
+                            kind: "upload";
+                            key: string;
+                        } | {
+                            /** @enum {string} */
+                            kind: "image";
+                            imageId: string;
+                        } | {
+                            /** @enum {string} */
+                            kind: "prompt";
+                            promptId: string;
+                            /** @enum {string} */
+                            model?: "local" | "flux-schnell" | "fal-flux-schnell" | "flux-pro" | "gpt-image-1";
+                        })[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Playlist"];
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/playlists/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a playlist with its items */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Playlist"];
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                404: components["responses"]["NotFound"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        post?: never;
+        /**
+         * Delete a playlist
+         * @description 409 while a device's schedule names it.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description No Content */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Rename a playlist or change its mode or time per item */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name?: string;
+                        /**
+                         * @description sequential: in order, round and round; shuffle: a new order each round
+                         * @enum {string}
+                         */
+                        mode?: "sequential" | "shuffle";
+                        /** @description how long each item shows; at least SCHEDULE_MIN_SECONDS */
+                        itemSeconds?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Playlist"];
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        trace?: never;
+    };
+    "/api/playlists/{id}/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Add an item to a playlist */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description An upload of yours (its key), a stored image of yours (from generation history), or a prompt of yours generated afresh each time it comes up (charged like any generation). */
+                        item: {
+                            /** @enum {string} */
+                            kind: "upload";
+                            key: string;
+                        } | {
+                            /** @enum {string} */
+                            kind: "image";
+                            imageId: string;
+                        } | {
+                            /** @enum {string} */
+                            kind: "prompt";
+                            promptId: string;
+                            /** @enum {string} */
+                            model?: "local" | "flux-schnell" | "fal-flux-schnell" | "flux-pro" | "gpt-image-1";
+                        };
+                        /** @description where it goes (0 = first); the end when left out */
+                        position?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Playlist"];
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/playlists/{id}/items/{itemId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove an item from a playlist */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    itemId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Playlist"];
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/playlists/{id}/order": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Reorder a playlist's items */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description every item of the playlist, once, in the new order */
+                        itemIds: string[];
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Playlist"];
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/device/{id}/schedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A device's schedule, what it says now and when that next changes */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DeviceSchedule"];
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                404: components["responses"]["NotFound"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        /**
+         * Set a device's schedule
+         * @description Rules may not overlap (400 names the two); sleep windows win over rules. Times are local to `timeZone`; a window whose `to` is not after its `from` ends the next day.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description IANA time zone, e.g. Europe/Berlin */
+                        timeZone: string;
+                        rules: {
+                            playlistId: string;
+                            days: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[];
+                            /** @description local time HH:MM (24:00 as an end only) */
+                            from: string;
+                            /** @description local time HH:MM (24:00 as an end only) */
+                            to: string;
+                        }[];
+                        sleep: {
+                            /** @description local time HH:MM (24:00 as an end only) */
+                            from: string;
+                            /** @description local time HH:MM (24:00 as an end only) */
+                            to: string;
+                        }[];
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DeviceSchedule"];
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        post?: never;
+        /**
+         * Remove a device's schedule
+         * @description What it shows stays; nothing more is sent on a schedule.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description No Content */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/sign-in/social": {
         parameters: {
             query?: never;
@@ -7586,6 +8099,75 @@ export interface components {
             updated_at: string;
             /** Format: date-time */
             finished_at: string | null;
+        };
+        /** @description An upload of yours (its key), a stored image of yours (from generation history), or a prompt of yours generated afresh each time it comes up (charged like any generation). */
+        PlaylistItemInput: {
+            /** @enum {string} */
+            kind: "upload";
+            key: string;
+        } | {
+            /** @enum {string} */
+            kind: "image";
+            imageId: string;
+        } | {
+            /** @enum {string} */
+            kind: "prompt";
+            promptId: string;
+            /** @enum {string} */
+            model?: "local" | "flux-schnell" | "fal-flux-schnell" | "flux-pro" | "gpt-image-1";
+        };
+        Playlist: {
+            id: string;
+            name: string;
+            /** @enum {string} */
+            mode: "sequential" | "shuffle";
+            itemSeconds: number;
+            userId: string;
+            organizationId: string | null;
+            items: {
+                id: string;
+                /** @enum {string} */
+                kind: "upload" | "image" | "prompt";
+                position: number;
+                key?: string;
+                imageId?: string;
+                promptId?: string;
+                model?: string;
+            }[];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        DeviceSchedule: {
+            deviceId: string;
+            timeZone: string;
+            rules: {
+                playlistId: string;
+                days: string[];
+                from: string;
+                to: string;
+            }[];
+            sleep: {
+                from: string;
+                to: string;
+            }[];
+            /** @description what the plan says now */
+            now: {
+                /** @enum {string} */
+                state: "playing" | "sleeping" | "idle";
+                playlistId: string | null;
+                itemId: string | null;
+                sleepingUntil: string | null;
+            };
+            /** Format: date-time */
+            nextChangeAt: string | null;
+            /** @description what the scheduler last sent, and when */
+            lastTurn: {
+                [key: string]: unknown;
+            } | null;
+            /** Format: date-time */
+            updatedAt: string;
         };
         /** User (Better Auth) */
         AuthUser: {

@@ -295,7 +295,25 @@ function attachPrinter(dev: SimDevice, opts: { quiet: boolean; qr: boolean; prev
         process.stdout.write(`${tty ? '\x07' : ''}${INDENT}${bold(yellow(`>>> IDENTIFY: this is "${name}" (${deviceId}) <<<`))}\n`),
       )
   })
-  dev.on('sleeping', ({ seconds }) => say('sleep', `going to sleep for ${seconds} s`))
+  dev.on('sleeping', ({ seconds, until }) =>
+    say('sleep', until ? `going to sleep until ${localTime(until, lastTimeZone)} (${seconds} s)` : `going to sleep for ${seconds} s`),
+  )
+  let lastTimeZone = 'UTC'
+  dev.on('schedule', (s) => {
+    lastTimeZone = s.timeZone
+    const windows = s.sleep.map((w) => `${w.from}–${w.to}`).join(', ')
+    say(
+      'schedule',
+      [
+        s.sleepingUntil ? `sleeping until ${localTime(s.sleepingUntil, s.timeZone)}` : null,
+        s.nextChangeAt ? `next change ${localTime(s.nextChangeAt, s.timeZone)}` : 'nothing planned',
+        windows ? `sleeps ${windows}` : null,
+        dim(s.timeZone),
+      ]
+        .filter(Boolean)
+        .join(', '),
+    )
+  })
   dev.on('rebooting', ({ ms }) => say('reboot', `rebooting (back in ${(ms / 1000).toFixed(1)} s)`))
   dev.on('duplicate', ({ kind, id }) => say('duplicate', `${kind} ${short(id)} delivered again; ignored`))
   dev.on('status', (s) =>
@@ -438,4 +456,12 @@ if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.
       process.exit(EXIT.ERROR)
     },
   )
+}
+
+/** An instant as the device's wall clock shows it: HH:MM in its schedule's time zone (and the day when it is not today). */
+function localTime(iso: string, timeZone: string): string {
+  const at = new Date(iso)
+  const day = (d: Date) => d.toLocaleDateString('en-GB', { timeZone })
+  const time = at.toLocaleTimeString('en-GB', { timeZone, hour: '2-digit', minute: '2-digit' })
+  return day(at) === day(new Date()) ? time : `${at.toLocaleDateString('en-GB', { timeZone, weekday: 'short', day: 'numeric', month: 'short' })} ${time}`
 }

@@ -16,6 +16,7 @@ import {
   type ImageMessage as WireImage,
   type Numbered,
   type PromptMessage as WirePrompt,
+  type ScheduleInfo,
   type StatusReport,
   topicFor,
   type UplinkKind,
@@ -56,6 +57,8 @@ export type SimDeviceOptions = {
   subackTimeoutMs?: number
   /** Give up (PairingFailedError) after this many expired or denied pairings; 0 = never. */
   pairAttempts?: number
+  /** The time the device goes by for its schedule's sleep (tests share the service's moved clock). */
+  clock?: () => Date
 }
 
 export type PairingInfo = PendingPairing & { resumed: boolean }
@@ -88,7 +91,9 @@ export type SimDeviceEvents = {
   config: [{ message: ConfigMessage; changed: boolean }]
   command: [CommandMessage]
   identify: [{ deviceId: string; name: string }]
-  sleeping: [{ seconds: number }]
+  sleeping: [{ seconds: number; until?: string }]
+  /** The day plan in a config: when the next change comes, and the sleep it orders now. */
+  schedule: [ScheduleInfo]
   rebooting: [{ ms: number }]
   /** A message delivered again (QoS 1 is at-least-once): handled already, ignored. */
   duplicate: [{ kind: 'command' | 'image' | 'prompt'; id: string }]
@@ -120,7 +125,7 @@ export class ClaimRefusedError extends Error {
   override name = 'ClaimRefusedError'
 }
 
-type Action = { kind: 'sleep'; ms: number } | { kind: 'reboot'; ms: number }
+type Action = { kind: 'sleep'; ms: number; until?: number } | { kind: 'reboot'; ms: number }
 type SessionEnd = { wasConnected: boolean; refused?: number; reason: string; action?: Action }
 
 const DEFAULT_FIRMWARE = '1.0.0-sim'
@@ -342,6 +347,12 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     })
   }
 
+  /** Waits until the device's clock reads `at` (looking every second: the clock may be moved). */
+  private async sleepUntil(at: number): Promise<void> {
+    const now = () => (this.opts.clock ?? (() => new Date()))().getTime()
+    while (!this.stopping && now() < at) await this.sleep(Math.min(1000, at - now()))
+  }
+
   /** Exponential backoff with jitter: a fleet that lost its broker does not come back in step. */
   private backoff(attempt: number): number {
     const ceiling = Math.min(this.opts.reconnectMaxMs, this.opts.reconnectMinMs * 2 ** Math.min(attempt, 20))
@@ -482,7 +493,8 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
       if (this.stopping) break
       if (end.refused === 4 || end.refused === 5) return { returnCode: end.refused }
       if (end.action) {
-        await this.sleep(end.action.ms)
+        if (end.action.kind === 'sleep' && end.action.until !== undefined) await this.sleepUntil(end.action.until)
+        else await this.sleep(end.action.ms)
         attempt = 0
         continue
       }
@@ -709,6 +721,19 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     this.emit('config', { message: msg, changed })
     await this.sendAck({ kind: 'config', seq: msg.seq, version: msg.version, ok: true })
     if (changed) await this.reportStatus('config')
+    if (msg.schedule) await this.onSchedule(msg.schedule)
+  }
+
+  /** A sleep window begins: away until it ends (nothing is sent meanwhile), back for what shows then. */
+  private async onSchedule(schedule: ScheduleInfo) {
+    this.emit('schedule', schedule)
+    const until = schedule.sleepingUntil ? Date.parse(schedule.sleepingUntil) : Number.NaN
+    const now = (this.opts.clock ?? (() => new Date()))().getTime()
+    if (!(until > now)) return
+    this.pendingAction = { kind: 'sleep', ms: until - now, until }
+    this.emit('sleeping', { seconds: Math.round((until - now) / 1000), until: schedule.sleepingUntil! })
+    const c = this.client
+    if (c) await endClient(c, false)
   }
 
   private async fetchImage(msg: Pick<ImageMessage, 'url' | 'data'>): Promise<Buffer> {

@@ -121,7 +121,10 @@ export async function findDevice(db: Executor, id: string): Promise<DeviceRow | 
   return row
 }
 
-/** Devices the user owns, plus those of `organizationId` when given. */
+export async function findDevices(db: Executor, ids: readonly string[]): Promise<DeviceRow[]> {
+  return ids.length ? db.select().from(device).where(inArray(device.id, [...ids])) : []
+}
+
 /** The user's own devices and those of `organizationId`, newest first; `cursor` is the last row of the previous page. */
 export async function listDevices(
   db: Executor,

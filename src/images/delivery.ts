@@ -2,7 +2,7 @@
 // height, bytes, sha256} (and the bytes inline when the profile asks and the file is small); the
 // device's desired image changes, so it is out of sync until it reports showing it.
 import type { Database } from '../db/client.js'
-import { setDesiredState } from '../devices/repository.js'
+import { type DeviceRow, setDesiredState } from '../devices/repository.js'
 import type { DeviceLink } from '../devices/sessions.js'
 import type { ImageMessage } from '../mqtt/contract.js'
 import { insertEvent } from '../events/repository.js'
@@ -57,8 +57,23 @@ export async function deliverImage(
   stored: StoredImage,
   by: { userId: string; jobId?: string | null; scheduled?: { playlistId: string; itemId: string } },
 ): Promise<ImageMessage> {
+  return (await sendImage(deps, deviceId, profile, stored, by)).message
+}
+
+/**
+ * deliverImage, answering the device row as updated too; with `bumpConfig` the same update makes
+ * a new desired config version, for a caller that publishes the config next (the scheduler).
+ */
+export async function sendImage(
+  deps: { db: Database; link: DeviceLink; storage: ObjectStore; baseUrl: string },
+  deviceId: string,
+  profile: DisplayProfile,
+  stored: StoredImage,
+  by: { userId: string; jobId?: string | null; scheduled?: { playlistId: string; itemId: string } },
+  opts: { bumpConfig?: boolean } = {},
+): Promise<{ message: ImageMessage; device: DeviceRow | undefined }> {
   const message = await imageMessage(deps, profile, stored)
-  const dev = await setDesiredState(deps.db, deviceId, { imageId: stored.image.id })
+  const dev = await setDesiredState(deps.db, deviceId, { imageId: stored.image.id, bumpConfig: opts.bumpConfig })
   await insertEvent(deps.db, {
     type: 'device.image',
     deviceId,
@@ -72,5 +87,5 @@ export async function deliverImage(
     },
   })
   await deps.link.publish(deviceId, 'image', message)
-  return message
+  return { message, device: dev }
 }

@@ -75,14 +75,32 @@ export function checkPlan(plan: SchedulePlan): void {
 
 type Window = { start: number; end: number }
 
+/**
+ * Conversions already made: a fleet's plans name few zones, days and times, and the scheduler
+ * asks about the same ones for every device (the answers never change; the map is bounded).
+ */
+const instants = new Map<string, number>()
+const localDays = new Map<string, DateTime[]>()
+const remember = <T>(cache: Map<string, T>, key: string, make: () => T): T => {
+  let v = cache.get(key)
+  if (v === undefined) {
+    if (cache.size >= 50_000) cache.clear()
+    v = make()
+    cache.set(key, v)
+  }
+  return v
+}
+
 /** The instant a local date's "HH:MM" is in the zone (24:00 is the next day's midnight). */
 function instantOf(day: DateTime, hhmm: string): number {
-  const m = minutesOf(hhmm)
-  const date = m === DAY ? day.plus({ days: 1 }) : day
-  return DateTime.fromObject(
-    { year: date.year, month: date.month, day: date.day, hour: Math.floor((m % DAY) / 60), minute: m % 60 },
-    { zone: day.zone },
-  ).toMillis()
+  return remember(instants, `${day.zoneName}|${day.toISODate()}|${hhmm}`, () => {
+    const m = minutesOf(hhmm)
+    const date = m === DAY ? day.plus({ days: 1 }) : day
+    return DateTime.fromObject(
+      { year: date.year, month: date.month, day: date.day, hour: Math.floor((m % DAY) / 60), minute: m % 60 },
+      { zone: day.zone },
+    ).toMillis()
+  })
 }
 
 /** The instants of a window starting on `day` (local), ending the same day or, when it crosses midnight, the next. */
@@ -93,8 +111,11 @@ function windowOn(day: DateTime, from: string, to: string): Window {
 
 /** Local days from yesterday (a window that began then may still run) to a week ahead (the next start of any rule). */
 function daysAround(at: number, zone: string): DateTime[] {
-  const today = DateTime.fromMillis(at, { zone }).startOf('day')
-  return Array.from({ length: 9 }, (_, i) => today.plus({ days: i - 1 }))
+  // Every zone's offset is a whole number of quarter hours: within one UTC quarter hour the local date is one.
+  return remember(localDays, `${zone}|${Math.floor(at / 900_000)}`, () => {
+    const today = DateTime.fromMillis(at, { zone }).startOf('day')
+    return Array.from({ length: 9 }, (_, i) => today.plus({ days: i - 1 }))
+  })
 }
 
 export type Turn =

@@ -100,6 +100,15 @@ export async function rememberItemImage(db: Executor, itemId: string, profileKey
     .where(eq(playlistItem.id, itemId))
 }
 
+/** The items of several playlists at once, each list in position order. */
+export async function listItemsOf(db: Executor, playlistIds: string[]): Promise<Map<string, PlaylistItemRow[]>> {
+  const lists = new Map<string, PlaylistItemRow[]>(playlistIds.map((id) => [id, []]))
+  if (!playlistIds.length) return lists
+  const rows = await db.select().from(playlistItem).where(inArray(playlistItem.playlistId, playlistIds)).orderBy(asc(playlistItem.position))
+  for (const r of rows) lists.get(r.playlistId)?.push(r)
+  return lists
+}
+
 /** How many device schedules name the playlist in a rule. */
 export async function countSchedulesUsing(db: Executor, playlistId: string): Promise<number> {
   const [row] = await db
@@ -156,21 +165,26 @@ export async function claimDueSchedules(db: Executor, now: Date, limit: number, 
 }
 
 /**
- * Records a fired turn and when to look again, and lets go of the lease: only while this instance
- * still holds it (a plan saved meanwhile cleared the lease and must not be overwritten).
+ * Records each fired turn of a claimed batch and when to look again, and lets go of the lease, in
+ * one statement: only where this instance still holds it (a plan saved meanwhile cleared the
+ * lease and must not be overwritten). Answers the device ids it recorded.
  */
-export async function finishTurn(
+export async function finishTurns(
   db: Executor,
-  deviceId: string,
   owner: string,
-  done: { nextAt: Date | null; current: ScheduleCurrent | null },
-): Promise<boolean> {
-  const rows = await db
-    .update(deviceSchedule)
-    .set({ nextAt: done.nextAt, current: done.current, leaseUntil: null, leaseOwner: null })
-    .where(and(eq(deviceSchedule.deviceId, deviceId), eq(deviceSchedule.leaseOwner, owner)))
-    .returning({ id: deviceSchedule.deviceId })
-  return rows.length > 0
+  done: ReadonlyArray<{ deviceId: string; nextAt: Date | null; current: ScheduleCurrent | null }>,
+): Promise<Set<string>> {
+  if (!done.length) return new Set()
+  const values = sql.join(
+    done.map((d) => sql`(${d.deviceId}::text, ${d.nextAt?.toISOString() ?? null}::timestamptz, ${d.current ? JSON.stringify(d.current) : null}::jsonb)`),
+    sql`, `,
+  )
+  const rows = await db.execute(sql`
+    UPDATE device_schedule AS s SET next_at = v.next_at, current = v.current, lease_until = NULL, lease_owner = NULL
+    FROM (VALUES ${values}) AS v(device_id, next_at, current)
+    WHERE s.device_id = v.device_id AND s.lease_owner = ${owner}
+    RETURNING s.device_id`)
+  return new Set(rowsOf<{ device_id: string }>(rows).map((r) => r.device_id))
 }
 
 /** The earliest due time among schedules nobody holds, so the loop can sleep until then. */

@@ -5,13 +5,17 @@
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { Database } from '../db/client.js'
-import { claimDueSchedules, finishTurn, nextDueAt, type ScheduleRow } from './repository.js'
+import { claimDueSchedules, finishTurns, nextDueAt, type ScheduleRow } from './repository.js'
 import type { ScheduleCurrent } from './tables.js'
 
-export type SchedulerOptions = {
+type Done = { nextAt: Date | null; current: ScheduleCurrent | null }
+
+export type SchedulerOptions<Memo> = {
   db: Database
   clock: () => Date
-  fire: (row: ScheduleRow, now: Date) => Promise<{ nextAt: Date | null; current: ScheduleCurrent | null }>
+  /** Reads what a claimed batch's turns share, once for the batch. */
+  prepare: (rows: ScheduleRow[]) => Promise<Memo>
+  fire: (row: ScheduleRow, now: Date, memo: Memo) => Promise<Done>
   log: { error: (o: object, m?: string) => void }
   /** Longest wait between two looks (a plan saved on another instance is seen within it). */
   tickMs?: number
@@ -24,7 +28,7 @@ export type SchedulerOptions = {
 /** A turn that failed for a reason other than the item (the database away) is tried again this much later. */
 const RETRY_MS = 60_000
 
-export function createScheduler(opts: SchedulerOptions) {
+export function createScheduler<Memo>(opts: SchedulerOptions<Memo>) {
   const { db, clock, log } = opts
   const tickMs = opts.tickMs ?? 1000
   const batch = opts.batch ?? 200
@@ -36,14 +40,13 @@ export function createScheduler(opts: SchedulerOptions) {
   let again = false
   let stopped = true
 
-  async function fireOne(row: ScheduleRow, now: Date): Promise<boolean> {
+  /** A turn that failed for a reason other than its item (the database away) is looked at again a minute later. */
+  async function fireOne(row: ScheduleRow, now: Date, memo: Memo): Promise<Done & { deviceId: string }> {
     try {
-      const done = await opts.fire(row, now)
-      return finishTurn(db, row.deviceId, owner, done)
+      return { deviceId: row.deviceId, ...(await opts.fire(row, now, memo)) }
     } catch (err) {
       log.error({ err, deviceId: row.deviceId }, 'a scheduled turn failed; trying again in a minute')
-      await finishTurn(db, row.deviceId, owner, { nextAt: new Date(now.getTime() + RETRY_MS), current: row.current }).catch(() => {})
-      return false
+      return { deviceId: row.deviceId, nextAt: new Date(now.getTime() + RETRY_MS), current: row.current }
     }
   }
 
@@ -53,10 +56,13 @@ export function createScheduler(opts: SchedulerOptions) {
     for (;;) {
       const now = clock()
       const rows = await claimDueSchedules(db, now, batch, leaseMs, owner)
-      for (let i = 0; i < rows.length; i += concurrency) {
-        const done = await Promise.all(rows.slice(i, i + concurrency).map((r) => fireOne(r, now)))
-        fired += done.filter(Boolean).length
-      }
+      if (!rows.length) return fired
+      const memo = await opts.prepare(rows)
+      const done: Array<Done & { deviceId: string }> = []
+      for (let i = 0; i < rows.length; i += concurrency)
+        done.push(...(await Promise.all(rows.slice(i, i + concurrency).map((r) => fireOne(r, now, memo)))))
+      // One statement records the batch; a turn whose plan was saved again meanwhile is not overwritten.
+      fired += (await finishTurns(db, owner, done)).size
       if (rows.length < batch) return fired
     }
   }

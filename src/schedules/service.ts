@@ -5,14 +5,14 @@
 import { createHash } from 'node:crypto'
 import type { Database } from '../db/client.js'
 import { requireAccess } from '../devices/access.js'
-import { findDevice, type DeviceRow } from '../devices/repository.js'
+import { findDevice, findDevices, type DeviceRow } from '../devices/repository.js'
 import type { DeviceService } from '../devices/service.js'
 import type { DeviceLink } from '../devices/sessions.js'
 import { AppError, appError } from '../errors.js'
 import { insertEvent } from '../events/repository.js'
 import type { GenerateRequest, GenerationService } from '../generation/service.js'
-import { deliverImage } from '../images/delivery.js'
-import { storeImage } from '../images/pipeline.js'
+import { sendImage } from '../images/delivery.js'
+import { type StoredImage, storeImage } from '../images/pipeline.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import { findImage, findVariants } from '../images/repository.js'
 import type { ObjectStore } from '../storage/store.js'
@@ -23,6 +23,7 @@ import {
   findPlaylists,
   findSchedule,
   listItems,
+  listItemsOf,
   type PlaylistItemRow,
   type PlaylistRow,
   rememberItemImage,
@@ -39,7 +40,7 @@ export type ScheduleDeps = {
   storage: ObjectStore
   link: DeviceLink
   baseUrl: string
-  devices: Pick<DeviceService, 'refreshConfig'>
+  devices: Pick<DeviceService, 'refreshConfig' | 'publishConfig'>
   generation: () => Pick<GenerationService, 'create'>
   notify?: Notify
   clock: () => Date
@@ -52,12 +53,17 @@ const profileKey = (p: DisplayProfile) => createHash('sha256').update(JSON.strin
 
 type Lists = Map<string, { playlist: PlaylistRow; items: PlaylistItemRow[] }>
 
-async function loadLists(db: Database, plan: SchedulePlan): Promise<Lists> {
-  const ids = [...new Set(plan.rules.map((r) => r.playlistId))]
-  const lists: Lists = new Map()
-  for (const p of await findPlaylists(db, ids)) lists.set(p.id, { playlist: p, items: await listItems(db, p.id) })
-  return lists
+async function loadLists(db: Database, plans: readonly SchedulePlan[]): Promise<Lists> {
+  const ids = [...new Set(plans.flatMap((p) => p.rules.map((r) => r.playlistId)))]
+  const [playlists, items] = await Promise.all([findPlaylists(db, ids), listItemsOf(db, ids)])
+  return new Map(playlists.map((p) => [p.id, { playlist: p, items: items.get(p.id) ?? [] }]))
 }
+
+/**
+ * What the turns of one claimed batch share, read once for all of them: the devices, the
+ * playlists with their items, and each stored image sent (many frames show the same pictures).
+ */
+export type TurnMemo = { devices: Map<string, DeviceRow>; lists: Lists; images: Map<string, Promise<StoredImage | undefined>> }
 
 const secondsOf = (lists: Lists) => (id: string) => {
   const l = lists.get(id)
@@ -99,7 +105,7 @@ export function createScheduleService(deps: ScheduleDeps) {
     const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'read')
     const row = await findSchedule(db, dev.id)
     if (!row) throw appError('SCHEDULE_NOT_FOUND')
-    return view(row, await loadLists(db, row))
+    return view(row, await loadLists(db, [row]))
   }
 
   async function put(userId: string, deviceId: string, plan: SchedulePlan) {
@@ -132,7 +138,7 @@ export function createScheduleService(deps: ScheduleDeps) {
       data: { rules: plan.rules.length, sleep: plan.sleep.length, timeZone: plan.timeZone },
     })
     deps.poke?.()
-    return view(row, await loadLists(db, row))
+    return view(row, await loadLists(db, [row]))
   }
 
   async function remove(userId: string, deviceId: string) {
@@ -157,8 +163,25 @@ export function createScheduleService(deps: ScheduleDeps) {
     })
   }
 
-  /** Shows one item on the device; returns the image id sent, or the generation job started. */
-  async function show(dev: DeviceRow, row: ScheduleRow, playlist: PlaylistRow, item: PlaylistItemRow) {
+  async function prepare(rows: readonly ScheduleRow[]): Promise<TurnMemo> {
+    const [devices, lists] = await Promise.all([findDevices(db, rows.map((r) => r.deviceId)), loadLists(db, rows)])
+    return { devices: new Map(devices.map((d) => [d.id, d])), lists, images: new Map() }
+  }
+
+  function storedImage(memo: TurnMemo, imageId: string): Promise<StoredImage | undefined> {
+    let found = memo.images.get(imageId)
+    if (!found) {
+      found = findImage(db, imageId).then(async (image) => (image ? { image, variants: await findVariants(db, image.id) } : undefined))
+      memo.images.set(imageId, found)
+    }
+    return found
+  }
+
+  /**
+   * Shows one item on the device; returns the image id sent (and the device row, its config
+   * version already raised for the config that follows), or the generation job started.
+   */
+  async function show(memo: TurnMemo, dev: DeviceRow, row: ScheduleRow, playlist: PlaylistRow, item: PlaylistItemRow) {
     const profile = dev.display as DisplayProfile
     const delivery = { db, link: deps.link, storage: deps.storage, baseUrl: deps.baseUrl }
     const by = { userId: row.userId, scheduled: { playlistId: playlist.id, itemId: item.id } }
@@ -172,21 +195,21 @@ export function createScheduleService(deps: ScheduleDeps) {
       return { jobId: job.id }
     }
     const imageId = item.kind === 'image' ? item.ref : item.images[profileKey(profile)]
-    const image = imageId ? await findImage(db, imageId) : undefined
-    if (image) {
-      await deliverImage(delivery, dev.id, profile, { image, variants: await findVariants(db, image.id) }, by)
-      return { imageId: image.id }
+    const stored = imageId ? await storedImage(memo, imageId) : undefined
+    if (stored) {
+      const sent = await sendImage(delivery, dev.id, profile, stored, by, { bumpConfig: true })
+      return { imageId: stored.image.id, device: sent.device }
     }
     if (item.kind === 'image') throw appError('IMAGE_NOT_FOUND', 'the image was deleted')
     const original = await deps.storage.get(item.ref).catch(() => null)
     if (!original) throw appError('NOT_FOUND', 'the upload was deleted')
-    const stored = await storeImage(
+    const converted = await storeImage(
       { db, storage: deps.storage },
       { userId: playlist.userId, deviceId: dev.id, source: 'upload', original: original.body, profile },
     )
-    await rememberItemImage(db, item.id, profileKey(profile), stored.image.id)
-    await deliverImage(delivery, dev.id, profile, stored, by)
-    return { imageId: stored.image.id }
+    await rememberItemImage(db, item.id, profileKey(profile), converted.image.id)
+    const sent = await sendImage(delivery, dev.id, profile, converted, by, { bumpConfig: true })
+    return { imageId: converted.image.id, device: sent.device }
   }
 
   /**
@@ -194,20 +217,25 @@ export function createScheduleService(deps: ScheduleDeps) {
    * shows (nothing while asleep) and the config with the next change. Missed turns (downtime, a
    * sleep) are never replayed: only the turn of `now` is.
    */
-  async function fire(row: ScheduleRow, now: Date): Promise<{ nextAt: Date | null; current: ScheduleCurrent | null }> {
-    const dev = await findDevice(db, row.deviceId)
+  async function fire(row: ScheduleRow, now: Date, given?: TurnMemo): Promise<{ nextAt: Date | null; current: ScheduleCurrent | null }> {
+    const memo = given ?? (await prepare([row]))
+    const dev = memo.devices.get(row.deviceId)
     if (!dev) return { nextAt: null, current: null }
-    const lists = await loadLists(db, row)
-    const { turn, item, playlist } = nowOf(row, lists, row.deviceId, now)
+    const { turn, item, playlist } = nowOf(row, memo.lists, row.deviceId, now)
     if (row.current?.key === turn.key) return { nextAt: turn.nextChangeAt, current: row.current }
     const current: ScheduleCurrent = { key: turn.key, state: turn.state, since: now.toISOString() }
+    // The device row whose config version was raised with the image it was sent, if one was.
+    let configFor: DeviceRow | undefined
     if (turn.state === 'sleeping') current.sleepingUntil = turn.until.toISOString()
     if (turn.state === 'playing' && item && playlist) {
       current.playlistId = playlist.id
       current.itemId = item.id
       try {
-        const shown = await show(dev, row, playlist, item)
-        if ('imageId' in shown) current.imageId = shown.imageId
+        const shown = await show(memo, dev, row, playlist, item)
+        if ('imageId' in shown) {
+          current.imageId = shown.imageId
+          if (shown.device) configFor = shown.device
+        }
       } catch (err) {
         if (!(err instanceof AppError)) throw err
         current.skipped = err.code
@@ -215,11 +243,13 @@ export function createScheduleService(deps: ScheduleDeps) {
         await skipped(dev, playlist, item, err.code, why)
       }
     }
-    await deps.devices.refreshConfig(dev, scheduleInfo({ ...row, nextAt: turn.nextChangeAt, current }))
+    const info = scheduleInfo({ ...row, nextAt: turn.nextChangeAt, current })
+    if (configFor) await deps.devices.publishConfig(configFor, info)
+    else await deps.devices.refreshConfig(dev, info)
     return { nextAt: turn.nextChangeAt, current }
   }
 
-  return { get, put, remove, fire }
+  return { get, put, remove, prepare, fire }
 }
 
 export type ScheduleService = ReturnType<typeof createScheduleService>
