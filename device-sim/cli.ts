@@ -463,5 +463,7 @@ function localTime(iso: string, timeZone: string): string {
   const at = new Date(iso)
   const day = (d: Date) => d.toLocaleDateString('en-GB', { timeZone })
   const time = at.toLocaleTimeString('en-GB', { timeZone, hour: '2-digit', minute: '2-digit' })
-  return day(at) === day(new Date()) ? time : `${at.toLocaleDateString('en-GB', { timeZone, weekday: 'short', day: 'numeric', month: 'short' })} ${time}`
+  return day(at) === day(new Date())
+    ? time
+    : `${at.toLocaleDateString('en-GB', { timeZone, weekday: 'short', day: 'numeric', month: 'short' })} ${time}`
 }

@@ -301,7 +301,15 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     clock,
     poke: () => scheduler.poke(),
   })
-  const scheduler = createScheduler({ db: database.db, clock, prepare: schedules.prepare, fire: schedules.fire, log: app.log, tickMs: config.schedule.tickMs, batch: config.schedule.batch })
+  const scheduler = createScheduler({
+    db: database.db,
+    clock,
+    prepare: schedules.prepare,
+    fire: schedules.fire,
+    log: app.log,
+    tickMs: config.schedule.tickMs,
+    batch: config.schedule.batch,
+  })
   app.decorate('scheduler', scheduler)
   await app.register(scheduleRoutes, { playlists, schedules })
   app.addHook('onReady', async () => scheduler.start())

@@ -90,11 +90,15 @@ async function runOn(ctx: Context, databaseUrl?: string): Promise<Outcome> {
     }
     const playlistId = randomUUID()
     await db.insert(playlist).values({ id: playlistId, userId, name: 'Bench', mode: 'sequential', itemSeconds: 300 })
-    await db.insert(playlistItem).values(imageIds.map((ref, position) => ({ id: randomUUID(), playlistId, position, kind: 'image' as const, ref })))
+    await db
+      .insert(playlistItem)
+      .values(imageIds.map((ref, position) => ({ id: randomUUID(), playlistId, position, kind: 'image' as const, ref })))
     const ids = Array.from({ length: devices }, () => randomUUID())
     for (let i = 0; i < ids.length; i += 1000) {
       const chunk = ids.slice(i, i + 1000)
-      await db.insert(device).values(chunk.map((id, j) => ({ id, name: `Frame ${i + j}`, userId, pinCode: '000000', display: profile, isActive: true })))
+      await db
+        .insert(device)
+        .values(chunk.map((id, j) => ({ id, name: `Frame ${i + j}`, userId, pinCode: '000000', display: profile, isActive: true })))
       await db.insert(deviceSchedule).values(
         chunk.map((deviceId, j) => ({
           deviceId,
@@ -132,7 +136,9 @@ async function runOn(ctx: Context, databaseUrl?: string): Promise<Outcome> {
         ),
       )
       late.push(...rows.map((r) => Number(r.ms)))
-      ctx.log(`schedule (${label}): minute ${s}: ${n} turns in ${(performance.now() - t0).toFixed(0)} ms, ${(cpu / Math.max(1, n)).toFixed(2)} ms CPU each`)
+      ctx.log(
+        `schedule (${label}): minute ${s}: ${n} turns in ${(performance.now() - t0).toFixed(0)} ms, ${(cpu / Math.max(1, n)).toFixed(2)} ms CPU each`,
+      )
     }
 
     // The peer: the same sends made directly, for as many devices as turn in one minute.
@@ -143,12 +149,15 @@ async function runOn(ctx: Context, databaseUrl?: string): Promise<Outcome> {
     const directCpu: number[] = []
     for (let round = 0; round < 3; round++) {
       const cpu0 = process.cpuUsage()
-      for (let i = 0; i < sample.length; i += 8) await Promise.all(sample.slice(i, i + 8).map((id) => deliverImage(delivery, id, profile, stored, { userId })))
+      for (let i = 0; i < sample.length; i += 8)
+        await Promise.all(sample.slice(i, i + 8).map((id) => deliverImage(delivery, id, profile, stored, { userId })))
       directCpu.push(cpuMs(process.cpuUsage(cpu0)) / sample.length)
     }
     const p50 = percentile(late, 50)
     const p99 = percentile(late, 99)
-    ctx.log(`schedule (${label}): ${fired} turns, ${summarize(cpuPerTurn)?.median.toFixed(2)} ms CPU each; late p50 ${p50.toFixed(0)} ms, p99 ${p99.toFixed(0)} ms`)
+    ctx.log(
+      `schedule (${label}): ${fired} turns, ${summarize(cpuPerTurn)?.median.toFixed(2)} ms CPU each; late p50 ${p50.toFixed(0)} ms, p99 ${p99.toFixed(0)} ms`,
+    )
     return {
       label,
       metric: { name: `${label}: CPU ms per turn (peer: a direct send)`, better: 'lower', ours: cpuPerTurn, peer: directCpu },
@@ -162,7 +171,8 @@ async function runOn(ctx: Context, databaseUrl?: string): Promise<Outcome> {
 
 export const schedule: Scenario = {
   name: 'schedule',
-  summary: '10,000 devices rotating a playlist every 5 min, clock moved a minute at a time: CPU per fired turn and p99 lateness vs a direct send',
+  summary:
+    '10,000 devices rotating a playlist every 5 min, clock moved a minute at a time: CPU per fired turn and p99 lateness vs a direct send',
   async run(ctx): Promise<ScenarioResult> {
     const outcomes = [await runOn(ctx)]
     const pg = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'

@@ -122,7 +122,12 @@ export async function findDevice(db: Executor, id: string): Promise<DeviceRow | 
 }
 
 export async function findDevices(db: Executor, ids: readonly string[]): Promise<DeviceRow[]> {
-  return ids.length ? db.select().from(device).where(inArray(device.id, [...ids])) : []
+  return ids.length
+    ? db
+        .select()
+        .from(device)
+        .where(inArray(device.id, [...ids]))
+    : []
 }
 
 /** The user's own devices and those of `organizationId`, newest first; `cursor` is the last row of the previous page. */

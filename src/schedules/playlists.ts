@@ -29,7 +29,7 @@ import {
 } from './repository.js'
 import type { PlaylistItemKind, PlaylistMode } from './tables.js'
 
-export const MAX_ITEMS = 500
+const MAX_ITEMS = 500
 
 export type ItemInput =
   | { kind: 'upload'; key: string }
@@ -60,7 +60,7 @@ export async function requirePlaylist(db: Executor, id: string, userId: string, 
 }
 
 /** The API's view of an item: its reference under the name the caller gave it. */
-export function itemView(i: PlaylistItemRow) {
+function itemView(i: PlaylistItemRow) {
   const ref =
     i.kind === 'upload'
       ? { key: i.ref }
@@ -70,7 +70,7 @@ export function itemView(i: PlaylistItemRow) {
   return { id: i.id, kind: i.kind, position: i.position, ...ref }
 }
 
-export function playlistView(p: PlaylistRow, items: PlaylistItemRow[]) {
+function playlistView(p: PlaylistRow, items: PlaylistItemRow[]) {
   return {
     id: p.id,
     name: p.name,

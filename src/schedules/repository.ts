@@ -176,7 +176,10 @@ export async function finishTurns(
 ): Promise<Set<string>> {
   if (!done.length) return new Set()
   const values = sql.join(
-    done.map((d) => sql`(${d.deviceId}::text, ${d.nextAt?.toISOString() ?? null}::timestamptz, ${d.current ? JSON.stringify(d.current) : null}::jsonb)`),
+    done.map(
+      (d) =>
+        sql`(${d.deviceId}::text, ${d.nextAt?.toISOString() ?? null}::timestamptz, ${d.current ? JSON.stringify(d.current) : null}::jsonb)`,
+    ),
     sql`, `,
   )
   const rows = await db.execute(sql`

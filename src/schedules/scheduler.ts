@@ -32,7 +32,7 @@ export function createScheduler<Memo>(opts: SchedulerOptions<Memo>) {
   const { db, clock, log } = opts
   const tickMs = opts.tickMs ?? 1000
   const batch = opts.batch ?? 200
-  const concurrency = opts.concurrency ?? 8
+  const concurrency = opts.concurrency ?? 32
   const leaseMs = opts.leaseMs ?? 60_000
   const owner = `${hostname()}/${randomUUID()}`
   let timer: NodeJS.Timeout | undefined
@@ -118,7 +118,7 @@ export function createScheduler<Memo>(opts: SchedulerOptions<Memo>) {
   }
 }
 
-export type Scheduler = ReturnType<typeof createScheduler>
+type Scheduler = ReturnType<typeof createScheduler>
 
 declare module 'fastify' {
   interface FastifyInstance {

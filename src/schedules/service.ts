@@ -164,7 +164,13 @@ export function createScheduleService(deps: ScheduleDeps) {
   }
 
   async function prepare(rows: readonly ScheduleRow[]): Promise<TurnMemo> {
-    const [devices, lists] = await Promise.all([findDevices(db, rows.map((r) => r.deviceId)), loadLists(db, rows)])
+    const [devices, lists] = await Promise.all([
+      findDevices(
+        db,
+        rows.map((r) => r.deviceId),
+      ),
+      loadLists(db, rows),
+    ])
     return { devices: new Map(devices.map((d) => [d.id, d])), lists, images: new Map() }
   }
 

@@ -41,12 +41,37 @@ t.test('two instances racing for the same due turns fire each once', { skip }, a
   const { token } = await signUp(client, uniqueEmail('sched-cluster'))
   const form = new FormData()
   const { default: sharp } = await import('sharp')
-  form.append('file', new Blob([new Uint8Array(await sharp({ create: { width: 64, height: 48, channels: 3, background: 'gray' } }).png().toBuffer())], { type: 'image/png' }), 'a.png')
-  const key = ((await (await fetch(`${a.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })).json()) as { key: string }).key
+  form.append(
+    'file',
+    new Blob(
+      [
+        new Uint8Array(
+          await sharp({ create: { width: 64, height: 48, channels: 3, background: 'gray' } })
+            .png()
+            .toBuffer(),
+        ),
+      ],
+      { type: 'image/png' },
+    ),
+    'a.png',
+  )
+  const key = (
+    (await (await fetch(`${a.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })).json()) as {
+      key: string
+    }
+  ).key
   const list = (
     await jsonCall(a.url, '/api/playlists', {
       token,
-      body: { name: 'Shared', mode: 'shuffle', itemSeconds: 600, items: [{ kind: 'upload', key }, { kind: 'upload', key }] },
+      body: {
+        name: 'Shared',
+        mode: 'shuffle',
+        itemSeconds: 600,
+        items: [
+          { kind: 'upload', key },
+          { kind: 'upload', key },
+        ],
+      },
     })
   ).body
   const devices: string[] = []
@@ -69,13 +94,17 @@ t.test('two instances racing for the same due turns fire each once', { skip }, a
     now = Date.parse('2026-06-01T08:00:00Z') + turn * 600_000
     fired.push(await Promise.all([a.app.scheduler!.tick(), b.app.scheduler!.tick()]))
   }
-  for (const [turn, counts] of fired.entries()) t.equal(counts[0]! + counts[1]!, DEVICES, `turn ${turn}: ${DEVICES} fired in all (${counts.join(' + ')})`)
+  for (const [turn, counts] of fired.entries())
+    t.equal(counts[0]! + counts[1]!, DEVICES, `turn ${turn}: ${DEVICES} fired in all (${counts.join(' + ')})`)
   t.ok(
     fired.some(([x, y]) => x! > 0 && y! > 0),
     'both instances fired turns',
   )
   for (const id of devices) {
-    const events = (await jsonCall(a.url, `/api/device/${id}/events?limit=100`, { token })).body.events as Array<{ type: string; data: { scheduled?: unknown } }>
+    const events = (await jsonCall(a.url, `/api/device/${id}/events?limit=100`, { token })).body.events as Array<{
+      type: string
+      data: { scheduled?: unknown }
+    }>
     const sent = events.filter((e) => e.type === 'device.image' && e.data.scheduled).length
     if (sent !== TURNS) t.fail(`device ${id}: ${sent} scheduled images, expected ${TURNS}`)
   }

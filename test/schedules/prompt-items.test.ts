@@ -44,7 +44,12 @@ t.test('a prompt item is skipped without credits and generated, paid for and sho
   const prompt = await call('/api/prompts', { body: { text: 'a lighthouse at dusk' } })
   t.equal(prompt.status, 201)
   const p = await call('/api/playlists', {
-    body: { name: 'Morning', mode: 'sequential', itemSeconds: 600, items: [{ kind: 'prompt', promptId: prompt.body.id, model: 'flux-schnell' }] },
+    body: {
+      name: 'Morning',
+      mode: 'sequential',
+      itemSeconds: 600,
+      items: [{ kind: 'prompt', promptId: prompt.body.id, model: 'flux-schnell' }],
+    },
   })
   t.equal(p.status, 201)
   t.match(p.body.items[0], { kind: 'prompt', promptId: prompt.body.id, model: 'flux-schnell' })

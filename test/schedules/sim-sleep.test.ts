@@ -40,8 +40,12 @@ t.test('the simulator sleeps through its sleep window and wakes to the current i
     const res = await fetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
     return ((await res.json()) as { key: string }).key
   }
-  const items = [{ kind: 'upload', key: await upload('white') }, { kind: 'upload', key: await upload('black') }]
-  const list = (await jsonCall(svc.url, '/api/playlists', { token, body: { name: 'Night', mode: 'sequential', itemSeconds: 3600, items } })).body
+  const items = [
+    { kind: 'upload', key: await upload('white') },
+    { kind: 'upload', key: await upload('black') },
+  ]
+  const list = (await jsonCall(svc.url, '/api/playlists', { token, body: { name: 'Night', mode: 'sequential', itemSeconds: 3600, items } }))
+    .body
   const planned = nextEvent(dev, 'schedule')
   const put = await jsonCall(svc.url, `/api/device/${id}/schedule`, {
     token,

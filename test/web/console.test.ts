@@ -15,7 +15,7 @@ import { signUpAdmin } from '../helpers/admin.js'
 import { accessibilityProblems, browserMissing, DESKTOP, launchBrowser, newPage, PHONE, screenshot } from '../helpers/browser.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
-import { mqttUrl } from '../helpers/mqtt.js'
+import { eventually, mqttUrl } from '../helpers/mqtt.js'
 import { waitForMail } from '../helpers/outbox.js'
 
 const PASSWORD = 'correct-horse-battery'
@@ -409,6 +409,115 @@ t.test('in Chromium', { skip }, async (t) => {
         throw new Error(`${err.message}; the page says: ${await page.locator('main').textContent()}`)
       })
     t.pass('paired from the QR link')
+  })
+
+  t.test('make a playlist, reorder it by keyboard, and give a frame a day plan with a night-time sleep window', async (t) => {
+    const email = uniqueEmail('console-plan')
+    const owner = await signUp(makeClient(svc.url).client, email)
+    const frame = await pairDevice(svc, owner.token, { name: 'Landing' })
+    const { context, page } = await newPage(browser, DESKTOP)
+    t.teardown(() => context.close())
+    await signInWithPassword(page, svc, email)
+    await page.getByRole('link', { name: 'Playlists' }).click()
+    await page.getByText('No playlists yet.').waitFor()
+    await page.getByLabel('Playlist name').fill('Family photos')
+    await page.getByLabel('Minutes per item').fill('30')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('heading', { name: 'Family photos' }).waitFor()
+    await page.getByText('No items yet').waitFor()
+
+    const dir = await mkdtemp(join(tmpdir(), 'dps-console-plan-'))
+    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    for (const [name, background] of [
+      ['red.png', { r: 200, g: 30, b: 30 }],
+      ['blue.png', { r: 30, g: 30, b: 200 }],
+    ] as const) {
+      const file = join(dir, name)
+      await sharp({ create: { width: 320, height: 240, channels: 3, background } })
+        .png()
+        .toFile(file)
+      await page.getByLabel('Photo', { exact: true }).setInputFiles(file)
+      await page.getByRole('button', { name: 'Add photo' }).click()
+      await page
+        .getByRole('button', { name: /^Move Item \d: photo$/ })
+        .nth(name === 'red.png' ? 0 : 1)
+        .waitFor()
+    }
+    await page.getByLabel('Prompt', { exact: true }).fill('a lighthouse at dusk')
+    await page.getByRole('button', { name: 'Add prompt' }).click()
+    await page.getByRole('button', { name: 'Move Item 3: a new picture from a prompt' }).waitFor()
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll('ol.playlist img')].every((i) => (i as HTMLImageElement).naturalWidth > 0),
+    )
+    t.pass('two photos with thumbnails and a prompt')
+    const listId = new URL(page.url()).pathname.split('/').pop()!
+    const order = async () =>
+      (
+        (await (await fetch(`${svc.url}/api/playlists/${listId}`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as {
+          items: Array<{ id: string; kind: string }>
+        }
+      ).items
+    const before = await order()
+    // Keyboard reordering: lift the first item, move it down one, drop it.
+    await page.getByRole('button', { name: 'Move Item 1: photo' }).focus()
+    // dnd-kit measures the list between the keys, as a person's pauses would let it.
+    await page.keyboard.press('Space')
+    await page.waitForTimeout(300)
+    await page.keyboard.press('ArrowDown')
+    await page.waitForTimeout(300)
+    await page.keyboard.press('Space')
+    const after = await eventually(async () => {
+      const now = await order()
+      return now[0]!.id === before[1]!.id ? now : null
+    })
+    t.same(
+      after.map((i) => i.id),
+      [before[1]!.id, before[0]!.id, before[2]!.id],
+      'the first photo moved down one, saved',
+    )
+    await checkBothLayouts(t, page, 'playlist')
+
+    await page.goto(`${svc.url}/devices/${frame.deviceId}`)
+    await page.getByRole('heading', { name: 'Day plan' }).waitFor()
+    await page.getByText('No day plan').waitFor()
+    // A label around a select names it with the chosen option too ("Playlist Family photos (3)").
+    await page.getByRole('combobox', { name: /^Playlist/ }).selectOption({ label: 'Family photos (3)' })
+    await page.getByLabel('From', { exact: true }).fill('07:00')
+    await page.getByLabel('To', { exact: true }).fill('22:00')
+    await page.getByLabel('Time zone').fill('Europe/Berlin')
+    await page.getByRole('button', { name: 'Add to the day plan' }).click()
+    await page.getByText('Family photos · 07:00–22:00 · every day').waitFor()
+    await page.getByLabel('Sleep from').fill('23:00')
+    await page.getByLabel('Wake at').fill('06:30')
+    await page.getByRole('button', { name: 'Add sleep window' }).click()
+    await page.getByText('Asleep 23:00–06:30 every day').waitFor()
+    t.match(
+      await page.getByTestId('schedule-now').textContent(),
+      /(Playing Family photos|Asleep until|Nothing planned right now).*\(Europe\/Berlin\)/,
+    )
+    t.match(
+      await page.getByRole('img', { name: /^Today: / }).getAttribute('aria-label'),
+      /Family photos 07:00–22:00.*asleep 23:00–24:00/,
+      'the day view shows both',
+    )
+    // An overlapping rule is refused in the service's words.
+    await page.getByLabel('From', { exact: true }).fill('21:00')
+    await page.getByLabel('To', { exact: true }).fill('23:00')
+    await page.getByRole('button', { name: 'Add to the day plan' }).click()
+    await page.getByText(/rules\[1\]: overlaps rules\[0\]/).waitFor()
+    t.pass('an overlapping rule is refused, said in words')
+    const saved = await (
+      await fetch(`${svc.url}/api/device/${frame.deviceId}/schedule`, { headers: { authorization: `Bearer ${owner.token}` } })
+    ).json()
+    t.match(saved, {
+      timeZone: 'Europe/Berlin',
+      rules: [{ playlistId: listId, from: '07:00', to: '22:00' }],
+      sleep: [{ from: '23:00', to: '06:30' }],
+    })
+    await checkBothLayouts(t, page, 'device-plan')
+    await page.getByRole('button', { name: 'Remove the day plan' }).click()
+    await page.getByText('No day plan').waitFor()
+    t.equal((await fetch(`${svc.url}/api/device/${frame.deviceId}/schedule`, { headers: { authorization: `Bearer ${owner.token}` } })).status, 404, 'removed')
   })
 
   t.test('a session revoked from another browser is signed out on its next action', async (t) => {

@@ -37,5 +37,19 @@ export function errorText(err: unknown): string {
   return err instanceof Error ? err.message : 'Something went wrong.'
 }
 
+/** Uploads a photo (POST /api/upload, multipart); answers its key. */
+export async function uploadPhoto(file: File): Promise<string> {
+  const form = new FormData()
+  form.append('file', file)
+  const up = await fetch('/api/upload', { method: 'POST', body: form, credentials: 'same-origin' })
+  // A proxy in front may answer with a page, not JSON: its status is what can be said then.
+  const body = (await up.json().catch(() => ({}))) as { key?: string; message?: string }
+  if (!up.ok || !body.key) throw new Error(body.message ?? `The upload failed (${up.status})`)
+  return body.key
+}
+
+export type Playlist = components['schemas']['Playlist']
+export type Schedule = components['schemas']['DeviceSchedule']
+
 /** The URL of an image in a format a browser shows (the original as generated or uploaded). */
 export const imageUrl = (imageId: string) => `/api/images/${encodeURIComponent(imageId)}/original`

@@ -30,6 +30,7 @@ export function Layout() {
           <nav aria-label="Main">
             <Link to="/">Devices</Link>
             <Link to="/pair">Pair a frame</Link>
+            <Link to="/playlists">Playlists</Link>
             <Link to="/organizations">Organizations</Link>
             <Link to="/account">Account</Link>
             {session.user.role === 'admin' ? <Link to="/admin">Administration</Link> : null}

@@ -34,6 +34,8 @@ const router = createBrowserRouter([
           { path: '/account', lazy: async () => ({ Component: (await import('./pages/account')).AccountPage }) },
           { path: '/admin', lazy: async () => ({ Component: (await import('./pages/admin')).AdminPage }) },
           { path: '/organizations', lazy: async () => ({ Component: (await import('./pages/organizations')).OrganizationsPage }) },
+          { path: '/playlists', lazy: async () => ({ Component: (await import('./pages/playlists')).PlaylistsPage }) },
+          { path: '/playlists/:id', lazy: async () => ({ Component: (await import('./pages/playlists')).PlaylistPage }) },
           // An invitation e-mail links here.
           { path: '/invitations/:id', lazy: async () => ({ Component: (await import('./pages/invitation')).InvitationPage }) },
         ],

@@ -5,11 +5,12 @@ import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tansta
 import { useEffect, useRef, useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { Link, useNavigate, useParams } from 'react-router'
-import { api, data, type Device, errorText, imageUrl, type Job } from '../api'
+import { api, data, type Device, errorText, imageUrl, type Job, uploadPhoto } from '../api'
 import { authClient } from '../auth'
 import { usePresence } from '../live'
 import { ago, Button, ErrorState, Field, Loading, Notice } from '../ui'
 import { OnlineBadge } from './devices'
+import { ScheduleCard } from './schedule'
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -61,6 +62,7 @@ export function DevicePage() {
           change it.
         </Notice>
       )}
+      <ScheduleCard device={d} canManage={canManage} />
       <Events deviceId={id} />
     </>
   )
@@ -178,13 +180,8 @@ function SendPhoto({ device }: { device: Device }) {
   const [file, setFile] = useState<File | null>(null)
   const mutation = useMutation({
     mutationFn: async (f: File) => {
-      const form = new FormData()
-      form.append('file', f)
-      const up = await fetch('/api/upload', { method: 'POST', body: form, credentials: 'same-origin' })
-      // A proxy in front may answer with a page, not JSON: its status is what can be said then.
-      const body = (await up.json().catch(() => ({}))) as { key?: string; message?: string }
-      if (!up.ok || !body.key) throw new Error(body.message ?? `The upload failed (${up.status})`)
-      return data(await api.POST('/api/upload/send', { body: { key: body.key, deviceId: device.id } }))
+      const key = await uploadPhoto(f)
+      return data(await api.POST('/api/upload/send', { body: { key, deviceId: device.id } }))
     },
   })
   return (

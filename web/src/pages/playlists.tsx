@@ -1,0 +1,245 @@
+// Playlists: the list with a form for a new one (/playlists), and the editor (/playlists/:id):
+// name, order (drag, or the keyboard: Space to lift, arrows to move, Space to drop), time per
+// item, thumbnails, photos uploaded straight into it and prompts that make a fresh picture.
+import { closestCenter, DndContext, type DragEndEvent, KeyboardSensor, PointerSensor, useSensor, useSensors } from '@dnd-kit/core'
+import { arrayMove, SortableContext, sortableKeyboardCoordinates, useSortable, verticalListSortingStrategy } from '@dnd-kit/sortable'
+import { CSS } from '@dnd-kit/utilities'
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useState } from 'react'
+import { useForm } from 'react-hook-form'
+import { Link, useNavigate, useParams } from 'react-router'
+import { api, data, errorText, imageUrl, type Playlist, uploadPhoto } from '../api'
+import { Button, Empty, ErrorState, Field, Loading, Notice } from '../ui'
+
+type Item = Playlist['items'][number]
+
+const playlistsQuery = { queryKey: ['playlists'], queryFn: async () => data(await api.GET('/api/playlists')).playlists }
+
+const minutes = (s: number) => (s % 60 === 0 ? `${s / 60} min` : `${s} s`)
+
+export function PlaylistsPage() {
+  const lists = useQuery(playlistsQuery)
+  return (
+    <>
+      <h1>Playlists</h1>
+      <section className="card" aria-labelledby="lists-title">
+        <h2 id="lists-title">Your playlists</h2>
+        {lists.isPending ? <Loading what="playlists" /> : null}
+        {lists.isError ? <ErrorState error={lists.error} retry={() => void lists.refetch()} /> : null}
+        {lists.data?.length === 0 ? <Empty>No playlists yet. Make one below, then give a frame a day plan on its page.</Empty> : null}
+        <ul className="events">
+          {lists.data?.map((p) => (
+            <li key={p.id}>
+              <Link to={`/playlists/${p.id}`}>{p.name}</Link>
+              <span className="muted">
+                {p.items.length} item{p.items.length === 1 ? '' : 's'} · {p.mode} · {minutes(p.itemSeconds)} each
+              </span>
+            </li>
+          ))}
+        </ul>
+      </section>
+      <NewPlaylist />
+    </>
+  )
+}
+
+function NewPlaylist() {
+  const navigate = useNavigate()
+  const queryClient = useQueryClient()
+  const form = useForm<{ name: string; mode: 'sequential' | 'shuffle'; minutes: number }>({
+    defaultValues: { mode: 'sequential', minutes: 60 },
+  })
+  const create = useMutation({
+    mutationFn: async (v: { name: string; mode: 'sequential' | 'shuffle'; minutes: number }) =>
+      data(await api.POST('/api/playlists', { body: { name: v.name, mode: v.mode, itemSeconds: Math.round(v.minutes * 60) } })),
+    onSuccess: async (p) => {
+      await queryClient.invalidateQueries({ queryKey: ['playlists'] })
+      navigate(`/playlists/${p.id}`)
+    },
+  })
+  return (
+    <section className="card" aria-labelledby="new-list-title">
+      <h2 id="new-list-title">New playlist</h2>
+      <form onSubmit={form.handleSubmit((v) => create.mutate(v))}>
+        {create.isError ? <Notice kind="error">{errorText(create.error)}</Notice> : null}
+        <Field label="Playlist name" error={form.formState.errors.name}>
+          <input {...form.register('name', { required: 'Give it a name', maxLength: { value: 100, message: 'At most 100 characters' } })} />
+        </Field>
+        <Field label="Order">
+          <select {...form.register('mode')}>
+            <option value="sequential">In order</option>
+            <option value="shuffle">Shuffled</option>
+          </select>
+        </Field>
+        <Field label="Minutes per item" error={form.formState.errors.minutes}>
+          <input
+            type="number"
+            min={1}
+            step={1}
+            {...form.register('minutes', {
+              valueAsNumber: true,
+              required: 'How long each shows',
+              min: { value: 1, message: 'At least 1' },
+            })}
+          />
+        </Field>
+        <Button type="submit" busy={create.isPending}>
+          Create
+        </Button>
+      </form>
+    </section>
+  )
+}
+
+export function PlaylistPage() {
+  const { id = '' } = useParams()
+  const queryClient = useQueryClient()
+  const list = useQuery({
+    queryKey: ['playlist', id],
+    queryFn: async () => data(await api.GET('/api/playlists/{id}', { params: { path: { id } } })),
+  })
+  const saved = (p: Playlist) => {
+    queryClient.setQueryData(['playlist', id], p)
+    void queryClient.invalidateQueries({ queryKey: ['playlists'] })
+  }
+  const reorder = useMutation({
+    mutationFn: async (itemIds: string[]) =>
+      data(await api.PUT('/api/playlists/{id}/order', { params: { path: { id } }, body: { itemIds } })),
+    onSuccess: saved,
+  })
+  const remove = useMutation({
+    mutationFn: async (itemId: string) =>
+      data(await api.DELETE('/api/playlists/{id}/items/{itemId}', { params: { path: { id, itemId } } })),
+    onSuccess: saved,
+  })
+  const sensors = useSensors(useSensor(PointerSensor), useSensor(KeyboardSensor, { coordinateGetter: sortableKeyboardCoordinates }))
+  if (list.isPending) return <Loading what="the playlist" />
+  if (list.isError) return <ErrorState error={list.error} retry={() => void list.refetch()} />
+  const p = list.data
+  const onDragEnd = ({ active, over }: DragEndEvent) => {
+    if (!over || active.id === over.id) return
+    const ids = p.items.map((i) => i.id)
+    const moved = arrayMove(ids, ids.indexOf(String(active.id)), ids.indexOf(String(over.id)))
+    // Shown in the new order at once; the answer replaces it.
+    queryClient.setQueryData(['playlist', id], { ...p, items: moved.map((i) => p.items.find((x) => x.id === i)!) })
+    reorder.mutate(moved)
+  }
+  return (
+    <>
+      <p>
+        <Link to="/playlists">← All playlists</Link>
+      </p>
+      <h1>{p.name}</h1>
+      <p className="muted">
+        {p.mode === 'shuffle' ? 'Shuffled' : 'In order'}, {minutes(p.itemSeconds)} each. Drag to reorder, or focus an item's handle and use
+        Space and the arrow keys.
+      </p>
+      <section className="card" aria-labelledby="items-title">
+        <h2 id="items-title">Items</h2>
+        {reorder.isError ? <Notice kind="error">{errorText(reorder.error)}</Notice> : null}
+        {remove.isError ? <Notice kind="error">{errorText(remove.error)}</Notice> : null}
+        {p.items.length === 0 ? <Empty>No items yet: add photos or prompts below.</Empty> : null}
+        <DndContext sensors={sensors} collisionDetection={closestCenter} onDragEnd={onDragEnd}>
+          <SortableContext items={p.items.map((i) => i.id)} strategy={verticalListSortingStrategy}>
+            <ol className="playlist">
+              {p.items.map((item, n) => (
+                <SortableItem key={item.id} item={item} n={n} onRemove={() => remove.mutate(item.id)} />
+              ))}
+            </ol>
+          </SortableContext>
+        </DndContext>
+      </section>
+      <AddItems playlist={p} onSaved={saved} />
+    </>
+  )
+}
+
+function SortableItem({ item, n, onRemove }: { item: Item; n: number; onRemove: () => void }) {
+  const { attributes, listeners, setNodeRef, transform, transition, isDragging } = useSortable({ id: item.id })
+  const label =
+    item.kind === 'prompt' ? `Item ${n + 1}: a new picture from a prompt` : `Item ${n + 1}: ${item.kind === 'upload' ? 'photo' : 'picture'}`
+  return (
+    <li
+      ref={setNodeRef}
+      style={{ transform: CSS.Transform.toString(transform), transition }}
+      className={isDragging ? 'dragging' : undefined}
+      data-item-id={item.id}
+    >
+      <button type="button" className="handle" aria-label={`Move ${label}`} {...attributes} {...listeners}>
+        ⠿
+      </button>
+      <Thumb item={item} />
+      <span>{label}</span>
+      <Button kind="secondary" onClick={onRemove}>
+        Remove
+      </Button>
+    </li>
+  )
+}
+
+function Thumb({ item }: { item: Item }) {
+  // An upload is shown through a fresh signed link to it; a stored picture through its own URL.
+  const upload = useQuery({
+    queryKey: ['upload-url', item.key],
+    enabled: item.kind === 'upload' && Boolean(item.key),
+    staleTime: 10 * 60_000,
+    queryFn: async () => data(await api.GET('/api/upload/url', { params: { query: { key: item.key! } } })).url,
+  })
+  if (item.kind === 'image' && item.imageId) return <img className="thumb" src={imageUrl(item.imageId)} alt="" />
+  if (item.kind === 'upload' && upload.data) return <img className="thumb" src={upload.data} alt="" />
+  return <span className="thumb placeholder" aria-hidden="true" />
+}
+
+function AddItems({ playlist, onSaved }: { playlist: Playlist; onSaved: (p: Playlist) => void }) {
+  const [file, setFile] = useState<File | null>(null)
+  const add = useMutation({
+    mutationFn: async (item: { kind: 'upload'; key: string } | { kind: 'prompt'; promptId: string }) =>
+      data(await api.POST('/api/playlists/{id}/items', { params: { path: { id: playlist.id } }, body: { item } })),
+    onSuccess: onSaved,
+  })
+  const photo = useMutation({ mutationFn: async (f: File) => add.mutateAsync({ kind: 'upload', key: await uploadPhoto(f) }) })
+  const form = useForm<{ text: string }>()
+  const prompt = useMutation({
+    mutationFn: async (text: string) => {
+      const created = data(await api.POST('/api/prompts', { body: { text } }))
+      return add.mutateAsync({ kind: 'prompt', promptId: created.id })
+    },
+    onSuccess: () => form.reset(),
+  })
+  const error = photo.error ?? prompt.error
+  return (
+    <section className="card" aria-labelledby="add-title">
+      <h2 id="add-title">Add</h2>
+      {error ? <Notice kind="error">{errorText(error)}</Notice> : null}
+      <form
+        onSubmit={(e) => {
+          e.preventDefault()
+          if (file) photo.mutate(file)
+        }}
+      >
+        <Field label="Photo" hint="PNG, JPEG, WebP, GIF or AVIF">
+          <input
+            type="file"
+            accept="image/png,image/jpeg,image/webp,image/gif,image/avif"
+            onChange={(e) => setFile(e.target.files?.[0] ?? null)}
+          />
+        </Field>
+        <Button type="submit" busy={photo.isPending} disabled={!file}>
+          Add photo
+        </Button>
+      </form>
+      <form onSubmit={form.handleSubmit((v) => prompt.mutate(v.text))}>
+        <Field
+          label="Prompt"
+          hint="A new picture is made from it each time it comes up, charged like any generation"
+          error={form.formState.errors.text}
+        >
+          <input {...form.register('text', { required: 'Describe the picture' })} />
+        </Field>
+        <Button type="submit" busy={prompt.isPending}>
+          Add prompt
+        </Button>
+      </form>
+    </section>
+  )
+}
