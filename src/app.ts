@@ -306,6 +306,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     clock,
     prepare: schedules.prepare,
     fire: schedules.fire,
+    flush: schedules.flush,
     log: app.log,
     tickMs: config.schedule.tickMs,
     batch: config.schedule.batch,

@@ -4,8 +4,9 @@
 // one look (tick), as the loop does when a turn falls due. Measured per fired turn: the process's
 // CPU (PGlite runs in the process, so its work is counted; PostgreSQL's is not) and how late each
 // turn's send was recorded after its due moment. The peer is the same send made directly
-// (deliverImage, what a manual send does after converting), for as many devices, in the same
-// process: the ratio is what working out the plan, claiming, the config and the bookkeeping add.
+// (deliverImage, what a manual send does after converting), a round after each minute, in the
+// same process: one device at a time (32 at once), where the scheduler sends a claimed batch's
+// images together.
 // Runs on PGlite, then on a fresh database on the machine's PostgreSQL when one is reachable.
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync } from 'node:fs'
@@ -117,13 +118,20 @@ async function runOn(ctx: Context, databaseUrl?: string): Promise<Outcome> {
     const started = await scheduler.tick()
     ctx.log(`schedule (${label}): ${started} first turns in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
 
+    // The peer: the same image sent directly, to as many devices as turn in a minute (at most
+    // 400), one round after each minute of turns, so both see tables of the same size.
+    const sample = ids.slice(0, Math.min(400, Math.ceil(devices / 5)))
+    const image = (await findImage(db, imageIds[0]!))!
+    const stored = { image, variants: await findVariants(db, image.id) }
+    const delivery = { db, link: app.deviceLink, storage: app.storage, baseUrl: 'http://127.0.0.1' }
     const cpuPerTurn: number[] = []
+    const directCpu: number[] = []
     const late: number[] = []
     let fired = 0
     for (let s = 1; s <= steps; s++) {
       now = T0 + s * STEP_MS
       const dueAt = new Date()
-      const cpu0 = process.cpuUsage()
+      let cpu0 = process.cpuUsage()
       t0 = performance.now()
       const n = await scheduler.tick()
       const cpu = cpuMs(process.cpuUsage(cpu0))
@@ -139,18 +147,9 @@ async function runOn(ctx: Context, databaseUrl?: string): Promise<Outcome> {
       ctx.log(
         `schedule (${label}): minute ${s}: ${n} turns in ${(performance.now() - t0).toFixed(0)} ms, ${(cpu / Math.max(1, n)).toFixed(2)} ms CPU each`,
       )
-    }
-
-    // The peer: the same sends made directly, for as many devices as turn in one minute.
-    const sample = ids.slice(0, Math.ceil(devices / 5))
-    const image = (await findImage(db, imageIds[0]!))!
-    const stored = { image, variants: await findVariants(db, image.id) }
-    const delivery = { db, link: app.deviceLink, storage: app.storage, baseUrl: 'http://127.0.0.1' }
-    const directCpu: number[] = []
-    for (let round = 0; round < 3; round++) {
-      const cpu0 = process.cpuUsage()
-      for (let i = 0; i < sample.length; i += 8)
-        await Promise.all(sample.slice(i, i + 8).map((id) => deliverImage(delivery, id, profile, stored, { userId })))
+      cpu0 = process.cpuUsage()
+      for (let i = 0; i < sample.length; i += 32)
+        await Promise.all(sample.slice(i, i + 32).map((id) => deliverImage(delivery, id, profile, stored, { userId })))
       directCpu.push(cpuMs(process.cpuUsage(cpu0)) / sample.length)
     }
     const p50 = percentile(late, 50)

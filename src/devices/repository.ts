@@ -326,6 +326,30 @@ export async function setDesiredState(
   return row
 }
 
+/** setDesiredState for many devices at once, each with its image and a new config version. */
+export async function setDesiredImages(db: Executor, changes: ReadonlyArray<{ id: string; imageId: string }>): Promise<DeviceRow[]> {
+  if (!changes.length) return []
+  const image = sql.join(
+    changes.map((c) => sql`WHEN ${c.id} THEN ${c.imageId}`),
+    sql` `,
+  )
+  return db
+    .update(device)
+    .set({
+      isSynced: false,
+      updatedAt: new Date(),
+      desiredConfigVersion: sql`${device.desiredConfigVersion} + 1`,
+      desiredImageId: sql`CASE ${device.id} ${image} END`,
+    })
+    .where(
+      inArray(
+        device.id,
+        changes.map((c) => c.id),
+      ),
+    )
+    .returning()
+}
+
 export type DeviceCommandRow = typeof deviceCommand.$inferSelect
 
 export async function insertCommand(db: Executor, row: typeof deviceCommand.$inferInsert): Promise<DeviceCommandRow> {

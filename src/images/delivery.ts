@@ -2,10 +2,10 @@
 // height, bytes, sha256} (and the bytes inline when the profile asks and the file is small); the
 // device's desired image changes, so it is out of sync until it reports showing it.
 import type { Database } from '../db/client.js'
-import { type DeviceRow, setDesiredState } from '../devices/repository.js'
+import { type DeviceRow, setDesiredImages, setDesiredState } from '../devices/repository.js'
 import type { DeviceLink } from '../devices/sessions.js'
 import type { ImageMessage } from '../mqtt/contract.js'
-import { insertEvent } from '../events/repository.js'
+import { insertEvent, insertEvents } from '../events/repository.js'
 import type { ObjectStore } from '../storage/store.js'
 import { mainVariant } from './convert.js'
 import type { DisplayProfile } from './profiles.js'
@@ -57,23 +57,8 @@ export async function deliverImage(
   stored: StoredImage,
   by: { userId: string; jobId?: string | null; scheduled?: { playlistId: string; itemId: string } },
 ): Promise<ImageMessage> {
-  return (await sendImage(deps, deviceId, profile, stored, by)).message
-}
-
-/**
- * deliverImage, answering the device row as updated too; with `bumpConfig` the same update makes
- * a new desired config version, for a caller that publishes the config next (the scheduler).
- */
-export async function sendImage(
-  deps: { db: Database; link: DeviceLink; storage: ObjectStore; baseUrl: string },
-  deviceId: string,
-  profile: DisplayProfile,
-  stored: StoredImage,
-  by: { userId: string; jobId?: string | null; scheduled?: { playlistId: string; itemId: string } },
-  opts: { bumpConfig?: boolean } = {},
-): Promise<{ message: ImageMessage; device: DeviceRow | undefined }> {
   const message = await imageMessage(deps, profile, stored)
-  const dev = await setDesiredState(deps.db, deviceId, { imageId: stored.image.id, bumpConfig: opts.bumpConfig })
+  const dev = await setDesiredState(deps.db, deviceId, { imageId: stored.image.id })
   await insertEvent(deps.db, {
     type: 'device.image',
     deviceId,
@@ -87,5 +72,48 @@ export async function sendImage(
     },
   })
   await deps.link.publish(deviceId, 'image', message)
-  return { message, device: dev }
+  return message
+}
+
+export type ImageSend = {
+  deviceId: string
+  profile: DisplayProfile
+  stored: StoredImage
+  by: { userId: string; scheduled?: { playlistId: string; itemId: string } }
+}
+
+/**
+ * deliverImage for many devices in a few statements (one update of the devices, one insert of the
+ * events; the outbox batches the messages), each device's config version raised for the config
+ * its caller publishes next. Answers each device's row as updated (a device deleted meanwhile is
+ * missing): what the scheduler sends when a crowd of frames turns at once.
+ */
+export async function sendImages(
+  deps: { db: Database; link: DeviceLink; storage: ObjectStore; baseUrl: string },
+  sends: readonly ImageSend[],
+): Promise<Map<string, DeviceRow>> {
+  const messages = await Promise.all(sends.map((s) => imageMessage(deps, s.profile, s.stored)))
+  const updated = await setDesiredImages(
+    deps.db,
+    sends.map((s) => ({ id: s.deviceId, imageId: s.stored.image.id })),
+  )
+  const rows = new Map(updated.map((d) => [d.id, d]))
+  const now = new Date()
+  const live = sends.flatMap((s, i) => {
+    const dev = rows.get(s.deviceId)
+    return dev ? [{ s, dev, message: messages[i]! }] : []
+  })
+  await insertEvents(
+    deps.db,
+    live.map(({ s, dev, message }) => ({
+      type: 'device.image',
+      deviceId: s.deviceId,
+      userId: s.by.userId,
+      organizationId: dev.organizationId,
+      data: { imageId: s.stored.image.id, format: message.format, jobId: null, ...(s.by.scheduled ? { scheduled: s.by.scheduled } : {}) },
+      at: now,
+    })),
+  )
+  await Promise.all(live.map(({ s, message }) => deps.link.publish(s.deviceId, 'image', message)))
+  return rows
 }

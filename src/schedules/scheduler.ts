@@ -16,6 +16,8 @@ export type SchedulerOptions<Memo> = {
   /** Reads what a claimed batch's turns share, once for the batch. */
   prepare: (rows: ScheduleRow[]) => Promise<Memo>
   fire: (row: ScheduleRow, now: Date, memo: Memo) => Promise<Done>
+  /** Sends what the batch's turns left in the memo, together. */
+  flush: (memo: Memo) => Promise<void>
   log: { error: (o: object, m?: string) => void }
   /** Longest wait between two looks (a plan saved on another instance is seen within it). */
   tickMs?: number
@@ -61,6 +63,14 @@ export function createScheduler<Memo>(opts: SchedulerOptions<Memo>) {
       const done: Array<Done & { deviceId: string }> = []
       for (let i = 0; i < rows.length; i += concurrency)
         done.push(...(await Promise.all(rows.slice(i, i + concurrency).map((r) => fireOne(r, now, memo)))))
+      try {
+        await opts.flush(memo)
+      } catch (err) {
+        // Nothing of the batch is recorded as sent: every turn of it is looked at again.
+        log.error({ err }, 'sending a batch of scheduled images failed; trying again in a minute')
+        for (const [i, row] of rows.entries())
+          done[i] = { deviceId: row.deviceId, nextAt: new Date(now.getTime() + RETRY_MS), current: row.current }
+      }
       // One statement records the batch; a turn whose plan was saved again meanwhile is not overwritten.
       fired += (await finishTurns(db, owner, done)).size
       if (rows.length < batch) return fired

@@ -11,7 +11,7 @@ import type { DeviceLink } from '../devices/sessions.js'
 import { AppError, appError } from '../errors.js'
 import { insertEvent } from '../events/repository.js'
 import type { GenerateRequest, GenerationService } from '../generation/service.js'
-import { sendImage } from '../images/delivery.js'
+import { type ImageSend, sendImages } from '../images/delivery.js'
 import { type StoredImage, storeImage } from '../images/pipeline.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import { findImage, findVariants } from '../images/repository.js'
@@ -30,6 +30,7 @@ import {
   saveSchedule,
   type ScheduleRow,
 } from './repository.js'
+import type { ScheduleInfo } from '../mqtt/contract.js'
 import type { ScheduleCurrent } from './tables.js'
 import { scheduleInfo } from './wire.js'
 
@@ -63,7 +64,13 @@ async function loadLists(db: Database, plans: readonly SchedulePlan[]): Promise<
  * What the turns of one claimed batch share, read once for all of them: the devices, the
  * playlists with their items, and each stored image sent (many frames show the same pictures).
  */
-export type TurnMemo = { devices: Map<string, DeviceRow>; lists: Lists; images: Map<string, Promise<StoredImage | undefined>> }
+export type TurnMemo = {
+  devices: Map<string, DeviceRow>
+  lists: Lists
+  images: Map<string, Promise<StoredImage | undefined>>
+  /** Images the batch's turns send, with the config each device gets after it (see flush). */
+  sends: Array<{ send: ImageSend; info: ScheduleInfo | null }>
+}
 
 const secondsOf = (lists: Lists) => (id: string) => {
   const l = lists.get(id)
@@ -171,7 +178,7 @@ export function createScheduleService(deps: ScheduleDeps) {
       ),
       loadLists(db, rows),
     ])
-    return { devices: new Map(devices.map((d) => [d.id, d])), lists, images: new Map() }
+    return { devices: new Map(devices.map((d) => [d.id, d])), lists, images: new Map(), sends: [] }
   }
 
   function storedImage(memo: TurnMemo, imageId: string): Promise<StoredImage | undefined> {
@@ -184,13 +191,11 @@ export function createScheduleService(deps: ScheduleDeps) {
   }
 
   /**
-   * Shows one item on the device; returns the image id sent (and the device row, its config
-   * version already raised for the config that follows), or the generation job started.
+   * What one item shows on the device: the stored image to send (an upload converted for this
+   * display the first time), or, for a prompt, the generation job started (it sends its image).
    */
-  async function show(memo: TurnMemo, dev: DeviceRow, row: ScheduleRow, playlist: PlaylistRow, item: PlaylistItemRow) {
+  async function show(memo: TurnMemo, dev: DeviceRow, playlist: PlaylistRow, item: PlaylistItemRow) {
     const profile = dev.display as DisplayProfile
-    const delivery = { db, link: deps.link, storage: deps.storage, baseUrl: deps.baseUrl }
-    const by = { userId: row.userId, scheduled: { playlistId: playlist.id, itemId: item.id } }
     if (item.kind === 'prompt') {
       // Generated as the playlist's owner, whose prompt it is and who pays for it.
       const job = await deps.generation().create(playlist.userId, {
@@ -202,10 +207,7 @@ export function createScheduleService(deps: ScheduleDeps) {
     }
     const imageId = item.kind === 'image' ? item.ref : item.images[profileKey(profile)]
     const stored = imageId ? await storedImage(memo, imageId) : undefined
-    if (stored) {
-      const sent = await sendImage(delivery, dev.id, profile, stored, by, { bumpConfig: true })
-      return { imageId: stored.image.id, device: sent.device }
-    }
+    if (stored) return { stored }
     if (item.kind === 'image') throw appError('IMAGE_NOT_FOUND', 'the image was deleted')
     const original = await deps.storage.get(item.ref).catch(() => null)
     if (!original) throw appError('NOT_FOUND', 'the upload was deleted')
@@ -214,33 +216,33 @@ export function createScheduleService(deps: ScheduleDeps) {
       { userId: playlist.userId, deviceId: dev.id, source: 'upload', original: original.body, profile },
     )
     await rememberItemImage(db, item.id, profileKey(profile), converted.image.id)
-    const sent = await sendImage(delivery, dev.id, profile, converted, by, { bumpConfig: true })
-    return { imageId: converted.image.id, device: sent.device }
+    return { stored: converted }
   }
 
   /**
-   * One due schedule, at `now`: works out the turn; unless it is the one fired last, sends what it
-   * shows (nothing while asleep) and the config with the next change. Missed turns (downtime, a
-   * sleep) are never replayed: only the turn of `now` is.
+   * One due schedule, at `now`: works out the turn and, unless it is the one fired last, what it
+   * shows (nothing while asleep). An image to send is left in the batch's memo for flush, which
+   * sends every image of the batch together; otherwise the config with the next change is
+   * published here. Missed turns (downtime, a sleep) are never replayed: only the turn of `now` is.
    */
-  async function fire(row: ScheduleRow, now: Date, given?: TurnMemo): Promise<{ nextAt: Date | null; current: ScheduleCurrent | null }> {
-    const memo = given ?? (await prepare([row]))
+  async function fire(row: ScheduleRow, now: Date, memo: TurnMemo): Promise<{ nextAt: Date | null; current: ScheduleCurrent | null }> {
     const dev = memo.devices.get(row.deviceId)
     if (!dev) return { nextAt: null, current: null }
     const { turn, item, playlist } = nowOf(row, memo.lists, row.deviceId, now)
     if (row.current?.key === turn.key) return { nextAt: turn.nextChangeAt, current: row.current }
     const current: ScheduleCurrent = { key: turn.key, state: turn.state, since: now.toISOString() }
-    // The device row whose config version was raised with the image it was sent, if one was.
-    let configFor: DeviceRow | undefined
     if (turn.state === 'sleeping') current.sleepingUntil = turn.until.toISOString()
+    const info = () => scheduleInfo({ ...row, nextAt: turn.nextChangeAt, current })
     if (turn.state === 'playing' && item && playlist) {
       current.playlistId = playlist.id
       current.itemId = item.id
       try {
-        const shown = await show(memo, dev, row, playlist, item)
-        if ('imageId' in shown) {
-          current.imageId = shown.imageId
-          if (shown.device) configFor = shown.device
+        const shown = await show(memo, dev, playlist, item)
+        if ('stored' in shown && shown.stored) {
+          current.imageId = shown.stored.image.id
+          const by = { userId: row.userId, scheduled: { playlistId: playlist.id, itemId: item.id } }
+          memo.sends.push({ send: { deviceId: dev.id, profile: dev.display as DisplayProfile, stored: shown.stored, by }, info: info() })
+          return { nextAt: turn.nextChangeAt, current }
         }
       } catch (err) {
         if (!(err instanceof AppError)) throw err
@@ -249,13 +251,28 @@ export function createScheduleService(deps: ScheduleDeps) {
         await skipped(dev, playlist, item, err.code, why)
       }
     }
-    const info = scheduleInfo({ ...row, nextAt: turn.nextChangeAt, current })
-    if (configFor) await deps.devices.publishConfig(configFor, info)
-    else await deps.devices.refreshConfig(dev, info)
+    await deps.devices.refreshConfig(dev, info())
     return { nextAt: turn.nextChangeAt, current }
   }
 
-  return { get, put, remove, prepare, fire }
+  /** Sends the batch's images together, then each device's config (its version raised with the image). */
+  async function flush(memo: TurnMemo): Promise<void> {
+    if (!memo.sends.length) return
+    const delivery = { db, link: deps.link, storage: deps.storage, baseUrl: deps.baseUrl }
+    const updated = await sendImages(
+      delivery,
+      memo.sends.map((s) => s.send),
+    )
+    await Promise.all(
+      memo.sends.map(async ({ send, info }) => {
+        const dev = updated.get(send.deviceId)
+        if (dev) await deps.devices.publishConfig(dev, info)
+      }),
+    )
+    memo.sends = []
+  }
+
+  return { get, put, remove, prepare, fire, flush }
 }
 
 export type ScheduleService = ReturnType<typeof createScheduleService>

@@ -517,7 +517,11 @@ t.test('in Chromium', { skip }, async (t) => {
     await checkBothLayouts(t, page, 'device-plan')
     await page.getByRole('button', { name: 'Remove the day plan' }).click()
     await page.getByText('No day plan').waitFor()
-    t.equal((await fetch(`${svc.url}/api/device/${frame.deviceId}/schedule`, { headers: { authorization: `Bearer ${owner.token}` } })).status, 404, 'removed')
+    t.equal(
+      (await fetch(`${svc.url}/api/device/${frame.deviceId}/schedule`, { headers: { authorization: `Bearer ${owner.token}` } })).status,
+      404,
+      'removed',
+    )
   })
 
   t.test('a session revoked from another browser is signed out on its next action', async (t) => {
