@@ -74,7 +74,7 @@ const envSchema = z.object({
   GENERATION_TICK_MS: z.coerce.number().int().min(10).default(250),
   SCHEDULE_MIN_SECONDS: z.coerce.number().int().min(1).max(86400).default(60),
   SCHEDULE_TICK_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
-  SCHEDULE_BATCH: z.coerce.number().int().min(1).max(5000).default(200),
+  SCHEDULE_BATCH: z.coerce.number().int().min(1).max(5000).default(1000),
   LOCAL_PROVIDER_DURATION_MS: z.coerce.number().int().min(0).max(600_000).default(1500),
   REPLICATE_API_TOKEN: z.string().optional(),
   REPLICATE_BASE_URL: providerBaseUrl('https://api.replicate.com'),
