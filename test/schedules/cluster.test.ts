@@ -10,6 +10,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { jsonCall } from '../helpers/http.js'
 import { postgresUrl, redisUrl } from '../helpers/services.js'
+import { uploadPng } from '../helpers/uploads.js'
 
 const redis = await redisUrl()
 const postgres = await postgresUrl()
@@ -39,27 +40,7 @@ t.test('two instances racing for the same due turns fire each once', { skip }, a
   const b = await startApp(t, { clock, env, reuse })
   const { client } = makeClient(a.url)
   const { token } = await signUp(client, uniqueEmail('sched-cluster'))
-  const form = new FormData()
-  const { default: sharp } = await import('sharp')
-  form.append(
-    'file',
-    new Blob(
-      [
-        new Uint8Array(
-          await sharp({ create: { width: 64, height: 48, channels: 3, background: 'gray' } })
-            .png()
-            .toBuffer(),
-        ),
-      ],
-      { type: 'image/png' },
-    ),
-    'a.png',
-  )
-  const key = (
-    (await (await fetch(`${a.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })).json()) as {
-      key: string
-    }
-  ).key
+  const key = await uploadPng(a.url, token, 'gray', 64, 48)
   const list = (
     await jsonCall(a.url, '/api/playlists', {
       token,

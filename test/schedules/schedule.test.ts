@@ -4,13 +4,13 @@
 // that wins until the next change, a restart in the middle of a rotation, and the bad input that
 // is refused naming the field.
 import t from 'tap'
-import sharp from 'sharp'
 import type { MqttClient } from 'mqtt'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { jsonCall } from '../helpers/http.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
+import { uploadPng } from '../helpers/uploads.js'
 
 type Msg = { kind: string; payload: Record<string, unknown> }
 
@@ -31,17 +31,6 @@ async function listen(svc: TestApp, dev: PairedDevice) {
   return { c, got }
 }
 
-async function uploadPng(svc: TestApp, token: string, colour: { r: number; g: number; b: number }): Promise<string> {
-  const png = await sharp({ create: { width: 320, height: 240, channels: 3, background: colour } })
-    .png()
-    .toBuffer()
-  const form = new FormData()
-  form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'photo.png')
-  const res = await fetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
-  if (res.status !== 201) throw new Error(`upload: ${res.status} ${await res.text()}`)
-  return ((await res.json()) as { key: string }).key
-}
-
 let now = Date.parse('2026-06-01T07:59:00Z')
 const clock = () => new Date(now)
 const setClock = (iso: string) => {
@@ -59,9 +48,9 @@ t.test('a playlist rotates on a device by the day plan, sleeps at night and neve
   const tick = () => svc.app.scheduler!.tick()
 
   const keys = [
-    await uploadPng(svc, token, { r: 250, g: 250, b: 250 }),
-    await uploadPng(svc, token, { r: 10, g: 10, b: 10 }),
-    await uploadPng(svc, token, { r: 120, g: 120, b: 120 }),
+    await uploadPng(svc.url, token, { r: 250, g: 250, b: 250 }),
+    await uploadPng(svc.url, token, { r: 10, g: 10, b: 10 }),
+    await uploadPng(svc.url, token, { r: 120, g: 120, b: 120 }),
   ]
   const created = await call('/api/playlists', {
     body: { name: 'Hallway', mode: 'sequential', itemSeconds: 600, items: keys.map((key) => ({ kind: 'upload', key })) },
@@ -171,8 +160,8 @@ t.test('playlists and schedules refuse bad input naming the field, and what the 
   const other = await signUp(makeClient(svc.url).client, uniqueEmail('sched-other'))
   const call = (path: string, opts: Parameters<typeof jsonCall>[2] = {}) => jsonCall(svc.url, path, { token, ...opts })
   const dev = await pairDevice(svc, token)
-  const key = await uploadPng(svc, token, { r: 1, g: 2, b: 3 })
-  const theirKey = await uploadPng(svc, other.token, { r: 3, g: 2, b: 1 })
+  const key = await uploadPng(svc.url, token, { r: 1, g: 2, b: 3 })
+  const theirKey = await uploadPng(svc.url, other.token, { r: 3, g: 2, b: 1 })
 
   const short = await call('/api/playlists', { body: { name: 'Fast', mode: 'sequential', itemSeconds: 30 } })
   t.equal(short.status, 400)
@@ -275,7 +264,7 @@ t.test('items are added, removed and reordered; at most 500', async (t) => {
   const { client } = makeClient(svc.url)
   const { token } = await signUp(client, uniqueEmail('sched-items'))
   const call = (path: string, opts: Parameters<typeof jsonCall>[2] = {}) => jsonCall(svc.url, path, { token, ...opts })
-  const keys = [await uploadPng(svc, token, { r: 9, g: 9, b: 9 }), await uploadPng(svc, token, { r: 99, g: 99, b: 99 })]
+  const keys = [await uploadPng(svc.url, token, { r: 9, g: 9, b: 9 }), await uploadPng(svc.url, token, { r: 99, g: 99, b: 99 })]
   const p = (
     await call('/api/playlists', { body: { name: 'Edit', mode: 'sequential', itemSeconds: 60, items: [{ kind: 'upload', key: keys[0] }] } })
   ).body

@@ -2,7 +2,6 @@
 // sleep window (nothing is sent meanwhile), comes back at its end and shows what plays then. The
 // simulator and the service share one clock that the test moves.
 import t from 'tap'
-import sharp from 'sharp'
 import { join } from 'node:path'
 import { SimDevice, resolveProfile } from '../../device-sim/index.js'
 import { startApp } from '../helpers/app.js'
@@ -10,6 +9,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { jsonCall } from '../helpers/http.js'
 import { mqttUrl } from '../helpers/mqtt.js'
 import { nextEvent, tempDir } from '../device-sim/helpers.js'
+import { uploadPng } from '../helpers/uploads.js'
 
 let now = Date.parse('2026-06-01T20:50:00Z')
 const clock = () => new Date(now)
@@ -31,18 +31,9 @@ t.test('the simulator sleeps through its sleep window and wakes to the current i
   await dev.start()
   const id = dev.deviceId!
 
-  const upload = async (background: string) => {
-    const png = await sharp({ create: { width: 160, height: 120, channels: 3, background } })
-      .png()
-      .toBuffer()
-    const form = new FormData()
-    form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'p.png')
-    const res = await fetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
-    return ((await res.json()) as { key: string }).key
-  }
   const items = [
-    { kind: 'upload', key: await upload('white') },
-    { kind: 'upload', key: await upload('black') },
+    { kind: 'upload', key: await uploadPng(svc.url, token, 'white', 160, 120) },
+    { kind: 'upload', key: await uploadPng(svc.url, token, 'black', 160, 120) },
   ]
   const list = (await jsonCall(svc.url, '/api/playlists', { token, body: { name: 'Night', mode: 'sequential', itemSeconds: 3600, items } }))
     .body

@@ -37,6 +37,19 @@ export function NewPasswordField({ label, register, error }: { label: string; re
   )
 }
 
+/** A photo to upload: the types the service accepts (it reads the real type from the file). */
+export function PhotoField({ onPick }: { onPick: (file: File | null) => void }) {
+  return (
+    <Field label="Photo" hint="PNG, JPEG, WebP, GIF or AVIF">
+      <input
+        type="file"
+        accept="image/png,image/jpeg,image/webp,image/gif,image/avif"
+        onChange={(e) => onPick(e.target.files?.[0] ?? null)}
+      />
+    </Field>
+  )
+}
+
 export function Button(props: {
   children: ReactNode
   busy?: boolean

@@ -8,7 +8,7 @@ import { Link, useNavigate, useParams } from 'react-router'
 import { api, data, type Device, errorText, imageUrl, type Job, uploadPhoto } from '../api'
 import { authClient } from '../auth'
 import { usePresence } from '../live'
-import { ago, Button, ErrorState, Field, Loading, Notice } from '../ui'
+import { ago, Button, ErrorState, Field, Loading, Notice, PhotoField } from '../ui'
 import { OnlineBadge } from './devices'
 import { ScheduleCard } from './schedule'
 
@@ -195,13 +195,7 @@ function SendPhoto({ device }: { device: Device }) {
       >
         {mutation.isError ? <Notice kind="error">{errorText(mutation.error)}</Notice> : null}
         {mutation.isSuccess ? <Notice kind="success">Sent. The frame shows it once it has downloaded it.</Notice> : null}
-        <Field label="Photo" hint="PNG, JPEG, WebP, GIF or AVIF">
-          <input
-            type="file"
-            accept="image/png,image/jpeg,image/webp,image/gif,image/avif"
-            onChange={(e) => setFile(e.target.files?.[0] ?? null)}
-          />
-        </Field>
+        <PhotoField onPick={setFile} />
         <Button type="submit" busy={mutation.isPending} disabled={!file}>
           Upload and send
         </Button>

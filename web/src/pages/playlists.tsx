@@ -9,7 +9,7 @@ import { useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { Link, useNavigate, useParams } from 'react-router'
 import { api, data, errorText, imageUrl, type Playlist, uploadPhoto } from '../api'
-import { Button, Empty, ErrorState, Field, Loading, Notice } from '../ui'
+import { Button, Empty, ErrorState, Field, Loading, Notice, PhotoField } from '../ui'
 
 type Item = Playlist['items'][number]
 
@@ -217,13 +217,7 @@ function AddItems({ playlist, onSaved }: { playlist: Playlist; onSaved: (p: Play
           if (file) photo.mutate(file)
         }}
       >
-        <Field label="Photo" hint="PNG, JPEG, WebP, GIF or AVIF">
-          <input
-            type="file"
-            accept="image/png,image/jpeg,image/webp,image/gif,image/avif"
-            onChange={(e) => setFile(e.target.files?.[0] ?? null)}
-          />
-        </Field>
+        <PhotoField onPick={setFile} />
         <Button type="submit" busy={photo.isPending} disabled={!file}>
           Add photo
         </Button>
