@@ -14,6 +14,7 @@ export default defineConfig({
     './src/notifications/tables.ts',
     './src/downlink/tables.ts',
     './src/schedules/tables.ts',
+    './src/device-logs/tables.ts',
   ],
   out: './migrations',
 })

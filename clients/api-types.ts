@@ -2911,6 +2911,130 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/device/{id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A device's log entries, newest first */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description this level and above */
+                    level?: "debug" | "info" | "warn" | "error";
+                    since?: string;
+                    until?: string;
+                    /** @description text the message contains (case-insensitive) */
+                    q?: string;
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            logs: {
+                                id: string;
+                                /** Format: date-time */
+                                at: string;
+                                /** Format: date-time */
+                                receivedAt: string;
+                                /** @enum {string} */
+                                level: "debug" | "info" | "warn" | "error";
+                                message: string;
+                                fields: {
+                                    [key: string]: unknown;
+                                } | null;
+                            }[];
+                            nextCursor: string | null;
+                            counts: {
+                                accepted: number;
+                                /** @description past the device’s rate */
+                                droppedRate: number;
+                                /** @description entries (or whole batches) over a size limit */
+                                droppedSize: number;
+                                /** @description not log entries */
+                                droppedInvalid: number;
+                                /** @description kept entries removed later for the count or age limit */
+                                pruned: number;
+                            };
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                404: components["responses"]["NotFound"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        /**
+         * Send a batch of log entries as the device
+         * @description For devices without MQTT (the same as devices/{id}/up/log): `Authorization: Bearer <the device's secret>`. At most 100 entries and 64 KiB a batch; each `{at, level, message, fields?}`. What is refused is counted, and the answer says how much.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            /** @description log entries: {at (ISO or epoch ms), level (debug | info | warn | error), message, fields?} */
+            requestBody: {
+                content: {
+                    "application/json": unknown[];
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            accepted: number;
+                            /** @description past the device’s rate */
+                            droppedRate: number;
+                            /** @description entries (or whole batches) over a size limit */
+                            droppedSize: number;
+                            /** @description not log entries */
+                            droppedInvalid: number;
+                            /** @description kept entries removed later for the count or age limit */
+                            pruned: number;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/sign-in/social": {
         parameters: {
             query?: never;

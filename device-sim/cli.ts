@@ -51,6 +51,7 @@ Options:
   --interval SECONDS    period of status reports (default 60; one is also sent after each change)
   --battery PCT         battery level of a new device (default 100)
   --drain PCT           battery drained per hour (default 1)
+  --log-rate N          log entries sent per minute on up/log, a batch every 10 s (default 0: none)
   --firmware VERSION    firmware version reported (default 1.0.0-sim)
   --pair-attempts N     give up after N expired or denied pairings (default 0: start over forever)
   --no-qr               do not print the QR code
@@ -128,6 +129,7 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
         interval: { type: 'string' },
         battery: { type: 'string' },
         drain: { type: 'string' },
+        'log-rate': { type: 'string' },
         firmware: { type: 'string' },
         'pair-attempts': { type: 'string' },
         'no-qr': { type: 'boolean' },
@@ -177,6 +179,7 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
       firmware: values.firmware,
       battery: num('battery', values.battery, 0, 100),
       drainPerHour: num('drain', values.drain, 0, 100),
+      logsPerMinute: int('log-rate', values['log-rate'], 0, 6000),
       statusIntervalMs: statusInterval === undefined ? undefined : statusInterval * 1000,
       pairAttempts: int('pair-attempts', values['pair-attempts'], 0, 1_000_000),
     },
@@ -316,6 +319,7 @@ function attachPrinter(dev: SimDevice, opts: { quiet: boolean; qr: boolean; prev
   })
   dev.on('rebooting', ({ ms }) => say('reboot', `rebooting (back in ${(ms / 1000).toFixed(1)} s)`))
   dev.on('duplicate', ({ kind, id }) => say('duplicate', `${kind} ${short(id)} delivered again; ignored`))
+  dev.on('logs', ({ count }) => say('log', `sent ${count} log entries`))
   dev.on('status', (s) =>
     say(
       'status',

@@ -16,6 +16,7 @@ import {
   type ImageMessage as WireImage,
   type Numbered,
   type PromptMessage as WirePrompt,
+  type LogEntry,
   type ScheduleInfo,
   type StatusReport,
   topicFor,
@@ -57,6 +58,8 @@ export type SimDeviceOptions = {
   subackTimeoutMs?: number
   /** Give up (PairingFailedError) after this many expired or denied pairings; 0 = never. */
   pairAttempts?: number
+  /** Log entries sent per minute on devices/{id}/up/log, in a batch every 10 s; 0 (the default) sends none. */
+  logsPerMinute?: number
   /** The time the device goes by for its schedule's sleep (tests share the service's moved clock). */
   clock?: () => Date
 }
@@ -92,6 +95,8 @@ export type SimDeviceEvents = {
   command: [CommandMessage]
   identify: [{ deviceId: string; name: string }]
   sleeping: [{ seconds: number; until?: string }]
+  /** A batch of log entries was sent (--log-rate). */
+  logs: [{ count: number }]
   /** The day plan in a config: when the next change comes, and the sleep it orders now. */
   schedule: [ScheduleInfo]
   rebooting: [{ ms: number }]
@@ -114,6 +119,7 @@ export type SimStats = {
   errors: number
   reconnects: number
   statusReports: number
+  logs: number
 }
 
 /** Pairing expired or was denied `pairAttempts` times. */
@@ -181,6 +187,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     errors: 0,
     reconnects: 0,
     statusReports: 0,
+    logs: 0,
   }
 
   private state?: SimState
@@ -192,6 +199,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
   /** Set when a connection ended before all downlink topics were granted: subscribe again even if the broker kept the session. */
   private subscribeAgain = false
   private statusTimer?: NodeJS.Timeout
+  private logTimer?: NodeJS.Timeout
   private lastDrainAt = Date.now()
   private chain: Promise<void> = Promise.resolve()
   private saving: Promise<void> = Promise.resolve()
@@ -585,6 +593,10 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     this.stopTimers()
     this.statusTimer = setInterval(() => void this.reportStatus('schedule'), this.opts.statusIntervalMs)
     this.statusTimer.unref()
+    if (this.opts.logsPerMinute) {
+      this.logTimer = setInterval(() => this.sendLogs(Math.max(1, Math.round(this.opts.logsPerMinute! / 6))), 10_000)
+      this.logTimer.unref()
+    }
     // The first report of a connection says whether the broker kept the session: behind an
     // external broker the service learns of a lost session only this way.
     await this.reportStatus('connected', { sessionPresent })
@@ -606,7 +618,30 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
 
   private stopTimers() {
     if (this.statusTimer) clearInterval(this.statusTimer)
+    if (this.logTimer) clearInterval(this.logTimer)
     this.statusTimer = undefined
+    this.logTimer = undefined
+  }
+
+  /** A batch of what a frame would log: mostly routine, now and then a warning. */
+  sendLogs(count: number): void {
+    const c = this.client
+    const id = this.state?.credentials?.username
+    if (!c?.connected || !id) return
+    const battery = round1(this.state!.battery)
+    const entries: LogEntry[] = Array.from({ length: count }, (_, i) => {
+      const n = this.stats.logs + i
+      if (battery < 20 && n % 5 === 0)
+        return { at: new Date().toISOString(), level: 'warn', message: `battery low: ${battery}%`, fields: { battery } }
+      return {
+        at: new Date().toISOString(),
+        level: n % 3 ? 'info' : 'debug',
+        message: n % 3 ? `heartbeat ${n}` : `wifi rssi ${-50 - (n % 30)} dBm`,
+      }
+    })
+    this.stats.logs += count
+    c.publish(uplinkTopic(id, 'log'), JSON.stringify(entries), { qos: 0 })
+    this.emit('logs', { count })
   }
 
   /** Messages are handled one at a time, in the order they arrived. */

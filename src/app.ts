@@ -56,6 +56,8 @@ import { playlistItemInputSchema, playlistRecordSchema, scheduleRecordSchema } f
 import { scheduleRoutes } from './schedules/routes.js'
 import { createScheduler } from './schedules/scheduler.js'
 import { createScheduleService } from './schedules/service.js'
+import { deviceLogRoutes } from './device-logs/routes.js'
+import { createDeviceLogService } from './device-logs/service.js'
 import { webDist } from './web/build.js'
 
 declare module 'fastify' {
@@ -104,6 +106,8 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<F
 }
 
 async function assemble(app: FastifyInstance, config: Config, opts: AppOptions): Promise<void> {
+  // The time the scheduler and the device logs go by (tests move it).
+  const clock = opts.clock ?? (() => new Date())
   const errorHandling = installErrorHandling(app)
   const handlers = trackHandlers(app)
   const shared = [
@@ -215,6 +219,9 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     resend: async (id: string, opts: ResendOptions) => (outbox ? outbox.resend(id, opts) : 0),
     expectResend: (id: string, expected: boolean) => outbox?.expectResend(id, expected),
   }
+  // Device logs arrive over MQTT (up/log) as well as HTTP: the service exists before the broker.
+  const deviceLogs = createDeviceLogService({ db: database.db, limits: config.deviceLogs, clock })
+  app.decorate('deviceLogs', deviceLogs)
   const transport = await startBroker(app, {
     config,
     db: database.db,
@@ -222,6 +229,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     redis,
     onPresence: notifications.notifier.onPresence,
     downlink,
+    logs: deviceLogs.ingest,
   })
   const link = (outbox = createOutbox({ db: database.db, transport, limits: config.downlink, log: app.log }))
   app.decorate('downlink', outbox)
@@ -288,7 +296,6 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   app.addHook('onReady', async () => generation.start())
   producers.push(() => generation.close())
   // Playlists and day plans: the scheduler sends what a schedule says, when it says it.
-  const clock = opts.clock ?? (() => new Date())
   const playlists = createPlaylistService({ db: database.db, storage, minSeconds: config.schedule.minSeconds })
   const schedules = createScheduleService({
     db: database.db,
@@ -313,6 +320,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   })
   app.decorate('scheduler', scheduler)
   await app.register(scheduleRoutes, { playlists, schedules })
+  await app.register(deviceLogRoutes, { db: database.db, logs: deviceLogs })
   app.addHook('onReady', async () => scheduler.start())
   producers.push(() => scheduler.close())
   // A revocation on any instance clears every instance's cache: each then closes the MQTT
@@ -321,7 +329,11 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     () => void app.broker?.revalidateApps().catch((err) => app.log.warn({ err }, 'could not revalidate companion app connections')),
   )
   // Apps' sessions also end by expiry, which no request announces: checked with every sweep.
-  startSweeper(app, [() => devices.sweep(), () => link.sweep(), async () => app.broker?.revalidateApps()], config.devices.sweepInterval)
+  startSweeper(
+    app,
+    [() => devices.sweep(), () => link.sweep(), () => deviceLogs.sweep(), async () => app.broker?.revalidateApps()],
+    config.devices.sweepInterval,
+  )
   // Registered last, so it runs first of the onClose hooks (they run in reverse), once the HTTP
   // server has closed: handlers whose clients left finish before anything they use is closed.
   app.addHook('onClose', async () => {

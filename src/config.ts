@@ -72,6 +72,10 @@ const envSchema = z.object({
   GENERATION_POLL_BASE_MS: z.coerce.number().int().min(10).default(500),
   GENERATION_POLL_MAX_MS: z.coerce.number().int().min(10).default(10_000),
   GENERATION_TICK_MS: z.coerce.number().int().min(10).default(250),
+  LOG_MAX_ENTRIES: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  LOG_MAX_AGE_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
+  LOG_RATE_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(120),
+  LOG_BURST: z.coerce.number().int().min(1).max(100_000).default(300),
   SCHEDULE_MIN_SECONDS: z.coerce.number().int().min(1).max(86400).default(60),
   SCHEDULE_TICK_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   SCHEDULE_BATCH: z.coerce.number().int().min(1).max(5000).default(1000),
@@ -291,6 +295,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : undefined,
     imageProvider: e.IMAGE_PROVIDER,
     providers,
+    deviceLogs: {
+      /** Entries kept per device (the oldest go first), and for how long. */
+      maxEntries: e.LOG_MAX_ENTRIES,
+      maxAgeDays: e.LOG_MAX_AGE_DAYS,
+      /** Entries accepted per device per minute, with bursts up to `burst`; the rest are counted, not stored. */
+      ratePerMinute: e.LOG_RATE_PER_MINUTE,
+      burst: e.LOG_BURST,
+    },
     schedule: {
       /** The shortest time per playlist item (tests and demos lower it). */
       minSeconds: e.SCHEDULE_MIN_SECONDS,

@@ -143,6 +143,7 @@ export const groups = {
       'mail/smtp.test.ts',
       'generation/flow.test.ts',
       'generation/prompts.test.ts',
+      'device-logs/logs.test.ts',
     ],
   },
   'web-b+generation-jobs': {

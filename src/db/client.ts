@@ -20,6 +20,7 @@ import * as settingTables from '../settings/tables.js'
 import * as notificationTables from '../notifications/tables.js'
 import * as downlinkTables from '../downlink/tables.js'
 import * as scheduleTables from '../schedules/tables.js'
+import * as deviceLogTables from '../device-logs/tables.js'
 
 const schema = {
   ...authTables,
@@ -33,6 +34,7 @@ const schema = {
   ...notificationTables,
   ...downlinkTables,
   ...scheduleTables,
+  ...deviceLogTables,
 }
 
 type Schema = typeof schema

@@ -2,14 +2,14 @@
 // companion apps share, what each topic carries, and the presence vocabulary. Plain data only, no imports,
 // so any of them (device-sim/ included) can take it without pulling in the service.
 //   downlink (service → device): devices/{id}/prompt | image | config (retained) | cmd
-//   uplink   (device → service): devices/{id}/up/status | up/ack
+//   uplink   (device → service): devices/{id}/up/status | up/ack | up/log
 //   presence (broker, retained):  devices/{id}/state        events (service): devices/{id}/events
 //   fleet-wide (service → every device): fleet/cmd — devices may subscribe, only the service publishes
 // The access rules on this layout are in topic-rules.ts.
 
 export const downlinkKinds = ['prompt', 'image', 'config', 'cmd'] as const
 export type DownlinkKind = (typeof downlinkKinds)[number]
-export const uplinkKinds = ['status', 'ack'] as const
+export const uplinkKinds = ['status', 'ack', 'log'] as const
 export type UplinkKind = (typeof uplinkKinds)[number]
 
 /** One message to every device at once: a device subscribes to it; nobody but the service publishes. */
@@ -104,6 +104,14 @@ export type ScheduleInfo = {
   nextChangeAt: string | null
   /** Set while a sleep window lasts: nothing is sent before then. */
   sleepingUntil: string | null
+}
+
+/** devices/{id}/up/log: a batch of what the device logged (at most 100 entries, 64 KiB). */
+export type LogEntry = {
+  at?: string | number
+  level?: 'debug' | 'info' | 'warn' | 'error'
+  message: string
+  fields?: Record<string, unknown>
 }
 
 /** devices/{id}/cmd: a command to carry out and acknowledge with its commandId. */

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { createDeviceBroker, type DeviceBroker } from './device-broker.js'
 import type { PresenceChange } from './contract.js'
 import type { DownlinkHooks } from './downlink-hooks.js'
+import type { UplinkHooks } from './uplink.js'
 import { redisClusterParts } from '../../broker/cluster.js'
 import type { Auth } from '../auth/auth.js'
 import { ConfigError, type Config } from '../config.js'
@@ -29,6 +30,8 @@ export async function startBroker(
     redis?: RedisHandle
     onPresence?: (change: PresenceChange) => void
     downlink: DownlinkHooks
+    /** Where devices' log batches (up/log) go. */
+    logs?: UplinkHooks['logs']
   },
 ): Promise<DeviceLink> {
   const { config } = deps
@@ -44,6 +47,7 @@ export async function startBroker(
       db: deps.db,
       log: app.log,
       downlink: deps.downlink,
+      logs: deps.logs,
     })
     app.addHook('preClose', async () => link.close())
     return link
@@ -68,6 +72,7 @@ export async function startBroker(
     downlink: { ...deps.downlink, seqOf },
     queuedFor: cluster?.queuedFor,
     webOrigins: config.cookieOrigins,
+    logs: deps.logs,
   })
   app.decorate('broker', broker)
   app.decorate('mqttPort', undefined as number | undefined)

@@ -19,7 +19,7 @@ export function deviceMaySubscribe(deviceId: string, filter: string): boolean {
   return t.rest.length === 1 && ((downlinkKinds as readonly string[]).includes(first as string) || first === 'state')
 }
 
-/** A device publishes only to devices/{own}/up/status and devices/{own}/up/ack. */
+/** A device publishes only to its own uplink: devices/{own}/up/status, up/ack and up/log. */
 export function deviceMayPublish(deviceId: string, topic: string): boolean {
   const t = parseDeviceTopic(topic)
   return (

@@ -11,7 +11,7 @@ import type { ClientMeta } from './client-meta.js'
 import { parseDeviceTopic } from './contract.js'
 
 /** Largest payload accepted per uplink topic; a status or an ack is a few hundred bytes. */
-const UPLINK_MAX_BYTES: Readonly<Record<string, number>> = { status: 4096, ack: 4096 }
+const UPLINK_MAX_BYTES: Readonly<Record<string, number>> = { status: 4096, ack: 4096, log: 256 * 1024 }
 
 export type UplinkStats = { applied: number; invalid: number; oversized: number; unmatchedAcks: number }
 
@@ -26,6 +26,11 @@ export type UplinkHooks = {
    * sees CONNACK itself.
    */
   newSession?(deviceId: string): void
+  /**
+   * A batch of log entries (`raw` undefined when it was not JSON); the device logs service checks
+   * it against its limits and counts what it refuses.
+   */
+  logs?(deviceId: string, raw: unknown, bytes: number): Promise<{ refused: 'too-large' | 'not-a-batch' | null }>
 }
 
 type Deps = {
@@ -84,6 +89,17 @@ export async function applyUplink(
 ): Promise<UplinkOutcome> {
   const max = UPLINK_MAX_BYTES[kind]
   if (max === undefined) return 'invalid'
+  if (kind === 'log') {
+    if (!hooks.logs) return 'invalid'
+    let raw: unknown
+    try {
+      raw = JSON.parse(payload.toString('utf8'))
+    } catch {
+      raw = undefined
+    }
+    const { refused } = await hooks.logs(deviceId, raw, payload.length)
+    return refused === 'too-large' ? 'oversized' : refused ? 'invalid' : 'applied'
+  }
   if (payload.length > max) return 'oversized'
   const body = parseJson(payload)
   if (!body) return 'invalid'
