@@ -15,6 +15,7 @@ export default defineConfig({
     './src/downlink/tables.ts',
     './src/schedules/tables.ts',
     './src/device-logs/tables.ts',
+    './src/health/tables.ts',
   ],
   out: './migrations',
 })

@@ -1354,6 +1354,10 @@ export interface paths {
                             generationResults: boolean;
                             /** @description notify when a device goes online or offline */
                             devicePresence: boolean;
+                            /** @description notify when a device’s battery falls under 15 % (again only after it was above 25 %) */
+                            batteryLow: boolean;
+                            /** @description notify when a device has not reported for three of its report intervals */
+                            deviceSilent: boolean;
                         };
                     };
                 };
@@ -1382,6 +1386,10 @@ export interface paths {
                         generationResults?: boolean;
                         /** @description notify when a device goes online or offline */
                         devicePresence?: boolean;
+                        /** @description notify when a device’s battery falls under 15 % (again only after it was above 25 %) */
+                        batteryLow?: boolean;
+                        /** @description notify when a device has not reported for three of its report intervals */
+                        deviceSilent?: boolean;
                     };
                 };
             };
@@ -1397,6 +1405,10 @@ export interface paths {
                             generationResults: boolean;
                             /** @description notify when a device goes online or offline */
                             devicePresence: boolean;
+                            /** @description notify when a device’s battery falls under 15 % (again only after it was above 25 %) */
+                            batteryLow: boolean;
+                            /** @description notify when a device has not reported for three of its report intervals */
+                            deviceSilent: boolean;
                         };
                     };
                 };

@@ -707,6 +707,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
       firmware: this.opts.firmware,
       shownImageId: this.state!.image?.imageId ?? null,
       configVersion: this.state!.configVersion,
+      interval: Math.round(this.opts.statusIntervalMs / 1000),
       ...extra,
     }
     if (await this.publish(this.topic('status'), report)) {

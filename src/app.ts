@@ -58,6 +58,7 @@ import { createScheduler } from './schedules/scheduler.js'
 import { createScheduleService } from './schedules/service.js'
 import { deviceLogRoutes } from './device-logs/routes.js'
 import { createDeviceLogService } from './device-logs/service.js'
+import { createHealthService } from './health/service.js'
 import { webDist } from './web/build.js'
 
 declare module 'fastify' {
@@ -219,6 +220,14 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     resend: async (id: string, opts: ResendOptions) => (outbox ? outbox.resend(id, opts) : 0),
     expectResend: (id: string, expected: boolean) => outbox?.expectResend(id, expected),
   }
+  // Status reports feed device health (battery low, silence); like the logs, before the broker.
+  const health = createHealthService({
+    db: database.db,
+    clock,
+    defaultIntervalSeconds: config.health.defaultIntervalSeconds,
+    notify: (userId, kind, message) => notifications.notifier.notifyUser(userId, kind, message),
+  })
+  app.decorate('health', health)
   // Device logs arrive over MQTT (up/log) as well as HTTP: the service exists before the broker.
   const deviceLogs = createDeviceLogService({ db: database.db, limits: config.deviceLogs, clock })
   app.decorate('deviceLogs', deviceLogs)
@@ -229,7 +238,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     redis,
     onPresence: notifications.notifier.onPresence,
     downlink,
-    logs: deviceLogs.ingest,
+    uplink: { logs: deviceLogs.ingest, status: (id, report) => health.onStatus(id, report) },
   })
   const link = (outbox = createOutbox({ db: database.db, transport, limits: config.downlink, log: app.log }))
   app.decorate('downlink', outbox)
@@ -331,7 +340,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   // Apps' sessions also end by expiry, which no request announces: checked with every sweep.
   startSweeper(
     app,
-    [() => devices.sweep(), () => link.sweep(), () => deviceLogs.sweep(), async () => app.broker?.revalidateApps()],
+    [() => devices.sweep(), () => link.sweep(), () => deviceLogs.sweep(), () => health.sweep(), async () => app.broker?.revalidateApps()],
     config.devices.sweepInterval,
   )
   // Registered last, so it runs first of the onClose hooks (they run in reverse), once the HTTP

@@ -72,6 +72,12 @@ const envSchema = z.object({
   GENERATION_POLL_BASE_MS: z.coerce.number().int().min(10).default(500),
   GENERATION_POLL_MAX_MS: z.coerce.number().int().min(10).default(10_000),
   GENERATION_TICK_MS: z.coerce.number().int().min(10).default(250),
+  DEVICE_REPORT_INTERVAL: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 86_400)
+    .default(300),
   LOG_MAX_ENTRIES: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   LOG_MAX_AGE_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
   LOG_RATE_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(120),
@@ -295,6 +301,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : undefined,
     imageProvider: e.IMAGE_PROVIDER,
     providers,
+    health: {
+      /** Seconds between status reports assumed for a device that does not say (`interval` in up/status); silent after three. */
+      defaultIntervalSeconds: e.DEVICE_REPORT_INTERVAL,
+    },
     deviceLogs: {
       /** Entries kept per device (the oldest go first), and for how long. */
       maxEntries: e.LOG_MAX_ENTRIES,

@@ -121,6 +121,7 @@ export const groups = {
       'auth/email-login.test.ts',
       'auth/input-rules.test.ts',
       'auth/get-session.test.ts',
+      'health/alerts.test.ts',
       'downlink/restart-term.test.ts',
     ],
   },

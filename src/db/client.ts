@@ -21,6 +21,7 @@ import * as notificationTables from '../notifications/tables.js'
 import * as downlinkTables from '../downlink/tables.js'
 import * as scheduleTables from '../schedules/tables.js'
 import * as deviceLogTables from '../device-logs/tables.js'
+import * as healthTables from '../health/tables.js'
 
 const schema = {
   ...authTables,
@@ -35,6 +36,7 @@ const schema = {
   ...downlinkTables,
   ...scheduleTables,
   ...deviceLogTables,
+  ...healthTables,
 }
 
 type Schema = typeof schema

@@ -127,6 +127,8 @@ export type StatusReport = {
   shownImageId: string | null
   configVersion: number
   sessionPresent?: boolean
+  /** Seconds until the next scheduled report: a device quiet for three of them is reported silent. */
+  interval?: number
 }
 
 /**

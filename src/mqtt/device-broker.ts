@@ -36,7 +36,7 @@ import {
   type DownlinkKind,
   type PresenceChange,
 } from './contract.js'
-import { attachUplink, type UplinkHooks, type UplinkStats } from './uplink.js'
+import { attachUplink, type DomainUplinkHooks, type UplinkStats } from './uplink.js'
 
 type BrokerStats = { droppedPublishes: number; refusedSubscriptions: number; refusedConnections: number; droppedOffline: number }
 
@@ -84,8 +84,8 @@ export type DeviceBrokerDeps = {
   webOrigins?: readonly string[]
   /** Cluster mode: how many messages wait in a client's stored queue (Redis persistence). */
   queuedFor?: (clientId: string) => Promise<number>
-  /** Where devices' log batches (up/log) go. */
-  logs?: UplinkHooks['logs']
+  /** What the domains do with uplink: log batches, status reports. */
+  uplink?: DomainUplinkHooks
 }
 
 /** Service-internal: asks whichever instance holds a device's session to close it. */
@@ -252,7 +252,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     meta,
     log,
     queue: presence.queue,
-    hooks: { delivered: downlink?.delivered, reported: downlink?.reported, logs: deps.logs },
+    hooks: { delivered: downlink?.delivered, reported: downlink?.reported, ...deps.uplink },
   })
 
   aedes.on('connackSent', (packet, client) => {

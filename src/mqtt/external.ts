@@ -6,7 +6,7 @@ import mqtt, { type MqttClient } from 'mqtt'
 import type { Database } from '../db/client.js'
 import type { DeviceLink } from '../devices/sessions.js'
 import { parseDeviceTopic, topicFor, UPLINK_FILTER } from './contract.js'
-import { applyUplink, type UplinkHooks } from './uplink.js'
+import { applyUplink, type DomainUplinkHooks } from './uplink.js'
 import type { DownlinkHooks } from './downlink-hooks.js'
 
 export type ExternalLink = DeviceLink & { client: MqttClient; close(): Promise<void> }
@@ -20,8 +20,8 @@ export async function connectExternalBroker(opts: {
   log: { warn: (o: object | string, m?: string) => void }
   /** The durable downlink: acknowledgements by up/ack (the broker's PUBACK to us says nothing about the device), and a resend when a device reports a new session. */
   downlink: DownlinkHooks
-  /** Where devices' log batches (up/log) go. */
-  logs?: UplinkHooks['logs']
+  /** What the domains do with uplink: log batches, status reports. */
+  uplink?: DomainUplinkHooks
 }): Promise<ExternalLink> {
   const client = await mqtt.connectAsync(opts.url, {
     clientId: opts.clientId,
@@ -40,7 +40,7 @@ export async function connectExternalBroker(opts: {
     newSession: (deviceId: string) => {
       opts.downlink.resend(deviceId, {}).catch((err) => opts.log.warn({ err, deviceId }, 'could not send a device what it missed'))
     },
-    logs: opts.logs,
+    ...opts.uplink,
   }
   client.on('message', (topic, payload) => {
     const t = parseDeviceTopic(topic)

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { createDeviceBroker, type DeviceBroker } from './device-broker.js'
 import type { PresenceChange } from './contract.js'
 import type { DownlinkHooks } from './downlink-hooks.js'
-import type { UplinkHooks } from './uplink.js'
+import type { DomainUplinkHooks } from './uplink.js'
 import { redisClusterParts } from '../../broker/cluster.js'
 import type { Auth } from '../auth/auth.js'
 import { ConfigError, type Config } from '../config.js'
@@ -30,8 +30,8 @@ export async function startBroker(
     redis?: RedisHandle
     onPresence?: (change: PresenceChange) => void
     downlink: DownlinkHooks
-    /** Where devices' log batches (up/log) go. */
-    logs?: UplinkHooks['logs']
+    /** What the domains do with uplink besides the downlink's part: log batches, status reports. */
+    uplink?: DomainUplinkHooks
   },
 ): Promise<DeviceLink> {
   const { config } = deps
@@ -47,7 +47,7 @@ export async function startBroker(
       db: deps.db,
       log: app.log,
       downlink: deps.downlink,
-      logs: deps.logs,
+      uplink: deps.uplink,
     })
     app.addHook('preClose', async () => link.close())
     return link
@@ -72,7 +72,7 @@ export async function startBroker(
     downlink: { ...deps.downlink, seqOf },
     queuedFor: cluster?.queuedFor,
     webOrigins: config.cookieOrigins,
-    logs: deps.logs,
+    uplink: deps.uplink,
   })
   app.decorate('broker', broker)
   app.decorate('mqttPort', undefined as number | undefined)

@@ -31,7 +31,12 @@ export type UplinkHooks = {
    * it against its limits and counts what it refuses.
    */
   logs?(deviceId: string, raw: unknown, bytes: number): Promise<{ refused: 'too-large' | 'not-a-batch' | null }>
+  /** A status report as the device sent it (battery, its report interval): device health watches them. */
+  status?(deviceId: string, report: { battery?: number; interval?: number }): Promise<void>
 }
+
+/** The uplink hooks the domains provide (the downlink's are wired by the transports themselves). */
+export type DomainUplinkHooks = Pick<UplinkHooks, 'logs' | 'status'>
 
 type Deps = {
   aedes: Aedes
@@ -113,6 +118,7 @@ export async function applyUplink(
     }
     await applyDeviceReport(db, deviceId, JSON.parse(JSON.stringify(report)))
     await hooks.reported?.(deviceId, { configVersion: report.configVersion, shownImageId: report.shownImageId })
+    await hooks.status?.(deviceId, { battery: report.battery, interval: num(body.interval, 1, 7 * 86_400) })
     if (body.sessionPresent === false) hooks.newSession?.(deviceId)
     return 'applied'
   }

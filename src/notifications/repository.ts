@@ -6,9 +6,15 @@ import { notificationPreference, pushSubscription } from './tables.js'
 
 export type PushSubscriptionRow = typeof pushSubscription.$inferSelect
 type PreferenceRow = typeof notificationPreference.$inferSelect
-export type Preferences = Pick<PreferenceRow, 'generationResults' | 'devicePresence'>
+export type Preferences = Pick<PreferenceRow, 'generationResults' | 'devicePresence' | 'batteryLow' | 'deviceSilent'>
 
-const defaultPreferences: Preferences = { generationResults: true, devicePresence: true }
+const defaultPreferences: Preferences = { generationResults: true, devicePresence: true, batteryLow: true, deviceSilent: true }
+const preferencesOf = (r: PreferenceRow): Preferences => ({
+  generationResults: r.generationResults,
+  devicePresence: r.devicePresence,
+  batteryLow: r.batteryLow,
+  deviceSilent: r.deviceSilent,
+})
 
 export type NewSubscription = { endpoint: string; p256dh: string; auth: string; expirationTime: Date | null; userAgent: string | null }
 
@@ -80,7 +86,7 @@ export async function recordDelivery(db: Executor, id: string, ok: boolean, at: 
 
 export async function findPreferences(db: Executor, userId: string): Promise<Preferences> {
   const [row] = await db.select().from(notificationPreference).where(eq(notificationPreference.userId, userId)).limit(1)
-  return row ? { generationResults: row.generationResults, devicePresence: row.devicePresence } : { ...defaultPreferences }
+  return row ? preferencesOf(row) : { ...defaultPreferences }
 }
 
 export async function updatePreferences(db: Executor, userId: string, patch: Partial<Preferences>): Promise<Preferences> {
@@ -89,5 +95,5 @@ export async function updatePreferences(db: Executor, userId: string, patch: Par
     .values({ userId, ...defaultPreferences, ...patch })
     .onConflictDoUpdate({ target: notificationPreference.userId, set: { ...patch, updatedAt: new Date() } })
     .returning()
-  return { generationResults: row!.generationResults, devicePresence: row!.devicePresence }
+  return preferencesOf(row!)
 }

@@ -33,6 +33,8 @@ const subscriptionRecord = {
 const preferencesRecord = Type.Object({
   generationResults: Type.Boolean({ description: 'notify when an image generation finishes or fails' }),
   devicePresence: Type.Boolean({ description: 'notify when a device goes online or offline' }),
+  batteryLow: Type.Boolean({ description: 'notify when a device’s battery falls under 15 % (again only after it was above 25 %)' }),
+  deviceSilent: Type.Boolean({ description: 'notify when a device has not reported for three of its report intervals' }),
 })
 
 const toSubscription = (s: PushSubscriptionRow) => ({

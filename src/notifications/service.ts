@@ -50,6 +50,8 @@ export type NotifierDeps = {
 const preferenceFor: Record<NotificationKind, keyof Preferences | null> = {
   generation: 'generationResults',
   'device-presence': 'devicePresence',
+  'battery-low': 'batteryLow',
+  'device-silent': 'deviceSilent',
   message: null,
 }
 

@@ -34,5 +34,7 @@ export const notificationPreference = pgTable('notification_preference', {
     .references(() => user.id, { onDelete: 'cascade' }),
   generationResults: boolean('generation_results').notNull().default(true),
   devicePresence: boolean('device_presence').notNull().default(true),
+  batteryLow: boolean('battery_low').notNull().default(true),
+  deviceSilent: boolean('device_silent').notNull().default(true),
   updatedAt: ts('updated_at').notNull().defaultNow(),
 })

@@ -166,7 +166,7 @@ export function createScheduleService(deps: ScheduleDeps) {
     await deps.notify?.(playlist.userId, {
       title: `${dev.name}: a scheduled picture was skipped`,
       body: `"${playlist.name}": ${message}`,
-      url: `${deps.baseUrl}/devices/${dev.id}`,
+      url: `/devices/${dev.id}`,
     })
   }
 

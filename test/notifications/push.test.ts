@@ -350,7 +350,7 @@ t.test('device online/offline notifies the owner, per their preference, and not 
   await subscribeAs(owner, sub)
   t.same(
     (await api('GET', '/api/notifications/preferences', owner)).body,
-    { generationResults: true, devicePresence: true },
+    { generationResults: true, devicePresence: true, batteryLow: true, deviceSilent: true },
     'everything on by default',
   )
   const dev = await pairDevice(svc, owner.token, { name: 'Hall frame' })
@@ -389,8 +389,13 @@ t.test('device online/offline notifies the owner, per their preference, and not 
   t.match(offline, { kind: 'device-presence', title: 'Hall frame is offline', body: /went offline \(client disconnect\)/ })
 
   const patched = await api('PATCH', '/api/notifications/preferences', owner, { devicePresence: false })
-  t.same(patched.body, { generationResults: true, devicePresence: false })
-  t.same((await api('GET', '/api/notifications/preferences', owner)).body, { generationResults: true, devicePresence: false })
+  t.same(patched.body, { generationResults: true, devicePresence: false, batteryLow: true, deviceSilent: true })
+  t.same((await api('GET', '/api/notifications/preferences', owner)).body, {
+    generationResults: true,
+    devicePresence: false,
+    batteryLow: true,
+    deviceSilent: true,
+  })
   t.equal((await api('PATCH', '/api/notifications/preferences', owner, {})).status, 400, 'an empty change is refused')
   ev = nextEvent()
   const third = await asDevice()
@@ -412,6 +417,20 @@ t.test('device online/offline notifies the owner, per their preference, and not 
   await api('PATCH', '/api/notifications/preferences', owner, { generationResults: false })
   t.same(await svc.app.notifier.notifyUser(owner.id, 'generation', { title: 'Another', body: 'x' }), { skipped: 'preference' })
   t.equal(push.requestsFor('owner-browser').length, 3)
+
+  // A health alert is a notification of its own kind, under its own switch (test/health/ has the rules).
+  const frame = await asDevice()
+  t.teardown(() => frame.end(true))
+  frame.publish(
+    `devices/${dev.deviceId}/up/status`,
+    JSON.stringify({ battery: 9, firmware: '1.0', shownImageId: null, configVersion: 1 }),
+    { qos: 1 },
+  )
+  t.match(message(await push.waitFor('owner-browser', 4)), {
+    kind: 'battery-low',
+    title: 'Hall frame: battery low',
+    url: `/devices/${dev.deviceId}`,
+  })
   await close(watcher)
 })
 

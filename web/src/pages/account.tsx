@@ -312,12 +312,20 @@ function keyBytes(base64url: string): Uint8Array<ArrayBuffer> {
 
 const pushSupported = () => 'serviceWorker' in navigator && 'PushManager' in window && 'Notification' in window
 
+type Switch = 'generationResults' | 'devicePresence' | 'batteryLow' | 'deviceSilent'
+/** One switch per kind of notification, as the service keeps them. */
+const switches: Array<[Switch, string]> = [
+  ['generationResults', 'a picture I asked for is ready, or failed'],
+  ['devicePresence', 'one of my frames goes online or offline'],
+  ['batteryLow', "a frame's battery runs low"],
+  ['deviceSilent', 'a frame has not been heard from for a while'],
+]
+
 function Notifications() {
   const queryClient = useQueryClient()
   const prefs = useQuery({ queryKey: ['notification-prefs'], queryFn: async () => data(await api.GET('/api/notifications/preferences')) })
   const save = useMutation({
-    mutationFn: async (patch: { generationResults?: boolean; devicePresence?: boolean }) =>
-      data(await api.PATCH('/api/notifications/preferences', { body: patch })),
+    mutationFn: async (patch: Partial<Record<Switch, boolean>>) => data(await api.PATCH('/api/notifications/preferences', { body: patch })),
     onSuccess: (p) => queryClient.setQueryData(['notification-prefs'], p),
     // The boxes follow the click at once (uncontrolled); a refusal draws them again from the saved values.
     onError: () => setDrawn((n) => n + 1),
@@ -374,24 +382,17 @@ function Notifications() {
       {prefs.data ? (
         <fieldset>
           <legend>Tell me when</legend>
-          <label className="row">
-            <input
-              key={`g-${drawn}-${prefs.data.generationResults}`}
-              type="checkbox"
-              defaultChecked={prefs.data.generationResults}
-              onChange={(e) => save.mutate({ generationResults: e.target.checked })}
-            />
-            a picture I asked for is ready, or failed
-          </label>
-          <label className="row">
-            <input
-              key={`p-${drawn}-${prefs.data.devicePresence}`}
-              type="checkbox"
-              defaultChecked={prefs.data.devicePresence}
-              onChange={(e) => save.mutate({ devicePresence: e.target.checked })}
-            />
-            one of my frames goes online or offline
-          </label>
+          {switches.map(([key, words]) => (
+            <label className="row" key={key}>
+              <input
+                key={`${key}-${drawn}-${prefs.data[key]}`}
+                type="checkbox"
+                defaultChecked={prefs.data[key]}
+                onChange={(e) => save.mutate({ [key]: e.target.checked })}
+              />
+              {words}
+            </label>
+          ))}
         </fieldset>
       ) : null}
       <h3>In this browser</h3>
