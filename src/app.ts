@@ -315,6 +315,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     generation: () => generation,
     notify: (userId, message) => notifications.notifier.notifyUser(userId, 'generation', message),
     clock,
+    log: app.log,
     poke: () => scheduler.poke(),
   })
   const scheduler = createScheduler({

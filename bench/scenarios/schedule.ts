@@ -93,7 +93,7 @@ async function runOn(ctx: Context, databaseUrl?: string): Promise<Outcome> {
     await db.insert(playlist).values({ id: playlistId, userId, name: 'Bench', mode: 'sequential', itemSeconds: 300 })
     await db
       .insert(playlistItem)
-      .values(imageIds.map((ref, position) => ({ id: randomUUID(), playlistId, position, kind: 'image' as const, ref })))
+      .values(imageIds.map((ref, position) => ({ id: randomUUID(), playlistId, position, kind: 'image' as const, ref, addedBy: userId })))
     const ids = Array.from({ length: devices }, () => randomUUID())
     for (let i = 0; i < ids.length; i += 1000) {
       const chunk = ids.slice(i, i + 1000)

@@ -22,7 +22,8 @@ export async function pruneToCount(db: Executor, deviceId: string, keep: number)
           .select({ id: deviceLog.id })
           .from(deviceLog)
           .where(eq(deviceLog.deviceId, deviceId))
-          .orderBy(desc(deviceLog.at), desc(deviceLog.id))
+          // By arrival, not by the device's clock: a device set to 1970 cannot have its new entries pruned first.
+          .orderBy(desc(deviceLog.receivedAt), desc(deviceLog.id))
           .offset(keep),
       ),
     )
@@ -32,7 +33,7 @@ export async function pruneToCount(db: Executor, deviceId: string, keep: number)
 
 /** Removes every entry older than `before`; answers how many went per device. */
 export async function pruneOlderThan(db: Executor, before: Date): Promise<Map<string, number>> {
-  const gone = await db.delete(deviceLog).where(lt(deviceLog.at, before)).returning({ deviceId: deviceLog.deviceId })
+  const gone = await db.delete(deviceLog).where(lt(deviceLog.receivedAt, before)).returning({ deviceId: deviceLog.deviceId })
   const per = new Map<string, number>()
   for (const g of gone) per.set(g.deviceId, (per.get(g.deviceId) ?? 0) + 1)
   return per

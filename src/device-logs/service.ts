@@ -61,11 +61,20 @@ export function createDeviceLogService(deps: { db: Database; limits: LogLimits; 
     let fields: Record<string, unknown> | null = null
     if (e.fields !== undefined && e.fields !== null) {
       if (typeof e.fields !== 'object' || Array.isArray(e.fields)) return { refused: 'invalid' }
-      if (Buffer.byteLength(JSON.stringify(e.fields)) > FIELDS_MAX_BYTES) return { refused: 'size' }
+      const json = JSON.stringify(e.fields)
+      if (Buffer.byteLength(json) > FIELDS_MAX_BYTES) return { refused: 'size' }
+      // PostgreSQL's jsonb takes neither NUL nor a lone surrogate (the only \u escapes JSON.stringify writes besides controls).
+      if (/\\u(0000|d[89a-f])/i.test(json)) return { refused: 'invalid' }
       fields = e.fields as Record<string, unknown>
     }
     const claimed = typeof e.at === 'string' || typeof e.at === 'number' ? new Date(e.at) : undefined
-    const sane = claimed && Number.isFinite(claimed.getTime()) && claimed.getTime() <= received.getTime() + FUTURE_SLACK_MS
+    // A device's clock may be wrong either way: beyond a day ahead or older than the age limit, the time it arrived.
+    const oldest = received.getTime() - limits.maxAgeDays * 86_400_000
+    const sane =
+      claimed &&
+      Number.isFinite(claimed.getTime()) &&
+      claimed.getTime() <= received.getTime() + FUTURE_SLACK_MS &&
+      claimed.getTime() >= oldest
     // A NUL cannot be stored in PostgreSQL text: it is replaced, not refused.
     const message = e.message.replaceAll('\u0000', '\uFFFD')
     return { row: { id: randomUUID(), deviceId, at: sane ? claimed : received, receivedAt: received, level, message, fields } }

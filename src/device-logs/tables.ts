@@ -21,7 +21,7 @@ export const deviceLog = pgTable(
     message: text('message').notNull(),
     fields: jsonb('fields').$type<Record<string, unknown>>(),
   },
-  (t) => [index('device_log_device_at_idx').on(t.deviceId, t.at, t.id)],
+  (t) => [index('device_log_device_at_idx').on(t.deviceId, t.at, t.id), index('device_log_received_idx').on(t.receivedAt)],
 )
 
 /** Per device, what was kept and what was not, and why: limits are counted, never an error loop. */

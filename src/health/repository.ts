@@ -39,7 +39,10 @@ export type SilentDevice = { deviceId: string; name: string; userId: string; org
  */
 export async function markSilent(db: Executor, now: Date, defaultSeconds: number): Promise<SilentDevice[]> {
   const at = now.toISOString()
-  const due = sql`${deviceHealth.lastReportAt} + make_interval(secs => 3 * coalesce(${deviceHealth.intervalSeconds}, ${defaultSeconds})) < ${at}::timestamptz`
+  // Silence counts from the last report, or from the end of the last sleep window when later.
+  const woke = sql`(select (s.current->>'wokeAt')::timestamptz from ${deviceSchedule} s where s.device_id = ${deviceHealth.deviceId})`
+  const since = sql`greatest(${deviceHealth.lastReportAt}, coalesce(${woke}, ${deviceHealth.lastReportAt}))`
+  const due = sql`${since} + make_interval(secs => 3 * coalesce(${deviceHealth.intervalSeconds}, ${defaultSeconds})) < ${at}::timestamptz`
   const asleep = sql`exists (select 1 from ${deviceSchedule} s where s.device_id = ${deviceHealth.deviceId} and s.current->>'state' = 'sleeping' and (s.current->>'sleepingUntil')::timestamptz > ${at}::timestamptz)`
   const rows = await db
     .update(deviceHealth)

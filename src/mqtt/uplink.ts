@@ -118,7 +118,8 @@ export async function applyUplink(
     }
     await applyDeviceReport(db, deviceId, JSON.parse(JSON.stringify(report)))
     await hooks.reported?.(deviceId, { configVersion: report.configVersion, shownImageId: report.shownImageId })
-    await hooks.status?.(deviceId, { battery: report.battery, interval: num(body.interval, 1, 7 * 86_400) })
+    const interval = num(body.interval, 1, 7 * 86_400)
+    await hooks.status?.(deviceId, { battery: report.battery, interval: interval === undefined ? undefined : Math.round(interval) })
     if (body.sessionPresent === false) hooks.newSession?.(deviceId)
     return 'applied'
   }

@@ -20,6 +20,7 @@ import {
   insertItem,
   insertPlaylist,
   listItems,
+  listItemsOf,
   listPlaylists,
   lockPlaylist,
   type PlaylistItemRow,
@@ -116,7 +117,11 @@ export function createPlaylistService(deps: { db: Database; storage: ObjectStore
   return {
     async list(userId: string) {
       const rows = await listPlaylists(db, userId, 500)
-      return Promise.all(rows.map(view))
+      const items = await listItemsOf(
+        db,
+        rows.map((p) => p.id),
+      )
+      return rows.map((p) => playlistView(p, items.get(p.id) ?? []))
     },
 
     async create(userId: string, input: PlaylistInput) {
@@ -137,7 +142,8 @@ export function createPlaylistService(deps: { db: Database; storage: ObjectStore
           mode: input.mode,
           itemSeconds: input.itemSeconds,
         })
-        for (const [position, r] of resolved.entries()) await insertItem(tx, { id: randomUUID(), playlistId: row.id, position, ...r })
+        for (const [position, r] of resolved.entries())
+          await insertItem(tx, { id: randomUUID(), playlistId: row.id, position, addedBy: userId, ...r })
         return row
       })
       return view(p)
@@ -174,7 +180,7 @@ export function createPlaylistService(deps: { db: Database; storage: ObjectStore
         if ((await countItems(tx, p.id)) >= MAX_ITEMS) throw appError('PLAYLIST_FULL')
         const ids = (await listItems(tx, p.id)).map((i) => i.id)
         const at = Math.min(position ?? ids.length, ids.length)
-        const created = await insertItem(tx, { id: randomUUID(), playlistId: p.id, position: ids.length, ...resolved })
+        const created = await insertItem(tx, { id: randomUUID(), playlistId: p.id, position: ids.length, addedBy: userId, ...resolved })
         ids.splice(at, 0, created.id)
         await setPositions(tx, p.id, ids)
       })

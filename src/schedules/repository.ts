@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm'
 import { member } from '../db/schema.js'
 import { rowsOf, type Executor } from '../db/client.js'
 import { deviceSchedule, playlist, playlistItem, type ScheduleCurrent } from './tables.js'
@@ -123,17 +123,20 @@ export async function findSchedule(db: Executor, deviceId: string): Promise<Sche
   return row
 }
 
-/** Saves a device's plan and makes it due at once (the scheduler then works out what plays now). */
+/**
+ * Saves a device's plan and makes it due at once (the scheduler then works out what plays now).
+ * A batch holding the device keeps its lease; the new version stops it recording over the plan.
+ */
 export async function saveSchedule(
   db: Executor,
   row: Pick<ScheduleRow, 'deviceId' | 'userId' | 'timeZone' | 'rules' | 'sleep'>,
   now: Date,
 ): Promise<ScheduleRow> {
-  const values = { ...row, nextAt: now, leaseUntil: null, leaseOwner: null, current: null, updatedAt: now }
+  const values = { ...row, nextAt: now, current: null, updatedAt: now }
   const [saved] = await db
     .insert(deviceSchedule)
     .values(values)
-    .onConflictDoUpdate({ target: deviceSchedule.deviceId, set: values })
+    .onConflictDoUpdate({ target: deviceSchedule.deviceId, set: { ...values, version: sql`${deviceSchedule.version} + 1` } })
     .returning()
   return saved!
 }
@@ -148,20 +151,19 @@ export async function deleteSchedule(db: Executor, deviceId: string): Promise<bo
  * SKIP LOCKED: two instances asking at once get different rows, never the same one.
  */
 export async function claimDueSchedules(db: Executor, now: Date, limit: number, leaseMs: number, owner: string): Promise<ScheduleRow[]> {
-  const at = now.toISOString()
-  const rows = await db.execute(sql`
-    UPDATE device_schedule SET lease_until = ${new Date(now.getTime() + leaseMs).toISOString()}::timestamptz, lease_owner = ${owner}
-    WHERE device_id IN (
-      SELECT device_id FROM device_schedule
-      WHERE next_at <= ${at}::timestamptz AND (lease_until IS NULL OR lease_until < ${at}::timestamptz)
-      ORDER BY next_at
-      LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED
-    )
-    RETURNING device_id`)
-  const ids = rowsOf<{ device_id: string }>(rows).map((r) => r.device_id)
-  if (!ids.length) return []
-  return db.select().from(deviceSchedule).where(inArray(deviceSchedule.deviceId, ids))
+  const due = db
+    .select({ id: deviceSchedule.deviceId })
+    .from(deviceSchedule)
+    .where(and(lte(deviceSchedule.nextAt, now), or(isNull(deviceSchedule.leaseUntil), lt(deviceSchedule.leaseUntil, now))))
+    .orderBy(asc(deviceSchedule.nextAt))
+    .limit(limit)
+    .for('update', { skipLocked: true })
+  // The rows as claimed, in the same statement: a plan saved a moment later is not read by mistake.
+  return db
+    .update(deviceSchedule)
+    .set({ leaseUntil: new Date(now.getTime() + leaseMs), leaseOwner: owner })
+    .where(inArray(deviceSchedule.deviceId, due))
+    .returning()
 }
 
 /**
@@ -172,19 +174,23 @@ export async function claimDueSchedules(db: Executor, now: Date, limit: number, 
 export async function finishTurns(
   db: Executor,
   owner: string,
-  done: ReadonlyArray<{ deviceId: string; nextAt: Date | null; current: ScheduleCurrent | null }>,
+  done: ReadonlyArray<{ deviceId: string; version: number; nextAt: Date | null; current: ScheduleCurrent | null }>,
 ): Promise<Set<string>> {
   if (!done.length) return new Set()
   const values = sql.join(
     done.map(
       (d) =>
-        sql`(${d.deviceId}::text, ${d.nextAt?.toISOString() ?? null}::timestamptz, ${d.current ? JSON.stringify(d.current) : null}::jsonb)`,
+        sql`(${d.deviceId}::text, ${d.version}::int, ${d.nextAt?.toISOString() ?? null}::timestamptz, ${d.current ? JSON.stringify(d.current) : null}::jsonb)`,
     ),
     sql`, `,
   )
+  // A plan saved while the batch ran has a new version and is due now: only the lease is let go.
   const rows = await db.execute(sql`
-    UPDATE device_schedule AS s SET next_at = v.next_at, current = v.current, lease_until = NULL, lease_owner = NULL
-    FROM (VALUES ${values}) AS v(device_id, next_at, current)
+    UPDATE device_schedule AS s
+    SET next_at = CASE WHEN s.version = v.version THEN v.next_at ELSE s.next_at END,
+        current = CASE WHEN s.version = v.version THEN v.current ELSE s.current END,
+        lease_until = NULL, lease_owner = NULL
+    FROM (VALUES ${values}) AS v(device_id, version, next_at, current)
     WHERE s.device_id = v.device_id AND s.lease_owner = ${owner}
     RETURNING s.device_id`)
   return new Set(rowsOf<{ device_id: string }>(rows).map((r) => r.device_id))

@@ -16,8 +16,8 @@ export type SchedulerOptions<Memo> = {
   /** Reads what a claimed batch's turns share, once for the batch. */
   prepare: (rows: ScheduleRow[]) => Promise<Memo>
   fire: (row: ScheduleRow, now: Date, memo: Memo) => Promise<Done>
-  /** Sends what the batch's turns left in the memo, together. */
-  flush: (memo: Memo) => Promise<void>
+  /** Sends what the batch's turns left in the memo, together; answers the devices whose send failed. */
+  flush: (memo: Memo) => Promise<ReadonlySet<string>>
   log: { error: (o: object, m?: string) => void }
   /** Longest wait between two looks (a plan saved on another instance is seen within it). */
   tickMs?: number
@@ -35,7 +35,8 @@ export function createScheduler<Memo>(opts: SchedulerOptions<Memo>) {
   const tickMs = opts.tickMs ?? 1000
   const batch = opts.batch ?? 200
   const concurrency = opts.concurrency ?? 32
-  const leaseMs = opts.leaseMs ?? 60_000
+  // Long enough for a batch that converts new uploads; a crashed instance's claims come free after it.
+  const leaseMs = opts.leaseMs ?? 300_000
   const owner = `${hostname()}/${randomUUID()}`
   let timer: NodeJS.Timeout | undefined
   let running: Promise<number> | undefined
@@ -43,12 +44,20 @@ export function createScheduler<Memo>(opts: SchedulerOptions<Memo>) {
   let stopped = true
 
   /** A turn that failed for a reason other than its item (the database away) is looked at again a minute later. */
-  async function fireOne(row: ScheduleRow, now: Date, memo: Memo): Promise<Done & { deviceId: string }> {
+  type Recorded = Done & { deviceId: string; version: number }
+  const retry = (row: ScheduleRow, now: Date): Recorded => ({
+    deviceId: row.deviceId,
+    version: row.version,
+    nextAt: new Date(now.getTime() + RETRY_MS),
+    current: row.current,
+  })
+
+  async function fireOne(row: ScheduleRow, now: Date, memo: Memo): Promise<Recorded> {
     try {
-      return { deviceId: row.deviceId, ...(await opts.fire(row, now, memo)) }
+      return { deviceId: row.deviceId, version: row.version, ...(await opts.fire(row, now, memo)) }
     } catch (err) {
       log.error({ err, deviceId: row.deviceId }, 'a scheduled turn failed; trying again in a minute')
-      return { deviceId: row.deviceId, nextAt: new Date(now.getTime() + RETRY_MS), current: row.current }
+      return retry(row, now)
     }
   }
 
@@ -60,17 +69,13 @@ export function createScheduler<Memo>(opts: SchedulerOptions<Memo>) {
       const rows = await claimDueSchedules(db, now, batch, leaseMs, owner)
       if (!rows.length) return fired
       const memo = await opts.prepare(rows)
-      const done: Array<Done & { deviceId: string }> = []
+      const done: Recorded[] = []
       for (let i = 0; i < rows.length; i += concurrency)
         done.push(...(await Promise.all(rows.slice(i, i + concurrency).map((r) => fireOne(r, now, memo)))))
-      try {
-        await opts.flush(memo)
-      } catch (err) {
-        // Nothing of the batch is recorded as sent: every turn of it is looked at again.
-        log.error({ err }, 'sending a batch of scheduled images failed; trying again in a minute')
-        for (const [i, row] of rows.entries())
-          done[i] = { deviceId: row.deviceId, nextAt: new Date(now.getTime() + RETRY_MS), current: row.current }
-      }
+      // Only the turns whose images could not be sent are looked at again; the others (a
+      // generation started, a config sent) happened and are recorded.
+      const failed = await opts.flush(memo)
+      for (const [i, row] of rows.entries()) if (failed.has(row.deviceId)) done[i] = retry(row, now)
       // One statement records the batch; a turn whose plan was saved again meanwhile is not overwritten.
       fired += (await finishTurns(db, owner, done)).size
       if (rows.length < batch) return fired

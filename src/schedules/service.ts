@@ -45,6 +45,7 @@ export type ScheduleDeps = {
   generation: () => Pick<GenerationService, 'create'>
   notify?: Notify
   clock: () => Date
+  log?: { error: (o: object, m?: string) => void }
   /** Called when a plan was saved: the scheduler looks at once instead of at its next tick. */
   poke?: () => void
 }
@@ -70,6 +71,8 @@ export type TurnMemo = {
   images: Map<string, Promise<StoredImage | undefined>>
   /** Images the batch's turns send, with the config each device gets after it (see flush). */
   sends: Array<{ send: ImageSend; info: ScheduleInfo | null }>
+  /** Uploads being converted for a display in this batch, by item and display profile. */
+  conversions: Map<string, Promise<StoredImage>>
 }
 
 const secondsOf = (lists: Lists) => (id: string) => {
@@ -130,6 +133,10 @@ export function createScheduleService(deps: ScheduleDeps) {
           ? appError('PLAYLIST_NOT_FOUND', `${field}: no such playlist`)
           : err
       })
+      // A frame plays its owner's playlists, or its organization's: not another organization's
+      // (whose items were added by people with no say over this frame).
+      const fits = p.organizationId ? p.organizationId === dev.organizationId : p.userId === userId
+      if (!fits) throw appError('VALIDATION_ERROR', `${field}: the playlist "${p.name}" is neither yours nor this frame's organization's`)
       if (!(await listItems(db, p.id)).length) throw appError('VALIDATION_ERROR', `${field}: the playlist "${p.name}" has no items`)
     }
     const row = await saveSchedule(
@@ -154,16 +161,17 @@ export function createScheduleService(deps: ScheduleDeps) {
     await deps.devices.refreshConfig(dev, null)
   }
 
-  /** Records an item that could not be shown, and tells the playlist's owner when it is theirs to fix. */
-  async function skipped(dev: DeviceRow, playlist: PlaylistRow, item: PlaylistItemRow, reason: string, message: string) {
+  /** Records an item that could not be shown, and tells whoever added it (it is theirs to fix). */
+  async function skipped(dev: DeviceRow, playlist: PlaylistRow, item: PlaylistItemRow, reason: string, message: string, notify: boolean) {
     await insertEvent(db, {
       type: 'schedule.skipped',
       deviceId: dev.id,
-      userId: playlist.userId,
+      userId: item.addedBy,
       organizationId: dev.organizationId,
       data: { playlistId: playlist.id, itemId: item.id, kind: item.kind, reason, message },
     })
-    await deps.notify?.(playlist.userId, {
+    if (!notify) return
+    await deps.notify?.(item.addedBy, {
       title: `${dev.name}: a scheduled picture was skipped`,
       body: `"${playlist.name}": ${message}`,
       url: `/devices/${dev.id}`,
@@ -178,7 +186,7 @@ export function createScheduleService(deps: ScheduleDeps) {
       ),
       loadLists(db, rows),
     ])
-    return { devices: new Map(devices.map((d) => [d.id, d])), lists, images: new Map(), sends: [] }
+    return { devices: new Map(devices.map((d) => [d.id, d])), lists, images: new Map(), sends: [], conversions: new Map() }
   }
 
   function storedImage(memo: TurnMemo, imageId: string): Promise<StoredImage | undefined> {
@@ -197,8 +205,8 @@ export function createScheduleService(deps: ScheduleDeps) {
   async function show(memo: TurnMemo, dev: DeviceRow, playlist: PlaylistRow, item: PlaylistItemRow) {
     const profile = dev.display as DisplayProfile
     if (item.kind === 'prompt') {
-      // Generated as the playlist's owner, whose prompt it is and who pays for it.
-      const job = await deps.generation().create(playlist.userId, {
+      // Generated as whoever added the item: the prompt is theirs, and so is the price.
+      const job = await deps.generation().create(item.addedBy, {
         promptId: item.ref,
         deviceId: dev.id,
         model: (item.model ?? undefined) as GenerateRequest['model'],
@@ -209,14 +217,33 @@ export function createScheduleService(deps: ScheduleDeps) {
     const stored = imageId ? await storedImage(memo, imageId) : undefined
     if (stored) return { stored }
     if (item.kind === 'image') throw appError('IMAGE_NOT_FOUND', 'the image was deleted')
+    // Frames of one display in the same batch share one conversion.
+    const key = `${item.id}|${profileKey(profile)}`
+    let converting = memo.conversions.get(key)
+    if (!converting) {
+      converting = convertUpload(item, profile, dev.id)
+      memo.conversions.set(key, converting)
+    }
+    return { stored: await converting }
+  }
+
+  /** An upload converted for a display, stored as its adder's image and remembered on the item. */
+  async function convertUpload(item: PlaylistItemRow, profile: DisplayProfile, deviceId: string): Promise<StoredImage> {
     const original = await deps.storage.get(item.ref).catch(() => null)
     if (!original) throw appError('NOT_FOUND', 'the upload was deleted')
-    const converted = await storeImage(
-      { db, storage: deps.storage },
-      { userId: playlist.userId, deviceId: dev.id, source: 'upload', original: original.body, profile },
-    )
+    let converted: StoredImage
+    try {
+      converted = await storeImage(
+        { db, storage: deps.storage },
+        { userId: item.addedBy, deviceId, source: 'upload', original: original.body, profile },
+      )
+    } catch (err) {
+      // A file the converter cannot read never will be: skipped, not retried.
+      if (err instanceof AppError) throw err
+      throw appError('UNSUPPORTED_MEDIA_TYPE', 'the upload could not be converted for this display')
+    }
     await rememberItemImage(db, item.id, profileKey(profile), converted.image.id)
-    return { stored: converted }
+    return converted
   }
 
   /**
@@ -232,6 +259,8 @@ export function createScheduleService(deps: ScheduleDeps) {
     if (row.current?.key === turn.key) return { nextAt: turn.nextChangeAt, current: row.current }
     const current: ScheduleCurrent = { key: turn.key, state: turn.state, since: now.toISOString() }
     if (turn.state === 'sleeping') current.sleepingUntil = turn.until.toISOString()
+    const woke = row.current?.state === 'sleeping' && turn.state !== 'sleeping' ? now.toISOString() : row.current?.wokeAt
+    if (woke) current.wokeAt = woke
     const info = () => scheduleInfo({ ...row, nextAt: turn.nextChangeAt, current })
     if (turn.state === 'playing' && item && playlist) {
       current.playlistId = playlist.id
@@ -248,28 +277,42 @@ export function createScheduleService(deps: ScheduleDeps) {
         if (!(err instanceof AppError)) throw err
         current.skipped = err.code
         const why = err.code === 'INSUFFICIENT_BALANCE' ? `${err.message}.` : err.message
-        await skipped(dev, playlist, item, err.code, why)
+        // Said once: the same item skipped for the same reason again is recorded, not notified.
+        const again = row.current?.skipped === err.code && row.current?.itemId === item.id
+        await skipped(dev, playlist, item, err.code, why, !again)
       }
     }
     await deps.devices.refreshConfig(dev, info())
     return { nextAt: turn.nextChangeAt, current }
   }
 
-  /** Sends the batch's images together, then each device's config (its version raised with the image). */
-  async function flush(memo: TurnMemo): Promise<void> {
-    if (!memo.sends.length) return
+  /**
+   * Sends the batch's images together, then each device's config (its version raised with the
+   * image). Answers the devices whose send failed: their turns are looked at again.
+   */
+  async function flush(memo: TurnMemo): Promise<ReadonlySet<string>> {
+    const sends = memo.sends
+    memo.sends = []
+    if (!sends.length) return new Set()
     const delivery = { db, link: deps.link, storage: deps.storage, baseUrl: deps.baseUrl }
-    const updated = await sendImages(
-      delivery,
-      memo.sends.map((s) => s.send),
-    )
+    let updated: Map<string, DeviceRow>
+    try {
+      updated = await sendImages(
+        delivery,
+        sends.map((s) => s.send),
+      )
+    } catch (err) {
+      deps.log?.error({ err }, 'sending a batch of scheduled images failed; trying again in a minute')
+      return new Set(sends.map((s) => s.send.deviceId))
+    }
+    const failed = new Set<string>()
     await Promise.all(
-      memo.sends.map(async ({ send, info }) => {
+      sends.map(async ({ send, info }) => {
         const dev = updated.get(send.deviceId)
-        if (dev) await deps.devices.publishConfig(dev, info)
+        if (dev) await deps.devices.publishConfig(dev, info).catch(() => failed.add(send.deviceId))
       }),
     )
-    memo.sends = []
+    return failed
   }
 
   return { get, put, remove, prepare, fire, flush }

@@ -43,6 +43,13 @@ export const playlistItem = pgTable(
     kind: text('kind').$type<PlaylistItemKind>().notNull(),
     ref: text('ref').notNull(),
     model: text('model'),
+    /**
+     * Who added it: an upload or a prompt is theirs, so a prompt generates as them (and they pay)
+     * and an upload is converted into their images.
+     */
+    addedBy: text('added_by')
+      .notNull()
+      .references(() => user.id, { onDelete: 'cascade' }),
     images: jsonb('images').$type<Record<string, string>>().notNull().default({}),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
@@ -63,6 +70,8 @@ export type ScheduleCurrent = {
   imageId?: string
   since: string
   sleepingUntil?: string | null
+  /** When the device last woke from a sleep window (health counts silence from then). */
+  wokeAt?: string
   skipped?: string
 }
 
@@ -87,6 +96,8 @@ export const deviceSchedule = pgTable(
     leaseUntil: ts('lease_until'),
     leaseOwner: text('lease_owner'),
     current: jsonb('current').$type<ScheduleCurrent>(),
+    /** Raised by every save: a batch that fired the plan before it changed does not record over it. */
+    version: integer('version').notNull().default(0),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
   (t) => [index('device_schedule_next_at_idx').on(t.nextAt)],

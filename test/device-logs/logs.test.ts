@@ -99,6 +99,14 @@ t.test('device logs: both ways in, filters and paging, and every limit counted',
   )
 
   // Size: entries too long are refused and counted; a batch too big is 413 (HTTP) or dropped (MQTT), counted.
+  // What PostgreSQL cannot store is refused as not a log entry, never a 500; an absurd date is the arrival time.
+  const odd = await post([
+    { message: 'lone surrogate', fields: { k: '\ud800' } },
+    { message: 'year -250000', at: -8e15 },
+  ])
+  t.equal(odd.status, 200)
+  t.match(await odd.json(), { accepted: 1, droppedInvalid: 1 })
+  t.equal((await read('?q=year -250000')).logs[0].at, new Date(now).toISOString())
   const sized = await post([{ message: 'x'.repeat(2000) }, { message: 'ok', fields: { blob: 'y'.repeat(3000) } }, { message: 'fine' }])
   t.match(await sized.json(), { accepted: 1, droppedSize: 2 })
   const big = await post(Array.from({ length: 101 }, () => ({ message: 'm' })))
@@ -115,15 +123,17 @@ t.test('device logs: both ways in, filters and paging, and every limit counted',
   c.publish(`devices/${dev.deviceId}/up/log`, 'not json', { qos: 1 })
   c.publish(`devices/${dev.deviceId}/up/log`, JSON.stringify({ message: 'an object' }), { qos: 1 })
   c.publish(`devices/${dev.deviceId}/up/log`, JSON.stringify([{ level: 'info' }, 42, null]), { qos: 1 })
+  // (Over HTTP a NUL anywhere in a JSON body is refused before it reaches the logs: 400 INVALID_CHARACTER.)
+  c.publish(`devices/${dev.deviceId}/up/log`, JSON.stringify([{ message: 'nul in fields', fields: { k: 'a\u0000b' } }]), { qos: 1 })
   await eventually(async () => {
     const n = await countsNow()
-    return n.droppedSize === 2 + 101 + 1 && n.droppedInvalid === 1 + 1 + 3
+    return n.droppedSize === 2 + 101 + 1 && n.droppedInvalid === 1 + 1 + 1 + 3 + 1
   })
   t.pass('oversize entries and batches, and what is not a log entry, counted per device')
 
-  // Rate: 60 a minute with bursts of 60. 7 taken so far; a batch of 60 gets 53, the rest dropped.
+  // Rate: 60 a minute with bursts of 60. 8 taken so far; a batch of 60 gets 52, the rest dropped.
   const burst = await post(Array.from({ length: 60 }, (_, i) => ({ message: `burst ${i}` })))
-  t.match(await burst.json(), { accepted: 53, droppedRate: 7 })
+  t.match(await burst.json(), { accepted: 52, droppedRate: 8 })
   t.match(await (await post([{ message: 'still over' }])).json(), { accepted: 0, droppedRate: 1 }, 'nothing left this minute')
   now += 30_000
   t.match(await (await post(Array.from({ length: 40 }, () => ({ message: 'half a minute later' })))).json(), {
@@ -133,7 +143,7 @@ t.test('device logs: both ways in, filters and paging, and every limit counted',
 
   // Count: 40 kept per device, the oldest dropped.
   const counted = await countsNow()
-  t.equal(counted.accepted, 5 + 1 + 1 + 53 + 30)
+  t.equal(counted.accepted, 5 + 1 + 1 + 1 + 52 + 30)
   t.equal(counted.pruned, counted.accepted - 40, 'pruned to the newest 40')
   t.equal((await read('?limit=200')).logs.length, 40)
   t.ok(c.connected, 'the device is still connected after all of it')

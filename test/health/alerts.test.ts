@@ -40,7 +40,7 @@ t.test('battery low with hysteresis, and a silent device, each alerted once', as
   const c = await connect(mqttUrl(svc), { clientId: dev.clientId, username: dev.deviceId, password: dev.password, clean: false })
   t.teardown(() => close(c))
 
-  for (const battery of [40, 20, 14, 12, 20, 14]) await report(svc, c, dev.deviceId, { battery, interval: 60 })
+  for (const battery of [40, 20, 14, 12, 20, 14]) await report(svc, c, dev.deviceId, { battery, interval: 60.4 })
   t.same(
     await alerts(svc, token, dev.deviceId),
     [{ kind: 'battery-low', battery: 14 }],
@@ -92,5 +92,8 @@ t.test('a device asleep by its day plan is not silent', async (t) => {
   t.equal(await svc.app.health!.sweep(), 0, 'asleep until 06:00: not silent')
   now = Date.parse('2026-06-03T06:30:00Z')
   await svc.app.scheduler!.tick()
-  t.equal(await svc.app.health!.sweep(), 1, 'awake and still quiet: silent')
+  now = Date.parse('2026-06-03T06:31:00Z')
+  t.equal(await svc.app.health!.sweep(), 0, 'just woken: silence counts from the wake-up, not from the last report')
+  now = Date.parse('2026-06-03T06:34:00Z')
+  t.equal(await svc.app.health!.sweep(), 1, 'three intervals after waking and still quiet: silent')
 })

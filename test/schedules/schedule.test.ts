@@ -11,6 +11,7 @@ import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { jsonCall } from '../helpers/http.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
 import { uploadPng } from '../helpers/uploads.js'
+import { claimDueSchedules, finishTurns, findSchedule } from '../../src/schedules/repository.js'
 
 type Msg = { kind: string; payload: Record<string, unknown> }
 
@@ -251,6 +252,18 @@ t.test('playlists and schedules refuse bad input naming the field, and what the 
     "another user's device",
   )
 
+  // Another organization's playlist on a personal frame: refused, naming the field.
+  const org = await jsonCall(svc.url, '/api/auth/organization/create', { token, body: { name: 'Club', slug: `club-${Date.now()}` } })
+  t.equal(org.status, 200)
+  const orgList = (
+    await call('/api/playlists', {
+      body: { name: 'Club photos', mode: 'sequential', itemSeconds: 60, organizationId: org.body.id, items: [{ kind: 'upload', key }] },
+    })
+  ).body
+  const foreign = await put({ timeZone: 'UTC', rules: [{ ...rule, playlistId: orgList.id }], sleep: [] })
+  t.equal(foreign.status, 400)
+  t.match(foreign.body.message, /^rules\[0\]\.playlistId: the playlist "Club photos" is neither yours nor this frame's organization's/)
+
   t.equal((await put({ timeZone: 'Europe/Berlin', rules: [rule], sleep: [] })).status, 200)
   const inUse = await call(`/api/playlists/${full.id}`, { method: 'DELETE' })
   t.equal(inUse.status, 409)
@@ -324,4 +337,34 @@ t.test('items are added, removed and reordered; at most 500', async (t) => {
     ).status,
     400,
   )
+})
+
+t.test('a plan saved while a batch holds its device is not recorded over', async (t) => {
+  const svc = await startApp(t, { clock, env: { DEVICE_POLL_INTERVAL: '0' } })
+  // This test plays the batch itself.
+  await svc.app.scheduler!.close()
+  const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('sched-race'))
+  const dev = await pairDevice(svc, token)
+  const key = await uploadPng(svc.url, token, { r: 5, g: 5, b: 5 })
+  const list = (
+    await jsonCall(svc.url, '/api/playlists', {
+      token,
+      body: { name: 'R', mode: 'sequential', itemSeconds: 600, items: [{ kind: 'upload', key }] },
+    })
+  ).body
+  const plan = (from: string) => ({ timeZone: 'UTC', rules: [{ playlistId: list.id, days: ['mon'], from, to: '23:00' }], sleep: [] })
+  t.equal((await jsonCall(svc.url, `/api/device/${dev.deviceId}/schedule`, { token, method: 'PUT', body: plan('08:00') })).status, 200)
+  const db = svc.app.database.db
+  const claimed = await claimDueSchedules(db, clock(), 10, 60_000, 'test-owner')
+  t.equal(claimed.length, 1, 'claimed, as a batch would')
+  // Saved again meanwhile (through the API): a new version, due now.
+  t.equal((await jsonCall(svc.url, `/api/device/${dev.deviceId}/schedule`, { token, method: 'PUT', body: plan('09:00') })).status, 200)
+  const recorded = await finishTurns(db, 'test-owner', [
+    { deviceId: dev.deviceId, version: claimed[0]!.version, nextAt: new Date(clock().getTime() + 3_600_000), current: null },
+  ])
+  t.equal(recorded.size, 1, 'the lease is let go')
+  const row = await findSchedule(db, dev.deviceId)
+  t.equal(row!.version, claimed[0]!.version + 1)
+  t.ok(row!.nextAt!.getTime() <= clock().getTime(), 'the new plan stays due now, not when the old batch said')
+  t.equal(row!.leaseOwner, null)
 })

@@ -106,6 +106,8 @@ export function PlaylistPage() {
     mutationFn: async (itemIds: string[]) =>
       data(await api.PUT('/api/playlists/{id}/order', { params: { path: { id } }, body: { itemIds } })),
     onSuccess: saved,
+    // The order shown before the answer is taken back when the service refuses it.
+    onError: () => void queryClient.invalidateQueries({ queryKey: ['playlist', id] }),
   })
   const remove = useMutation({
     mutationFn: async (itemId: string) =>
