@@ -120,27 +120,44 @@ export function createOutbox(deps: {
   // A resend runs once the device has subscribed, so a message published live meanwhile reaches it
   // without the resend; each side skips what the other already sent (a duplicate is still possible
   // across cluster nodes, as QoS 1 allows, and the device drops it by its seq).
-  const resending = new Map<string, { live: Set<number>; resent: Set<number> }>()
+  // A resend's record outlives it while publishes that were being recorded during it are still on
+  // their way (`done`): one whose message the resend read and sent must find that out, not send
+  // it a second time (test/downlink/outbox.test.ts, "published while a resend runs").
+  const resending = new Map<string, { live: Set<number>; resent: Set<number>; done?: boolean }>()
+  /** Per device, publishes between being recorded and being sent. */
+  const inflight = new Map<string, number>()
+
+  function forgetIfDone(deviceId: string) {
+    if (!inflight.get(deviceId) && resending.get(deviceId)?.done) resending.delete(deviceId)
+  }
 
   async function publish(deviceId: string, kind: DownlinkKind, payload: object, opts: { retain?: boolean } = {}) {
     const retain = opts.retain ?? false
-    const seq = await recorder.load({
-      deviceId,
-      kind,
-      payload: payload as Record<string, unknown>,
-      retain,
-      replacesOlder: REPLACING.has(kind),
-    })
-    if (seq === undefined) {
-      // The device was deleted meanwhile: nobody is left to receive it.
-      stats.unknownDevice += 1
-      return
+    inflight.set(deviceId, (inflight.get(deviceId) ?? 0) + 1)
+    try {
+      const seq = await recorder.load({
+        deviceId,
+        kind,
+        payload: payload as Record<string, unknown>,
+        retain,
+        replacesOlder: REPLACING.has(kind),
+      })
+      if (seq === undefined) {
+        // The device was deleted meanwhile: nobody is left to receive it.
+        stats.unknownDevice += 1
+        return
+      }
+      stats.recorded += 1
+      const active = resending.get(deviceId)
+      if (active?.resent.has(seq)) return
+      active?.live.add(seq)
+      await transport.publish(deviceId, kind, numbered(seq, payload), { retain })
+    } finally {
+      const n = (inflight.get(deviceId) ?? 1) - 1
+      if (n > 0) inflight.set(deviceId, n)
+      else inflight.delete(deviceId)
+      forgetIfDone(deviceId)
     }
-    stats.recorded += 1
-    const active = resending.get(deviceId)
-    if (active?.resent.has(seq)) return
-    active?.live.add(seq)
-    await transport.publish(deviceId, kind, numbered(seq, payload), { retain })
   }
 
   function delivered(deviceId: string, seq: number): Promise<string | undefined> {
@@ -155,13 +172,20 @@ export function createOutbox(deps: {
   }
 
   function expectResend(deviceId: string, expected: boolean) {
-    if (!expected) resending.delete(deviceId)
-    else if (!resending.has(deviceId)) resending.set(deviceId, { live: new Set(), resent: new Set() })
+    if (!expected) {
+      resending.delete(deviceId)
+      return
+    }
+    const current = resending.get(deviceId)
+    // A finished resend's record kept for publishes still on their way: a new window begins, and
+    // what that resend sent is still not sent again.
+    if (!current || current.done) resending.set(deviceId, { live: new Set(), resent: new Set(current?.resent) })
   }
 
   async function resend(deviceId: string, opts: ResendOptions = {}): Promise<number> {
     // Live publishes since the device could receive them (expectResend) are already on their way.
     const active = resending.get(deviceId) ?? { live: new Set<number>(), resent: new Set<number>() }
+    active.done = false
     resending.set(deviceId, active)
     // What the device acknowledged so far is written first, or it would be sent again.
     try {
@@ -179,7 +203,10 @@ export function createOutbox(deps: {
       stats.resent += sent
       return sent
     } finally {
-      if (resending.get(deviceId) === active) resending.delete(deviceId)
+      if (resending.get(deviceId) === active) {
+        active.done = true
+        forgetIfDone(deviceId)
+      }
     }
   }
 
