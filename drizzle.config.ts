@@ -16,6 +16,7 @@ export default defineConfig({
     './src/schedules/tables.ts',
     './src/device-logs/tables.ts',
     './src/health/tables.ts',
+    './src/firmware/tables.ts',
   ],
   out: './migrations',
 })

@@ -253,6 +253,631 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/firmware": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Firmware releases with their counts (admins only) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description the device model, as devices give it at pairing */
+                    model?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            releases: {
+                                id: string;
+                                model: string;
+                                version: string;
+                                /** @enum {string} */
+                                channel: "stable" | "beta";
+                                notes: string;
+                                sha256: string;
+                                size: number;
+                                /** @description Ed25519 over the manifest, base64 */
+                                signature: string;
+                                /** Format: date-time */
+                                createdAt: string;
+                                counts: {
+                                    offered: number;
+                                    /** @description offered and not yet ended */
+                                    pending: number;
+                                    /** @description the device then reported the version in up/status */
+                                    succeeded: number;
+                                    failed: number;
+                                    /** @description offers taken back, not yet taken up, when the rollout halted */
+                                    withdrawn: number;
+                                };
+                            }[];
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        /**
+         * Upload a firmware release (admins only)
+         * @description multipart/form-data: the fields `model`, `version` (semver), `channel` (stable | beta), `notes` (optional), then one file part. The service stores the image, computes its SHA-256 and size and signs its manifest with its Ed25519 key.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "multipart/form-data": {
+                        model: string;
+                        version: string;
+                        /** @enum {string} */
+                        channel: "stable" | "beta";
+                        notes?: string;
+                        /** Format: binary */
+                        file: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            model: string;
+                            version: string;
+                            /** @enum {string} */
+                            channel: "stable" | "beta";
+                            notes: string;
+                            sha256: string;
+                            size: number;
+                            /** @description Ed25519 over the manifest, base64 */
+                            signature: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            counts: {
+                                offered: number;
+                                /** @description offered and not yet ended */
+                                pending: number;
+                                /** @description the device then reported the version in up/status */
+                                succeeded: number;
+                                failed: number;
+                                /** @description offers taken back, not yet taken up, when the rollout halted */
+                                withdrawn: number;
+                            };
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                409: components["responses"]["Conflict"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/firmware/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One release: its counts and every device offered it, with its progress (admins only) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            model: string;
+                            version: string;
+                            /** @enum {string} */
+                            channel: "stable" | "beta";
+                            notes: string;
+                            sha256: string;
+                            size: number;
+                            /** @description Ed25519 over the manifest, base64 */
+                            signature: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            counts: {
+                                offered: number;
+                                /** @description offered and not yet ended */
+                                pending: number;
+                                /** @description the device then reported the version in up/status */
+                                succeeded: number;
+                                failed: number;
+                                /** @description offers taken back, not yet taken up, when the rollout halted */
+                                withdrawn: number;
+                            };
+                        } & {
+                            devices: {
+                                deviceId: string;
+                                name: string;
+                                firmware: string | null;
+                                state: ("offered" | "downloading" | "verifying" | "installing" | "succeeded" | "failed" | "withdrawn") | null;
+                                reason: string | null;
+                                offeredAt: string | null;
+                                updatedAt: string | null;
+                            }[];
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a release nothing uses (admins only) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description No Content */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/firmware-rollouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every rollout with its counts (admins only) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            rollouts: {
+                                model: string;
+                                /** @enum {string} */
+                                channel: "stable" | "beta";
+                                version: string | null;
+                                releaseId: string;
+                                percent: number;
+                                paused: boolean;
+                                haltedAt: string | null;
+                                maxFailureShare: number;
+                                minAttempts: number;
+                                /** Format: date-time */
+                                updatedAt: string;
+                                counts: {
+                                    offered: number;
+                                    /** @description offered and not yet ended */
+                                    pending: number;
+                                    /** @description the device then reported the version in up/status */
+                                    succeeded: number;
+                                    failed: number;
+                                    /** @description offers taken back, not yet taken up, when the rollout halted */
+                                    withdrawn: number;
+                                };
+                            }[];
+                        };
+                    };
+                };
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/firmware-rollouts/{model}/{channel}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a model's rollout on a channel: target version, share of devices, pause or resume (admins only)
+         * @description Devices are in when a bucket of their id (0–99) is below `percent`, so raising it only adds devices. A new target or `paused: false` lifts a halt. The answer says how many devices were offered the release by this change.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the device model, as devices give it at pairing */
+                    model: string;
+                    channel: "stable" | "beta";
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description a semantic version (1.4.0, 2.0.0-beta.1) */
+                        version: string;
+                        percent: number;
+                        paused?: boolean;
+                        /** @description halt above this share of failed attempts */
+                        maxFailureShare?: number;
+                        /** @description ended attempts before a halt is considered */
+                        minAttempts?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            model: string;
+                            /** @enum {string} */
+                            channel: "stable" | "beta";
+                            version: string | null;
+                            releaseId: string;
+                            percent: number;
+                            paused: boolean;
+                            haltedAt: string | null;
+                            maxFailureShare: number;
+                            minAttempts: number;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            counts: {
+                                offered: number;
+                                /** @description offered and not yet ended */
+                                pending: number;
+                                /** @description the device then reported the version in up/status */
+                                succeeded: number;
+                                failed: number;
+                                /** @description offers taken back, not yet taken up, when the rollout halted */
+                                withdrawn: number;
+                            };
+                        } & {
+                            offeredNow: number;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                409: components["responses"]["Conflict"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/devices/{id}/firmware": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a device's firmware channel, or pin it to a version (admins only)
+         * @description A pin is offered whatever the device runs, an older version included; `pinnedVersion: null` lifts it.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        channel?: "stable" | "beta";
+                        pinnedVersion?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deviceId: string;
+                            model: string | null;
+                            running: string | null;
+                            /** @enum {string} */
+                            channel: "stable" | "beta";
+                            pinnedVersion: string | null;
+                            offer: {
+                                releaseId: string;
+                                version: string;
+                                state: ("offered" | "downloading" | "verifying" | "installing" | "succeeded" | "failed" | "withdrawn") | null;
+                                reason: string | null;
+                                offeredAt: string | null;
+                                updatedAt: string | null;
+                            } | null;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                403: components["responses"]["Forbidden"];
+                404: components["responses"]["NotFound"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/device/{id}/firmware": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What a device runs, its channel and pin, and its current offer */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deviceId: string;
+                            model: string | null;
+                            running: string | null;
+                            /** @enum {string} */
+                            channel: "stable" | "beta";
+                            pinnedVersion: string | null;
+                            offer: {
+                                releaseId: string;
+                                version: string;
+                                state: ("offered" | "downloading" | "verifying" | "installing" | "succeeded" | "failed" | "withdrawn") | null;
+                                reason: string | null;
+                                offeredAt: string | null;
+                                updatedAt: string | null;
+                            } | null;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                404: components["responses"]["NotFound"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/device/{id}/firmware/offer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The device's current firmware offer with a fresh download link
+         * @description For a device whose offer's link expired: `Authorization: Bearer <the device's secret>`. 404 when nothing is offered.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            releaseId: string;
+                            model: string;
+                            version: string;
+                            url: string;
+                            /** Format: date-time */
+                            urlExpiresAt: string;
+                            sha256: string;
+                            size: number;
+                            signature: string;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                404: components["responses"]["NotFound"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/firmware/public-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Ed25519 public key firmware releases are signed with */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            algorithm: "Ed25519";
+                            /** @description raw 32 bytes, base64 */
+                            publicKey: string;
+                            /** @description what is signed */
+                            manifest: string;
+                        };
+                    };
+                };
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/device/init": {
         parameters: {
             query?: never;
@@ -1358,6 +1983,8 @@ export interface paths {
                             batteryLow: boolean;
                             /** @description notify when a device has not reported for three of its report intervals */
                             deviceSilent: boolean;
+                            /** @description notify when a firmware update of a device failed */
+                            firmwareFailed: boolean;
                         };
                     };
                 };
@@ -1390,6 +2017,8 @@ export interface paths {
                         batteryLow?: boolean;
                         /** @description notify when a device has not reported for three of its report intervals */
                         deviceSilent?: boolean;
+                        /** @description notify when a firmware update of a device failed */
+                        firmwareFailed?: boolean;
                     };
                 };
             };
@@ -1409,6 +2038,8 @@ export interface paths {
                             batteryLow: boolean;
                             /** @description notify when a device has not reported for three of its report intervals */
                             deviceSilent: boolean;
+                            /** @description notify when a firmware update of a device failed */
+                            firmwareFailed: boolean;
                         };
                     };
                 };
@@ -8109,10 +8740,16 @@ export interface components {
                 image?: string;
                 config?: string;
                 cmd?: string;
+                ota?: string;
                 state?: string;
                 status?: string;
                 ack?: string;
+                log?: string;
+                /** @description up/ota: firmware update progress */
+                otaProgress?: string;
             };
+            /** @description Ed25519 public key (raw, base64) that firmware offers are signed with */
+            firmwareKey?: string;
         };
         /**
          * Device initialisation record
@@ -8553,6 +9190,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description Conflict */
+        Conflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description Payload Too Large */
         PayloadTooLarge: {
             headers: {
@@ -8564,15 +9210,6 @@ export interface components {
         };
         /** @description Unsupported Media Type */
         UnsupportedMediaType: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description Conflict */
-        Conflict: {
             headers: {
                 [name: string]: unknown;
             };

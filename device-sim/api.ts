@@ -43,6 +43,9 @@ export type InitResponse = JsonOk<'/api/device/init'>
 export type InitRecord = JsonOk<'/api/device/get-init-device'>
 export type DeviceInfo = Omit<JsonBody<'/api/device/init'>, 'display'>
 export type ClaimResponse = JsonOk<'/api/device/validate'>
+type JsonGet<P extends keyof paths> = paths[P] extends { get: { responses: { 200: { content: { 'application/json': infer R } } } } }
+  ? R
+  : never
 
 const REQUEST_TIMEOUT_MS = 30_000
 
@@ -105,6 +108,11 @@ export class ServiceApi {
   /** Claims the device showing `pinCode` for the account behind `token` (what the user's app does). */
   claim(token: string, pinCode: string, name: string): Promise<ClaimResponse> {
     return this.request('POST', '/api/device/validate', { pinCode, name }, token)
+  }
+
+  /** The device's firmware offer with a fresh download link (its own secret), for when the one it has expired. */
+  firmwareOffer(deviceId: string, secret: string): Promise<JsonGet<'/api/device/{id}/firmware/offer'>> {
+    return this.request('GET', `/api/device/${encodeURIComponent(deviceId)}/firmware/offer`, undefined, secret)
   }
 
   /** Downloads an image the service announced; the URL is the service's own. */

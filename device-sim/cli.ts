@@ -52,7 +52,8 @@ Options:
   --battery PCT         battery level of a new device (default 100)
   --drain PCT           battery drained per hour (default 1)
   --log-rate N          log entries sent per minute on up/log, a batch every 10 s (default 0: none)
-  --firmware VERSION    firmware version reported (default 1.0.0-sim)
+  --firmware VERSION    firmware version reported (default 1.0.0-sim; an installed update replaces it)
+  --ota-fail STEP       fail firmware updates on purpose: download, verify (a changed byte) or install
   --pair-attempts N     give up after N expired or denied pairings (default 0: start over forever)
   --no-qr               do not print the QR code
   --no-preview          do not draw received images in the terminal
@@ -99,6 +100,14 @@ function int(name: string, v: string | undefined, min: number, max: number): num
   return n
 }
 
+const otaSteps = ['download', 'verify', 'install'] as const
+function otaFailOf(v: string | undefined): (typeof otaSteps)[number] | undefined {
+  if (v === undefined) return undefined
+  const step = otaSteps.find((s) => s === v)
+  if (!step) throw new UsageError(`--ota-fail must be one of ${otaSteps.join(', ')}`)
+  return step
+}
+
 function num(name: string, v: string | undefined, min: number, max: number): number | undefined {
   if (v === undefined) return undefined
   const n = Number(v)
@@ -131,6 +140,7 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
         drain: { type: 'string' },
         'log-rate': { type: 'string' },
         firmware: { type: 'string' },
+        'ota-fail': { type: 'string' },
         'pair-attempts': { type: 'string' },
         'no-qr': { type: 'boolean' },
         'no-preview': { type: 'boolean' },
@@ -177,6 +187,7 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
       mqttUrl: values['mqtt-url'],
       claimToken: values['claim-token'],
       firmware: values.firmware,
+      otaFail: otaFailOf(values['ota-fail']),
       battery: num('battery', values.battery, 0, 100),
       drainPerHour: num('drain', values.drain, 0, 100),
       logsPerMinute: int('log-rate', values['log-rate'], 0, 6000),
@@ -320,6 +331,9 @@ function attachPrinter(dev: SimDevice, opts: { quiet: boolean; qr: boolean; prev
   dev.on('rebooting', ({ ms }) => say('reboot', `rebooting (back in ${(ms / 1000).toFixed(1)} s)`))
   dev.on('duplicate', ({ kind, id }) => say('duplicate', `${kind} ${short(id)} delivered again; ignored`))
   dev.on('logs', ({ count }) => say('log', `sent ${count} log entries`))
+  dev.on('ota', ({ version, state, reason }) =>
+    say('firmware', state === 'withdrawn' ? 'the firmware offer was withdrawn' : `${version}: ${state}${reason ? ` (${reason})` : ''}`),
+  )
   dev.on('status', (s) =>
     say(
       'status',

@@ -17,6 +17,8 @@ import {
   type Numbered,
   type PromptMessage as WirePrompt,
   type LogEntry,
+  type OtaOffer,
+  type OtaReport,
   type ScheduleInfo,
   type StatusReport,
   topicFor,
@@ -25,6 +27,7 @@ import {
 } from '../src/mqtt/contract.js'
 import { ApiError, ServiceApi, UnreachableError, type DeviceInfo } from './api.js'
 import type { DisplayProfile } from './profiles.js'
+import { manifestOf, verifyManifest } from '../src/firmware/signing.js'
 import { freshState, loadState, remember, saveState, type Credentials, type PendingPairing, type SimState } from './state.js'
 
 export type SimDeviceOptions = {
@@ -62,6 +65,8 @@ export type SimDeviceOptions = {
   logsPerMinute?: number
   /** The time the device goes by for its schedule's sleep (tests share the service's moved clock). */
   clock?: () => Date
+  /** Fail firmware updates on purpose at this step (the verify failure is real: the bytes are changed before the check). */
+  otaFail?: 'download' | 'verify' | 'install'
 }
 
 export type PairingInfo = PendingPairing & { resumed: boolean }
@@ -100,6 +105,8 @@ export type SimDeviceEvents = {
   /** The day plan in a config: when the next change comes, and the sleep it orders now. */
   schedule: [ScheduleInfo]
   rebooting: [{ ms: number }]
+  /** Firmware update progress, as reported on up/ota; `withdrawn` when the service took back an offer. */
+  ota: [{ version: string; state: OtaReport['state'] | 'withdrawn'; reason?: string }]
   /** A message delivered again (QoS 1 is at-least-once): handled already, ignored. */
   duplicate: [{ kind: 'command' | 'image' | 'prompt'; id: string }]
   status: [StatusReport & { reason: string }]
@@ -246,6 +253,10 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
   }
   get name(): string {
     return this.opts.name
+  }
+  /** The firmware it runs: the one an update installed, else --firmware. */
+  get firmware(): string {
+    return this.state?.firmware ?? this.opts.firmware
   }
 
   /**
@@ -403,7 +414,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
       let pairing = state.pairing
       const resumed = Boolean(pairing && Date.parse(pairing.expiresAt) > Date.now())
       if (!resumed) {
-        const info: DeviceInfo = { model: this.opts.model, firmware: this.opts.firmware }
+        const info: DeviceInfo = { model: this.opts.model, firmware: this.firmware }
         const init = await this.http(() => this.api.init(state.display, info))
         pairing = {
           deviceId: init.deviceId,
@@ -600,6 +611,12 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     // The first report of a connection says whether the broker kept the session: behind an
     // external broker the service learns of a lost session only this way.
     await this.reportStatus('connected', { sessionPresent })
+    const installed = this.state!.installed
+    if (installed && installed === this.firmware) {
+      await this.otaReport({ version: installed, state: 'succeeded' })
+      this.state!.installed = undefined
+      await this.save()
+    }
     this.online?.resolve()
   }
 
@@ -674,7 +691,8 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
 
   private topic(kind: UplinkKind): string {
     const creds = this.state!.credentials!
-    return creds.topics[kind] ?? uplinkTopic(creds.username, kind)
+    // In the credentials, `ota` names the downlink offer topic; its uplink is `otaProgress`.
+    return creds.topics[kind === 'ota' ? 'otaProgress' : kind] ?? uplinkTopic(creds.username, kind)
   }
 
   /** Acks are kept until the broker confirms them and sent again after a reconnect. */
@@ -704,7 +722,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     this.drain()
     const report: StatusReport = {
       battery: round1(this.state!.battery),
-      firmware: this.opts.firmware,
+      firmware: this.firmware,
       shownImageId: this.state!.image?.imageId ?? null,
       configVersion: this.state!.configVersion,
       interval: Math.round(this.opts.statusIntervalMs / 1000),
@@ -733,6 +751,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     if (kind === 'image') return this.onImage(body as ImageMessage)
     if (kind === 'config') return this.onConfig(body as ConfigMessage)
     if (kind === 'cmd') return this.onCommand(body as CommandMessage)
+    if (kind === 'ota') return this.onOta(body as Numbered<OtaOffer>)
   }
 
   private async onPrompt(msg: PromptMessage) {
@@ -750,6 +769,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
 
   private async onConfig(msg: ConfigMessage) {
     if (typeof msg.version !== 'number' || !Number.isInteger(msg.version)) return this.fail('a config message has no version')
+    if (typeof msg.firmwareKey === 'string') this.state!.firmwareKey = msg.firmwareKey
     const changed = msg.version !== this.state!.configVersion
     this.state!.configVersion = msg.version
     this.stats.configs += 1
@@ -770,6 +790,70 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     this.emit('sleeping', { seconds: Math.round((until - now) / 1000), until: schedule.sleepingUntil! })
     const c = this.client
     if (c) await endClient(c, false)
+  }
+
+  private async otaReport(report: OtaReport): Promise<void> {
+    this.emit('ota', report)
+    await this.publish(this.topic('ota'), report)
+  }
+
+  /**
+   * A firmware offer: download, check size, SHA-256 and the signature of the manifest against the
+   * firmware key, "install" (remember the version) and restart, as a device's bootloader would.
+   * A failure at any step is reported and the current firmware kept.
+   */
+  private async onOta(msg: Numbered<OtaOffer>) {
+    await this.sendAck({ kind: 'ota', seq: msg.seq, ok: true })
+    if (msg.version === null) return void this.emit('ota', { version: '', state: 'withdrawn' })
+    if (typeof msg.version !== 'string' || typeof msg.releaseId !== 'string')
+      return this.fail('a firmware offer lacks version or releaseId')
+    const state = this.state!
+    if (msg.version === this.firmware || state.seenOffers?.includes(msg.releaseId)) return
+    state.seenOffers = remember(state.seenOffers ?? [], msg.releaseId)
+    await this.save()
+    const version = msg.version
+    const failed = (reason: string) => this.otaReport({ version, state: 'failed', reason })
+    await this.otaReport({ version, state: 'downloading' })
+    let bytes: Buffer
+    try {
+      if (this.opts.otaFail === 'download') throw new Error('simulated (--ota-fail download)')
+      bytes = await this.downloadFirmware(msg)
+    } catch (err) {
+      return failed(`download: ${(err as Error).message}`)
+    }
+    await this.otaReport({ version, state: 'verifying' })
+    // A changed byte, so the real checks below refuse it.
+    if (this.opts.otaFail === 'verify') bytes[0] = (bytes[0] ?? 0) ^ 0xff
+    const key = state.credentials?.firmwareKey ?? state.firmwareKey
+    if (bytes.length !== msg.size) return failed(`verify: size ${bytes.length}, expected ${msg.size}`)
+    const digest = sha256(bytes)
+    if (digest !== msg.sha256) return failed(`verify: sha256 mismatch (${digest.slice(0, 12)}…)`)
+    if (!key) return failed('verify: no firmware key (pair again with a newer service)')
+    if (!verifyManifest(key, manifestOf({ model: msg.model, version, sha256: digest, size: bytes.length }), msg.signature))
+      return failed('verify: bad signature')
+    await this.otaReport({ version, state: 'installing' })
+    if (this.opts.otaFail === 'install') return failed('install: simulated (--ota-fail install)')
+    state.firmware = version
+    state.installed = version
+    await this.save()
+    // Restart into the new version: its first status after reconnecting reports it.
+    this.pendingAction = { kind: 'reboot', ms: this.opts.rebootMs }
+    this.emit('rebooting', { ms: this.opts.rebootMs })
+    const c = this.client
+    if (c) await endClient(c, false)
+  }
+
+  /** The offered image; a link that expired (403) is exchanged for a fresh one with the device's secret. */
+  private async downloadFirmware(msg: Extract<OtaOffer, { url: string }>): Promise<Buffer> {
+    try {
+      return await this.fetchImage({ url: msg.url })
+    } catch (err) {
+      if (!(err instanceof ApiError && (err.status === 403 || err.status === 401))) throw err
+      const creds = this.state!.credentials!
+      const fresh = await this.api.firmwareOffer(creds.username, creds.password)
+      if (fresh.releaseId !== msg.releaseId) throw new Error('the offer changed meanwhile')
+      return this.fetchImage({ url: fresh.url })
+    }
   }
 
   private async fetchImage(msg: Pick<ImageMessage, 'url' | 'data'>): Promise<Buffer> {

@@ -12,6 +12,8 @@ export type Credentials = {
   password: string
   clientId: string
   topics: Record<string, string>
+  /** The Ed25519 key firmware offers are signed with (raw, base64). */
+  firmwareKey?: string
 }
 
 /** A pairing the server has started and not yet decided; kept so a restart keeps polling it. */
@@ -43,6 +45,14 @@ export type SimState = {
   /** Recent command and image ids, so a message delivered twice is handled once. */
   seenCommands: string[]
   seenImages: string[]
+  /** The firmware installed by an update (the --firmware option until then). */
+  firmware?: string
+  /** The firmware key, as the latest config gave it. */
+  firmwareKey?: string
+  /** Offers already worked on (release ids), so a redelivered offer is not installed twice. */
+  seenOffers?: string[]
+  /** Installed and restarted: up/ota `succeeded` is sent once connected again. */
+  installed?: string
 }
 
 export class StateFileError extends Error {

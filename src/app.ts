@@ -59,6 +59,8 @@ import { createScheduleService } from './schedules/service.js'
 import { deviceLogRoutes } from './device-logs/routes.js'
 import { createDeviceLogService } from './device-logs/service.js'
 import { createHealthService } from './health/service.js'
+import { firmwareRoutes } from './firmware/routes.js'
+import { createFirmwareService, type FirmwareService } from './firmware/service.js'
 import { webDist } from './web/build.js'
 
 declare module 'fastify' {
@@ -231,6 +233,8 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   // Device logs arrive over MQTT (up/log) as well as HTTP: the service exists before the broker.
   const deviceLogs = createDeviceLogService({ db: database.db, limits: config.deviceLogs, clock })
   app.decorate('deviceLogs', deviceLogs)
+  // Firmware offers go through the outbox, which needs the broker: bound once both exist.
+  let firmware: FirmwareService | undefined
   const transport = await startBroker(app, {
     config,
     db: database.db,
@@ -238,7 +242,14 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     redis,
     onPresence: notifications.notifier.onPresence,
     downlink,
-    uplink: { logs: deviceLogs.ingest, status: (id, report) => health.onStatus(id, report) },
+    uplink: {
+      logs: deviceLogs.ingest,
+      status: async (id, report) => {
+        await health.onStatus(id, report)
+        await firmware?.onStatus(id, report.firmware)
+      },
+      ota: async (id, report) => (firmware ? firmware.onProgress(id, report) : false),
+    },
   })
   const link = (outbox = createOutbox({ db: database.db, transport, limits: config.downlink, log: app.log }))
   app.decorate('downlink', outbox)
@@ -255,6 +266,16 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
       'DEVICE_AUTO_APPROVE_USER_EMAIL is set: every new device is claimed for this account (development only)',
     )
   app.decorate('devices', devices)
+  firmware = createFirmwareService({
+    db: database.db,
+    storage,
+    link,
+    settings: config.firmware,
+    clock,
+    notify: (userId, kind, message) => notifications.notifier.notifyUser(userId, kind, message),
+    log: app.log,
+  })
+  await app.register(firmwareRoutes, { db: database.db, firmware, maxBytes: config.firmware.maxBytes })
   await app.register(deviceRoutes, { auth, db: database.db, devices })
   await app.register(downlinkRoutes, { auth, db: database.db })
   await app.register(verificationPage)

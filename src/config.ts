@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { z } from 'zod'
+import { publicKeyOf, readSigningKey, newSigningKeyPem } from './firmware/signing.js'
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
@@ -82,6 +83,19 @@ const envSchema = z.object({
   LOG_MAX_AGE_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
   LOG_RATE_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(120),
   LOG_BURST: z.coerce.number().int().min(1).max(100_000).default(300),
+  FIRMWARE_SIGNING_KEY: z.string().optional(),
+  FIRMWARE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(256 * 1024 * 1024)
+    .default(32 * 1024 * 1024),
+  FIRMWARE_URL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(7 * 86_400)
+    .default(3600),
   SCHEDULE_MIN_SECONDS: z.coerce.number().int().min(1).max(86400).default(60),
   SCHEDULE_TICK_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   SCHEDULE_BATCH: z.coerce.number().int().min(1).max(5000).default(1000),
@@ -220,6 +234,31 @@ function persistentValue(dataDir: string, name: string, make: () => string): str
   return value
 }
 
+/**
+ * The key releases are signed with: FIRMWARE_SIGNING_KEY (PKCS#8 PEM) or, when unset, one
+ * generated once into DATA_DIR/firmware-signing-key. Devices trust its public key for good, so
+ * losing it means re-pairing every device: back it up with the data folder.
+ */
+function firmwareSettings(configured: string | undefined, dataDir: string, maxBytes: number, urlSeconds: number) {
+  const pem = configured?.trim() || persistentValue(dataDir, 'firmware-signing-key', () => newSigningKeyPem().trim())
+  let key: ReturnType<typeof readSigningKey>
+  try {
+    key = readSigningKey(pem)
+  } catch (err) {
+    const where = configured?.trim() ? 'FIRMWARE_SIGNING_KEY' : join(dataDir, 'firmware-signing-key')
+    throw new ConfigError(`Invalid configuration:\n  ${where}: ${(err as Error).message}`)
+  }
+  return {
+    signingKey: key,
+    /** Raw Ed25519 public key, base64: given to devices. */
+    publicKey: publicKeyOf(key),
+    /** Largest firmware image accepted. */
+    maxBytes,
+    /** How long a download link in an offer stays valid. */
+    urlSeconds,
+  }
+}
+
 /** Each remote provider is configured by its key; a blank key counts as unset. */
 function providersFrom(e: z.infer<typeof envSchema>): ImageProviders {
   const providers: ImageProviders = {}
@@ -313,6 +352,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ratePerMinute: e.LOG_RATE_PER_MINUTE,
       burst: e.LOG_BURST,
     },
+    firmware: firmwareSettings(e.FIRMWARE_SIGNING_KEY, dataDir, e.FIRMWARE_MAX_BYTES, e.FIRMWARE_URL_SECONDS),
     schedule: {
       /** The shortest time per playlist item (tests and demos lower it). */
       minSeconds: e.SCHEDULE_MIN_SECONDS,

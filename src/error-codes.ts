@@ -57,6 +57,13 @@ export const ERRORS = {
   PLAYLIST_IN_USE: { status: 409, message: "The playlist is in a device's schedule; change the schedule first" },
   SCHEDULE_NOT_FOUND: { status: 404, message: 'This device has no schedule' },
 
+  // Firmware
+  FIRMWARE_NOT_FOUND: { status: 404, message: 'No such firmware release' },
+  FIRMWARE_VERSION_EXISTS: { status: 409, message: 'This model already has a release with that version' },
+  FIRMWARE_IN_USE: { status: 409, message: 'The release is a rollout target, pinned, or was offered to devices' },
+  FIRMWARE_CHANNEL_MISMATCH: { status: 409, message: 'A stable rollout may only target a stable release' },
+  NO_FIRMWARE_OFFER: { status: 404, message: 'Nothing is offered to this device' },
+
   // Images, uploads and stored files
   INVALID_DISPLAY_PROFILE: { status: 400, message: 'The display profile is not valid' },
   EMPTY_FILE: { status: 400, message: 'The file is empty' },

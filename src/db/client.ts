@@ -22,6 +22,7 @@ import * as downlinkTables from '../downlink/tables.js'
 import * as scheduleTables from '../schedules/tables.js'
 import * as deviceLogTables from '../device-logs/tables.js'
 import * as healthTables from '../health/tables.js'
+import * as firmwareTables from '../firmware/tables.js'
 
 const schema = {
   ...authTables,
@@ -37,6 +38,7 @@ const schema = {
   ...scheduleTables,
   ...deviceLogTables,
   ...healthTables,
+  ...firmwareTables,
 }
 
 type Schema = typeof schema

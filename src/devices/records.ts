@@ -112,8 +112,20 @@ const credentialsSchema = {
     clientId: str,
     topics: {
       type: 'object',
-      properties: { prompt: str, image: str, config: str, cmd: str, state: str, status: str, ack: str },
+      properties: {
+        prompt: str,
+        image: str,
+        config: str,
+        cmd: str,
+        ota: str,
+        state: str,
+        status: str,
+        ack: str,
+        log: str,
+        otaProgress: { type: 'string', description: 'up/ota: firmware update progress' },
+      },
     },
+    firmwareKey: { type: 'string', description: 'Ed25519 public key (raw, base64) that firmware offers are signed with' },
   },
 } as const
 

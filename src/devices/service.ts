@@ -259,6 +259,7 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
             password: issued.secret,
             clientId: rec.id,
             topics: deviceTopics(rec.id),
+            firmwareKey: config.firmware.publicKey,
           },
         }
       }
@@ -315,7 +316,7 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
    * scheduler last worked it out (or as given, by the scheduler itself).
    */
   async function publishConfig(dev: DeviceRow, schedule?: ScheduleInfo | null) {
-    const config = {
+    const message = {
       version: dev.desiredConfigVersion,
       name: dev.name,
       selectedModel: dev.selectedModel,
@@ -323,8 +324,9 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
       icon: dev.icon,
       display: dev.display,
       schedule: schedule !== undefined ? schedule : scheduleInfo(await findSchedule(db, dev.id)),
+      firmwareKey: config.firmware.publicKey,
     } satisfies ConfigMessage
-    await link.publish(dev.id, 'config', config, { retain: true })
+    await link.publish(dev.id, 'config', message, { retain: true })
   }
 
   /** A new desired config (the version goes up: out of sync until the device reports it), published. */

@@ -1,15 +1,15 @@
 // The device wire contract: the topic layout the service, the simulator, the benchmarks and the
 // companion apps share, what each topic carries, and the presence vocabulary. Plain data only, no imports,
 // so any of them (device-sim/ included) can take it without pulling in the service.
-//   downlink (service → device): devices/{id}/prompt | image | config (retained) | cmd
-//   uplink   (device → service): devices/{id}/up/status | up/ack | up/log
+//   downlink (service → device): devices/{id}/prompt | image | config (retained) | cmd | ota (retained)
+//   uplink   (device → service): devices/{id}/up/status | up/ack | up/log | up/ota
 //   presence (broker, retained):  devices/{id}/state        events (service): devices/{id}/events
 //   fleet-wide (service → every device): fleet/cmd — devices may subscribe, only the service publishes
 // The access rules on this layout are in topic-rules.ts.
 
-export const downlinkKinds = ['prompt', 'image', 'config', 'cmd'] as const
+export const downlinkKinds = ['prompt', 'image', 'config', 'cmd', 'ota'] as const
 export type DownlinkKind = (typeof downlinkKinds)[number]
-export const uplinkKinds = ['status', 'ack', 'log'] as const
+export const uplinkKinds = ['status', 'ack', 'log', 'ota'] as const
 export type UplinkKind = (typeof uplinkKinds)[number]
 
 /** One message to every device at once: a device subscribes to it; nobody but the service publishes. */
@@ -32,9 +32,12 @@ export function deviceTopics(deviceId: string) {
     image: topicFor(deviceId, 'image'),
     config: topicFor(deviceId, 'config'),
     cmd: topicFor(deviceId, 'cmd'),
+    ota: topicFor(deviceId, 'ota'),
     state: topicFor(deviceId, 'state'),
     status: uplinkTopic(deviceId, 'status'),
     ack: uplinkTopic(deviceId, 'ack'),
+    log: uplinkTopic(deviceId, 'log'),
+    otaProgress: uplinkTopic(deviceId, 'ota'),
   }
 }
 
@@ -94,7 +97,34 @@ export type ConfigMessage = {
   display?: WireDisplay
   /** The device's day plan, when it has one: when to sleep, and until when nothing will change. */
   schedule?: ScheduleInfo | null
+  /** The Ed25519 public key (raw, base64) firmware offers are signed with. */
+  firmwareKey?: string
 }
+
+/**
+ * devices/{id}/ota (retained): the firmware to install. The device downloads `url` (signed,
+ * expiring; a fresh one from GET /api/device/{id}/firmware/offer with its secret), checks the
+ * bytes against `sha256` and `size`, and `signature` (Ed25519 over the manifest
+ * "dps-firmware-v1\n{model}\n{version}\n{sha256}\n{size}\n") against the firmware key, then
+ * installs and reports on up/ota. `version: null` withdraws an offer not yet taken up.
+ */
+export type OtaOffer =
+  | {
+      releaseId: string
+      model: string
+      version: string
+      url: string
+      urlExpiresAt: string
+      sha256: string
+      size: number
+      signature: string
+    }
+  | { version: null }
+
+export const otaProgressStates = ['downloading', 'verifying', 'installing', 'succeeded', 'failed'] as const
+
+/** devices/{id}/up/ota: how far the device got with the offered version. */
+export type OtaReport = { version: string; state: (typeof otaProgressStates)[number]; reason?: string }
 
 /** In the config: the sleep windows (local times in `timeZone`) and the next scheduled change, so battery firmware can sleep until then. */
 export type ScheduleInfo = {

@@ -8,10 +8,10 @@ import { ackCommand, applyDeviceReport } from '../devices/repository.js'
 import type { DeviceReport } from '../devices/tables.js'
 import { insertEvent } from '../events/repository.js'
 import type { ClientMeta } from './client-meta.js'
-import { parseDeviceTopic } from './contract.js'
+import { type OtaReport, otaProgressStates, parseDeviceTopic } from './contract.js'
 
 /** Largest payload accepted per uplink topic; a status or an ack is a few hundred bytes. */
-const UPLINK_MAX_BYTES: Readonly<Record<string, number>> = { status: 4096, ack: 4096, log: 256 * 1024 }
+const UPLINK_MAX_BYTES: Readonly<Record<string, number>> = { status: 4096, ack: 4096, log: 256 * 1024, ota: 4096 }
 
 export type UplinkStats = { applied: number; invalid: number; oversized: number; unmatchedAcks: number }
 
@@ -32,11 +32,13 @@ export type UplinkHooks = {
    */
   logs?(deviceId: string, raw: unknown, bytes: number): Promise<{ refused: 'too-large' | 'not-a-batch' | null }>
   /** A status report as the device sent it (battery, its report interval): device health watches them. */
-  status?(deviceId: string, report: { battery?: number; interval?: number }): Promise<void>
+  status?(deviceId: string, report: { battery?: number; interval?: number; firmware?: string }): Promise<void>
+  /** Firmware update progress (up/ota), its fields checked; false when it matched no offer of that version. */
+  ota?(deviceId: string, report: OtaReport): Promise<boolean>
 }
 
 /** The uplink hooks the domains provide (the downlink's are wired by the transports themselves). */
-export type DomainUplinkHooks = Pick<UplinkHooks, 'logs' | 'status'>
+export type DomainUplinkHooks = Pick<UplinkHooks, 'logs' | 'status' | 'ota'>
 
 type Deps = {
   aedes: Aedes
@@ -119,9 +121,20 @@ export async function applyUplink(
     await applyDeviceReport(db, deviceId, JSON.parse(JSON.stringify(report)))
     await hooks.reported?.(deviceId, { configVersion: report.configVersion, shownImageId: report.shownImageId })
     const interval = num(body.interval, 1, 7 * 86_400)
-    await hooks.status?.(deviceId, { battery: report.battery, interval: interval === undefined ? undefined : Math.round(interval) })
+    await hooks.status?.(deviceId, {
+      battery: report.battery,
+      interval: interval === undefined ? undefined : Math.round(interval),
+      firmware: report.firmware,
+    })
     if (body.sessionPresent === false) hooks.newSession?.(deviceId)
     return 'applied'
+  }
+  if (kind === 'ota') {
+    const version = text(body.version, 50)
+    const state = otaProgressStates.find((s) => s === body.state)
+    if (!version || !state || !hooks.ota) return 'invalid'
+    const reason = typeof body.reason === 'string' ? body.reason.slice(0, 500) : undefined
+    return (await hooks.ota(deviceId, { version, state, reason })) ? 'applied' : 'unmatched'
   }
   const record = ackRecord(body)
   const seq = record.seq as number | undefined

@@ -6,14 +6,21 @@ import { notificationPreference, pushSubscription } from './tables.js'
 
 export type PushSubscriptionRow = typeof pushSubscription.$inferSelect
 type PreferenceRow = typeof notificationPreference.$inferSelect
-export type Preferences = Pick<PreferenceRow, 'generationResults' | 'devicePresence' | 'batteryLow' | 'deviceSilent'>
+export type Preferences = Pick<PreferenceRow, 'generationResults' | 'devicePresence' | 'batteryLow' | 'deviceSilent' | 'firmwareFailed'>
 
-const defaultPreferences: Preferences = { generationResults: true, devicePresence: true, batteryLow: true, deviceSilent: true }
+const defaultPreferences: Preferences = {
+  generationResults: true,
+  devicePresence: true,
+  batteryLow: true,
+  deviceSilent: true,
+  firmwareFailed: true,
+}
 const preferencesOf = (r: PreferenceRow): Preferences => ({
   generationResults: r.generationResults,
   devicePresence: r.devicePresence,
   batteryLow: r.batteryLow,
   deviceSilent: r.deviceSilent,
+  firmwareFailed: r.firmwareFailed,
 })
 
 export type NewSubscription = { endpoint: string; p256dh: string; auth: string; expirationTime: Date | null; userAgent: string | null }

@@ -35,6 +35,7 @@ const preferencesRecord = Type.Object({
   devicePresence: Type.Boolean({ description: 'notify when a device goes online or offline' }),
   batteryLow: Type.Boolean({ description: 'notify when a device’s battery falls under 15 % (again only after it was above 25 %)' }),
   deviceSilent: Type.Boolean({ description: 'notify when a device has not reported for three of its report intervals' }),
+  firmwareFailed: Type.Boolean({ description: 'notify when a firmware update of a device failed' }),
 })
 
 const toSubscription = (s: PushSubscriptionRow) => ({

@@ -52,6 +52,7 @@ const preferenceFor: Record<NotificationKind, keyof Preferences | null> = {
   'device-presence': 'devicePresence',
   'battery-low': 'batteryLow',
   'device-silent': 'deviceSilent',
+  'firmware-failed': 'firmwareFailed',
   message: null,
 }
 

@@ -36,5 +36,6 @@ export const notificationPreference = pgTable('notification_preference', {
   devicePresence: boolean('device_presence').notNull().default(true),
   batteryLow: boolean('battery_low').notNull().default(true),
   deviceSilent: boolean('device_silent').notNull().default(true),
+  firmwareFailed: boolean('firmware_failed').notNull().default(true),
   updatedAt: ts('updated_at').notNull().defaultNow(),
 })

@@ -203,7 +203,8 @@ t.test('the full flow: init, validate, credentials once, list/get/patch, disconn
   t.match(rec.userCode, uuid)
   t.match(rec.expires_at, iso)
   const creds = rec.credentials
-  t.same(Object.keys(creds).sort(), ['clientId', 'mqttUrl', 'password', 'topics', 'username', 'websocketUrl'])
+  t.same(Object.keys(creds).sort(), ['clientId', 'firmwareKey', 'mqttUrl', 'password', 'topics', 'username', 'websocketUrl'])
+  t.equal(Buffer.from(creds.firmwareKey, 'base64').length, 32, 'the firmware key is a raw Ed25519 public key')
   t.equal(creds.username, codes.deviceId, 'username is the deviceId')
   t.match(creds.password, base64url43, 'password is 256 bits in base64url (43 characters)')
   t.equal(Buffer.from(creds.password, 'base64url').length, 32)
@@ -215,9 +216,12 @@ t.test('the full flow: init, validate, credentials once, list/get/patch, disconn
     image: `devices/${codes.deviceId}/image`,
     config: `devices/${codes.deviceId}/config`,
     cmd: `devices/${codes.deviceId}/cmd`,
+    ota: `devices/${codes.deviceId}/ota`,
     state: `devices/${codes.deviceId}/state`,
     status: `devices/${codes.deviceId}/up/status`,
     ack: `devices/${codes.deviceId}/up/ack`,
+    log: `devices/${codes.deviceId}/up/log`,
+    otaProgress: `devices/${codes.deviceId}/up/ota`,
   })
 
   // Only the secret's SHA-256 is stored.

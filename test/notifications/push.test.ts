@@ -350,7 +350,7 @@ t.test('device online/offline notifies the owner, per their preference, and not 
   await subscribeAs(owner, sub)
   t.same(
     (await api('GET', '/api/notifications/preferences', owner)).body,
-    { generationResults: true, devicePresence: true, batteryLow: true, deviceSilent: true },
+    { generationResults: true, devicePresence: true, batteryLow: true, deviceSilent: true, firmwareFailed: true },
     'everything on by default',
   )
   const dev = await pairDevice(svc, owner.token, { name: 'Hall frame' })
@@ -389,12 +389,13 @@ t.test('device online/offline notifies the owner, per their preference, and not 
   t.match(offline, { kind: 'device-presence', title: 'Hall frame is offline', body: /went offline \(client disconnect\)/ })
 
   const patched = await api('PATCH', '/api/notifications/preferences', owner, { devicePresence: false })
-  t.same(patched.body, { generationResults: true, devicePresence: false, batteryLow: true, deviceSilent: true })
+  t.same(patched.body, { generationResults: true, devicePresence: false, batteryLow: true, deviceSilent: true, firmwareFailed: true })
   t.same((await api('GET', '/api/notifications/preferences', owner)).body, {
     generationResults: true,
     devicePresence: false,
     batteryLow: true,
     deviceSilent: true,
+    firmwareFailed: true,
   })
   t.equal((await api('PATCH', '/api/notifications/preferences', owner, {})).status, 400, 'an empty change is refused')
   ev = nextEvent()

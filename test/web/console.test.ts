@@ -623,6 +623,78 @@ t.test('in Chromium', { skip }, async (t) => {
     await victim.page.getByRole('heading', { name: 'Sign in' }).waitFor({ timeout: 15_000 })
     t.pass('the banned user’s open console is signed out on the next action')
   })
+
+  t.test("an administrator ships firmware to a frame; its owner sees it installed and reads the frame's logs", async (t) => {
+    // The administrator signed up in the test before this one.
+    const owner = uniqueEmail('console-fw')
+    const { token } = await signUp(makeClient(svc.url).client, owner)
+    const dir = await mkdtemp(join(tmpdir(), 'dps-console-fw-'))
+    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    const sim = new SimDevice({
+      server: svc.url,
+      name: 'hallway',
+      display: resolveProfile('bw-800x480'),
+      statePath: join(dir, 'state.json'),
+      model: 'console-frame',
+      firmware: '1.0.0',
+      claimToken: token,
+      mqttUrl: mqttUrl(svc),
+      rebootMs: 50,
+    })
+    t.teardown(() => sim.stop())
+    await sim.start()
+
+    const admin = await newPage(browser, DESKTOP)
+    t.teardown(() => admin.context.close())
+    const page = admin.page
+    await signInWithPassword(page, svc, adminEmail)
+    await page.getByRole('link', { name: 'Administration' }).click()
+    await page.getByRole('link', { name: /Firmware releases and rollouts/ }).click()
+    await page.getByLabel('Model', { exact: true }).fill('console-frame')
+    await page.getByLabel('Version', { exact: true }).fill('1.1.0')
+    await page
+      .getByLabel('Image')
+      .setInputFiles({ name: 'fw.bin', mimeType: 'application/octet-stream', buffer: Buffer.from('firmware '.repeat(100)) })
+    await page.getByRole('button', { name: 'Upload and sign' }).click()
+    await page.getByText('Release 1.1.0 is stored and signed.').waitFor()
+    await page.getByLabel('Rollout model').fill('console-frame')
+    await page.getByLabel('Target version').fill('1.1.0')
+    await page.getByLabel('Share (%)').fill('100')
+    await page.getByRole('button', { name: 'Roll out' }).click()
+    await page.getByText('Offered to 1 more device.').waitFor()
+    await page
+      .getByTestId('counts-console-frame-1.1.0')
+      .getByText(/^1 installed/)
+      .waitFor({ timeout: 30_000 })
+    t.equal(sim.firmware, '1.1.0', 'the frame installed it')
+    t.match(await page.getByTestId('rollout-console-frame-stable').textContent(), /running/)
+    await checkBothLayouts(t, page, 'firmware')
+
+    sim.sendLogs(6)
+    const mine = await newPage(browser, DESKTOP)
+    t.teardown(() => mine.context.close())
+    await signInWithPassword(mine.page, svc, owner)
+    await mine.page.goto(`${svc.url}/devices/${sim.deviceId}`)
+    await mine.page
+      .getByTestId('firmware-state')
+      .getByText(/Runs 1\.1\.0/)
+      .waitFor()
+    t.match(await mine.page.getByTestId('firmware-state').textContent(), /Update to 1\.1\.0: installed/)
+    await eventually(async () => {
+      await mine.page.reload()
+      return (await mine.page.locator('.logs li').count()) === 6
+    })
+    await mine.page.getByLabel('Contains').fill('heartbeat')
+    await mine.page
+      .locator('.logs li')
+      .first()
+      .getByText(/heartbeat/)
+      .waitFor()
+    t.equal(await mine.page.locator('.logs li').count(), 4, 'the text filter keeps the heartbeats')
+    await mine.page.getByLabel('Level').selectOption('error')
+    await mine.page.getByText('No log entries match.').waitFor()
+    t.pass('the level filter hides what is below it')
+  })
 })
 
 t.test('passkeys in Chromium: add one with a virtual authenticator, sign out, sign in with it', { skip }, async (t) => {

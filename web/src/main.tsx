@@ -33,6 +33,7 @@ const router = createBrowserRouter([
           { path: '/devices/:id', lazy: async () => ({ Component: (await import('./pages/device')).DevicePage }) },
           { path: '/account', lazy: async () => ({ Component: (await import('./pages/account')).AccountPage }) },
           { path: '/admin', lazy: async () => ({ Component: (await import('./pages/admin')).AdminPage }) },
+          { path: '/admin/firmware', lazy: async () => ({ Component: (await import('./pages/firmware')).FirmwarePage }) },
           { path: '/organizations', lazy: async () => ({ Component: (await import('./pages/organizations')).OrganizationsPage }) },
           { path: '/playlists', lazy: async () => ({ Component: (await import('./pages/playlists')).PlaylistsPage }) },
           { path: '/playlists/:id', lazy: async () => ({ Component: (await import('./pages/playlists')).PlaylistPage }) },

@@ -312,13 +312,14 @@ function keyBytes(base64url: string): Uint8Array<ArrayBuffer> {
 
 const pushSupported = () => 'serviceWorker' in navigator && 'PushManager' in window && 'Notification' in window
 
-type Switch = 'generationResults' | 'devicePresence' | 'batteryLow' | 'deviceSilent'
+type Switch = 'generationResults' | 'devicePresence' | 'batteryLow' | 'deviceSilent' | 'firmwareFailed'
 /** One switch per kind of notification, as the service keeps them. */
 const switches: Array<[Switch, string]> = [
   ['generationResults', 'a picture I asked for is ready, or failed'],
   ['devicePresence', 'one of my frames goes online or offline'],
   ['batteryLow', "a frame's battery runs low"],
   ['deviceSilent', 'a frame has not been heard from for a while'],
+  ['firmwareFailed', 'a firmware update of a frame failed'],
 ]
 
 function Notifications() {

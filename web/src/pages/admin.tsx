@@ -3,7 +3,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { useForm } from 'react-hook-form'
-import { useNavigate } from 'react-router'
+import { Link, useNavigate } from 'react-router'
 import { api, data, errorText } from '../api'
 import { authClient, authData } from '../auth'
 import { Button, Empty, ErrorState, Field, Loading, Notice, TableHead } from '../ui'
@@ -54,6 +54,9 @@ export function AdminPage() {
   return (
     <>
       <h1>Administration</h1>
+      <p>
+        <Link to="/admin/firmware">Firmware releases and rollouts →</Link>
+      </p>
       <section className="card" aria-labelledby="users-title">
         <h2 id="users-title">Users</h2>
         <form className="row" onSubmit={handleSubmit((v) => setSearch(v.q.trim()))}>

@@ -1,6 +1,6 @@
 // One frame: what it shows, a prompt to generate (with the model's price and your balance) and
 // its progress until the frame shows it, a photo to send, commands and their acknowledgement,
-// rename, disconnect, delete, and its event log.
+// rename, disconnect, delete, its firmware, logs and event log.
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useEffect, useRef, useState } from 'react'
 import { useForm } from 'react-hook-form'
@@ -10,6 +10,7 @@ import { authClient } from '../auth'
 import { usePresence } from '../live'
 import { ago, Button, ErrorState, Field, Loading, Notice, PhotoField } from '../ui'
 import { OnlineBadge } from './devices'
+import { FirmwareCard, LogsCard } from './device-health'
 import { ScheduleCard } from './schedule'
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -63,6 +64,8 @@ export function DevicePage() {
         </Notice>
       )}
       <ScheduleCard device={d} canManage={canManage} />
+      <FirmwareCard deviceId={id} />
+      <LogsCard deviceId={id} />
       <Events deviceId={id} />
     </>
   )
@@ -357,6 +360,11 @@ const eventText: Record<string, string> = {
   'device.ack': 'Acknowledged a command',
   'device.credentials_issued': 'Got its credentials',
   'device.credentials_revoked': 'Credentials revoked',
+  'device.alert': 'Alert',
+  'firmware.offered': 'Offered a firmware update',
+  'firmware.progress': 'Firmware update progress',
+  'firmware.succeeded': 'Firmware update installed',
+  'firmware.failed': 'Firmware update failed',
 }
 
 function Events({ deviceId }: { deviceId: string }) {

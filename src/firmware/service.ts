@@ -1,0 +1,419 @@
+// Firmware updates over the air. An admin uploads a release (stored in the object store, its
+// SHA-256, size and Ed25519 signature computed here) and points a rollout (model + channel) at
+// it with a percentage; a device is in when a bucket of its id (0–99) is below it, so raising the
+// percentage only adds devices. A device older than its target (or pinned to another version,
+// downgrades included) gets a retained offer on devices/{id}/ota through the durable downlink,
+// reports progress on up/ota, and counts as succeeded when its next status reports the version.
+// Too large a share of failed attempts halts the rollout and withdraws offers not yet taken up.
+import { createHash, type KeyObject, randomUUID } from 'node:crypto'
+import semver from 'semver'
+import type { Database } from '../db/client.js'
+import type { DeviceLink } from '../devices/sessions.js'
+import { appError } from '../errors.js'
+import { insertEvent, insertEvents, type NewEvent } from '../events/repository.js'
+import type { OtaOffer, OtaReport } from '../mqtt/contract.js'
+import type { ObjectStore } from '../storage/store.js'
+import {
+  deleteUnusedRelease,
+  findDeviceFirmware,
+  findRelease,
+  findReleaseByVersion,
+  findReleases,
+  findRollout,
+  haltRollout,
+  insertRelease,
+  listReleases,
+  listRollouts,
+  type OfferContext,
+  offerContext,
+  recordOffers,
+  releaseCounts,
+  releaseDevices,
+  type ReleaseRow,
+  rolloutCandidates,
+  type RolloutRow,
+  setDeviceChoice,
+  setOfferState,
+  upsertRollout,
+  withdrawUntaken,
+} from './repository.js'
+import { manifestOf, signManifest } from './signing.js'
+import type { FirmwareChannel } from './tables.js'
+
+export type FirmwareSettings = { signingKey: KeyObject; publicKey: string; maxBytes: number; urlSeconds: number }
+
+type Notify = (userId: string, kind: 'firmware-failed', message: { title: string; body: string; url?: string }) => Promise<unknown>
+
+/** Halt when more than this share of ended attempts failed, once this many ended (rollout defaults). */
+const DEFAULT_MAX_FAILURE_SHARE = 0.2
+const DEFAULT_MIN_ATTEMPTS = 5
+
+/** 0–99 from the device id alone: the same device is in the same place of every rollout. */
+export function bucketOf(deviceId: string): number {
+  return createHash('sha256').update(deviceId).digest().readUInt32BE(0) % 100
+}
+
+/**
+ * The release a device should be offered now, or null: its pin, else its rollout's target when
+ * the rollout is running and the device is in its share. Never an older version than the device
+ * runs (only a pin may go down), never one it already runs, and never again one it was offered
+ * (a failure is not retried by itself: the admin pins or ships a new version).
+ */
+function offerFor(
+  ctx: Pick<OfferContext, 'deviceId' | 'firmware' | 'releaseId' | 'state' | 'percent' | 'paused' | 'haltedAt'>,
+  pinned: ReleaseRow | undefined,
+  target: ReleaseRow | undefined,
+): ReleaseRow | null {
+  const running = ctx.firmware ?? null
+  let choice: ReleaseRow | undefined
+  if (pinned) choice = pinned
+  else if (target && !ctx.paused && !ctx.haltedAt && bucketOf(ctx.deviceId) < (ctx.percent ?? 0)) {
+    const current = semver.valid(running ?? '')
+    if (current && semver.gt(target.version, current)) choice = target
+  }
+  if (!choice || choice.version === running) return null
+  if (ctx.releaseId === choice.id && ctx.state !== 'withdrawn') return null
+  return choice
+}
+
+export function createFirmwareService(deps: {
+  db: Database
+  storage: ObjectStore
+  link: DeviceLink
+  settings: FirmwareSettings
+  clock: () => Date
+  notify?: Notify
+  log: { warn: (o: object, m?: string) => void }
+}) {
+  const { db, storage, link, settings } = deps
+
+  async function offerMessage(release: ReleaseRow): Promise<OtaOffer> {
+    const expiresAt = new Date(Date.now() + settings.urlSeconds * 1000)
+    return {
+      releaseId: release.id,
+      model: release.model,
+      version: release.version,
+      url: await storage.presign(release.objectKey, { method: 'GET', expiresIn: settings.urlSeconds }),
+      urlExpiresAt: expiresAt.toISOString(),
+      sha256: release.sha256,
+      size: release.size,
+      signature: release.signature,
+    }
+  }
+
+  /** Records and sends offers of one release; one statement and one events insert for all of them. */
+  async function offer(release: ReleaseRow, devices: Array<Pick<OfferContext, 'deviceId' | 'userId' | 'organizationId'>>) {
+    if (!devices.length) return 0
+    const at = deps.clock()
+    await recordOffers(
+      db,
+      devices.map((d) => d.deviceId),
+      release.id,
+      at,
+    )
+    await insertEvents(
+      db,
+      devices.map((d) => ({
+        type: 'firmware.offered',
+        deviceId: d.deviceId,
+        userId: d.userId,
+        organizationId: d.organizationId,
+        data: { releaseId: release.id, version: release.version },
+        at,
+      })),
+    )
+    const message = await offerMessage(release)
+    for (const d of devices) await link.publish(d.deviceId, 'ota', message, { retain: true })
+    return devices.length
+  }
+
+  /** Works out one device's offer from what is stored now, and sends it when there is one. */
+  async function evaluate(deviceId: string): Promise<void> {
+    const ctx = await offerContext(db, deviceId)
+    if (!ctx || (!ctx.pinnedReleaseId && !ctx.rolloutReleaseId)) return
+    const ids = [ctx.pinnedReleaseId, ctx.rolloutReleaseId].filter((x): x is string => Boolean(x))
+    const releases = new Map((await findReleases(db, ids)).map((r) => [r.id, r]))
+    const pinned = ctx.pinnedReleaseId ? releases.get(ctx.pinnedReleaseId) : undefined
+    const target = ctx.rolloutReleaseId ? releases.get(ctx.rolloutReleaseId) : undefined
+    // A release of another model is never offered (a pin is checked when it is set; this is the guard).
+    const choice = offerFor(ctx, pinned, target)
+    if (choice && choice.model === ctx.model) await offer(choice, [ctx])
+  }
+
+  /** Offers a rollout's target to every device of its model and channel that should have it now. */
+  async function evaluateRollout(rollout: RolloutRow): Promise<number> {
+    const target = await findRelease(db, rollout.releaseId)
+    if (!target) return 0
+    const due = (await rolloutCandidates(db, rollout.model, rollout.channel)).filter((c) => offerFor(c, undefined, target))
+    return offer(target, due)
+  }
+
+  async function publishRelease(
+    actorId: string,
+    input: { model: string; version: string; channel: FirmwareChannel; notes: string; bytes: Buffer },
+  ) {
+    const version = semver.valid(input.version)
+    if (!version || version !== input.version)
+      throw appError('VALIDATION_ERROR', 'version must be a semantic version such as 1.4.0 or 2.0.0-beta.1')
+    if (input.bytes.length === 0) throw appError('VALIDATION_ERROR', 'The firmware image is empty')
+    if (await findReleaseByVersion(db, input.model, version)) throw appError('FIRMWARE_VERSION_EXISTS')
+    const id = randomUUID()
+    const sha256 = createHash('sha256').update(input.bytes).digest('hex')
+    const size = input.bytes.length
+    const signature = signManifest(settings.signingKey, manifestOf({ model: input.model, version, sha256, size }))
+    const objectKey = `firmware/${id}.bin`
+    await storage.put(objectKey, input.bytes, { contentType: 'application/octet-stream' })
+    const row = await insertRelease(db, {
+      id,
+      model: input.model,
+      version,
+      channel: input.channel,
+      notes: input.notes,
+      objectKey,
+      sha256,
+      size,
+      signature,
+      createdBy: actorId,
+    })
+    if (!row) {
+      // Another upload of the same version won the race: nothing of this one is kept.
+      await storage.delete(objectKey).catch(() => {})
+      throw appError('FIRMWARE_VERSION_EXISTS')
+    }
+    await insertEvent(db, {
+      type: 'firmware.released',
+      userId: actorId,
+      data: { releaseId: id, model: input.model, version, channel: input.channel },
+    })
+    return withCounts([row]).then((r) => r[0]!)
+  }
+
+  async function withCounts(rows: ReleaseRow[]) {
+    const counts = await releaseCounts(
+      db,
+      rows.map((r) => r.id),
+    )
+    return rows.map((r) => ({ ...r, counts: counts.get(r.id)! }))
+  }
+
+  async function requireRelease(id: string) {
+    const row = await findRelease(db, id)
+    if (!row) throw appError('FIRMWARE_NOT_FOUND')
+    return row
+  }
+
+  async function release(id: string) {
+    const [row] = await withCounts([await requireRelease(id)])
+    return { ...row!, devices: await releaseDevices(db, id, 500) }
+  }
+
+  async function removeRelease(actorId: string, id: string) {
+    const outcome = await deleteUnusedRelease(db, id)
+    if (outcome === 'in-use') throw appError('FIRMWARE_IN_USE')
+    if (!outcome) throw appError('FIRMWARE_NOT_FOUND')
+    await storage.delete(outcome.objectKey).catch((err) => deps.log.warn({ err, key: outcome.objectKey }, 'firmware image not deleted'))
+    await insertEvent(db, {
+      type: 'firmware.deleted',
+      userId: actorId,
+      data: { releaseId: id, model: outcome.model, version: outcome.version },
+    })
+  }
+
+  async function rolloutRecord(r: RolloutRow) {
+    const target = await findRelease(db, r.releaseId)
+    const counts = (await releaseCounts(db, [r.releaseId])).get(r.releaseId)!
+    return { ...r, version: target?.version ?? null, counts }
+  }
+
+  async function setRollout(
+    actorId: string,
+    model: string,
+    channel: FirmwareChannel,
+    input: { version: string; percent: number; paused?: boolean; maxFailureShare?: number; minAttempts?: number },
+  ) {
+    const target = await findReleaseByVersion(db, model, input.version)
+    if (!target) throw appError('FIRMWARE_NOT_FOUND', `Model ${model} has no release ${input.version}`)
+    if (channel === 'stable' && target.channel !== 'stable') throw appError('FIRMWARE_CHANNEL_MISMATCH')
+    const before = await findRollout(db, model, channel)
+    const paused = input.paused ?? before?.paused ?? false
+    // A new target or a resume starts counting afresh: the halt is lifted.
+    const resumed = !before || before.releaseId !== target.id || (before.paused && !paused) || input.paused === false
+    const rollout = await upsertRollout(db, {
+      model,
+      channel,
+      releaseId: target.id,
+      percent: input.percent,
+      paused,
+      haltedAt: resumed ? null : (before?.haltedAt ?? null),
+      maxFailureShare: input.maxFailureShare ?? before?.maxFailureShare ?? DEFAULT_MAX_FAILURE_SHARE,
+      minAttempts: input.minAttempts ?? before?.minAttempts ?? DEFAULT_MIN_ATTEMPTS,
+      updatedAt: deps.clock(),
+      updatedBy: actorId,
+    })
+    await insertEvent(db, {
+      type: 'firmware.rollout',
+      userId: actorId,
+      data: {
+        model,
+        channel,
+        version: target.version,
+        percent: rollout.percent,
+        paused: rollout.paused,
+        halted: Boolean(rollout.haltedAt),
+      },
+    })
+    const offered = await evaluateRollout(rollout)
+    return { ...(await rolloutRecord(rollout)), offeredNow: offered }
+  }
+
+  async function rollouts() {
+    return Promise.all((await listRollouts(db)).map(rolloutRecord))
+  }
+
+  /** An admin's choice for one device: its channel, and a pin to an exact version (null lifts it). */
+  async function setDevice(actorId: string, deviceId: string, input: { channel?: FirmwareChannel; pinnedVersion?: string | null }) {
+    const ctx = await offerContext(db, deviceId)
+    if (!ctx) throw appError('DEVICE_NOT_FOUND')
+    let pinnedReleaseId: string | null | undefined
+    if (input.pinnedVersion === null) pinnedReleaseId = null
+    else if (input.pinnedVersion !== undefined) {
+      if (!ctx.model) throw appError('VALIDATION_ERROR', 'The device never said its model, so no release can be pinned')
+      const r = await findReleaseByVersion(db, ctx.model, input.pinnedVersion)
+      if (!r) throw appError('FIRMWARE_NOT_FOUND', `Model ${ctx.model} has no release ${input.pinnedVersion}`)
+      pinnedReleaseId = r.id
+    }
+    await setDeviceChoice(db, deviceId, { channel: input.channel, pinnedReleaseId })
+    await insertEvent(db, {
+      type: 'firmware.device_choice',
+      deviceId,
+      userId: actorId,
+      organizationId: ctx.organizationId,
+      data: { channel: input.channel, pinnedVersion: input.pinnedVersion },
+    })
+    await evaluate(deviceId)
+    return deviceState(deviceId)
+  }
+
+  /** What a device runs, its channel and pin, and the offer it has (for its owner and admins). */
+  async function deviceState(deviceId: string) {
+    const ctx = await offerContext(db, deviceId)
+    if (!ctx) throw appError('DEVICE_NOT_FOUND')
+    const ids = [ctx.pinnedReleaseId, ctx.releaseId].filter((x): x is string => Boolean(x))
+    const releases = new Map((await findReleases(db, ids)).map((r) => [r.id, r]))
+    const offered = ctx.releaseId ? releases.get(ctx.releaseId) : undefined
+    const row = await findDeviceFirmware(db, deviceId)
+    return {
+      deviceId,
+      model: ctx.model,
+      running: ctx.firmware,
+      channel: ctx.channel,
+      pinnedVersion: ctx.pinnedReleaseId ? (releases.get(ctx.pinnedReleaseId)?.version ?? null) : null,
+      offer: offered
+        ? {
+            releaseId: offered.id,
+            version: offered.version,
+            state: ctx.state,
+            reason: row?.reason ?? null,
+            offeredAt: row?.offeredAt?.toISOString() ?? null,
+            updatedAt: row?.updatedAt?.toISOString() ?? null,
+          }
+        : null,
+    }
+  }
+
+  /** The device's current offer with a fresh download link (the retained one may have expired). */
+  async function currentOffer(deviceId: string): Promise<OtaOffer> {
+    const row = await findDeviceFirmware(db, deviceId)
+    const pending = row?.releaseId && row.state && !['succeeded', 'failed', 'withdrawn'].includes(row.state)
+    const release = pending ? await findRelease(db, row.releaseId!) : undefined
+    if (!release) throw appError('NO_FIRMWARE_OFFER')
+    return offerMessage(release)
+  }
+
+  /** up/status: the version it reports ends an offer of that version as succeeded; then it may get its next one. */
+  async function onStatus(deviceId: string, firmware: string | undefined): Promise<void> {
+    if (firmware) {
+      const row = await findDeviceFirmware(db, deviceId)
+      if (row?.releaseId && row.state && row.state !== 'succeeded' && row.state !== 'failed') {
+        const release = await findRelease(db, row.releaseId)
+        if (release?.version === firmware && (await setOfferState(db, deviceId, release.id, 'succeeded', null, deps.clock())))
+          await event(deviceId, 'firmware.succeeded', { releaseId: release.id, version: release.version })
+      }
+    }
+    await evaluate(deviceId)
+  }
+
+  async function event(deviceId: string, type: string, data: Record<string, unknown>) {
+    const ctx = await offerContext(db, deviceId)
+    const e: NewEvent = { type, deviceId, userId: ctx?.userId, organizationId: ctx?.organizationId, data }
+    await insertEvent(db, e)
+    return ctx
+  }
+
+  /** up/ota: progress with the offered version. Success counts only from up/status; a failure ends the attempt. */
+  async function onProgress(deviceId: string, report: OtaReport): Promise<boolean> {
+    const row = await findDeviceFirmware(db, deviceId)
+    const release = row?.releaseId ? await findRelease(db, row.releaseId) : undefined
+    if (!release || release.version !== report.version) return false
+    const at = deps.clock()
+    const data = { releaseId: release.id, version: release.version, state: report.state, reason: report.reason ?? null }
+    if (report.state === 'succeeded') {
+      await event(deviceId, 'firmware.progress', data)
+      return true
+    }
+    const moved = await setOfferState(db, deviceId, release.id, report.state, report.reason ?? null, at)
+    if (!moved) return true
+    const ctx = await event(deviceId, report.state === 'failed' ? 'firmware.failed' : 'firmware.progress', data)
+    if (report.state !== 'failed' || !ctx) return true
+    // The owner's alert, like battery-low and silence: an Event and a push notification.
+    await insertEvent(db, {
+      type: 'device.alert',
+      deviceId,
+      userId: ctx.userId,
+      organizationId: ctx.organizationId,
+      data: { kind: 'firmware-failed', version: release.version, reason: report.reason ?? null },
+    })
+    await deps.notify?.(ctx.userId, 'firmware-failed', {
+      title: 'Firmware update failed',
+      body: `The update to ${release.version} failed${report.reason ? `: ${report.reason}` : ''}.`,
+      url: `/devices/${deviceId}`,
+    })
+    if (!moved.pinnedReleaseId) await checkHalt(release, moved.channel)
+    return true
+  }
+
+  /** Halts the rollout of `release` when too many of its ended attempts failed, and takes back offers not yet taken up. */
+  async function checkHalt(release: ReleaseRow, channel: FirmwareChannel) {
+    const rollout = await findRollout(db, release.model, channel)
+    if (!rollout || rollout.releaseId !== release.id || rollout.haltedAt) return
+    const c = (await releaseCounts(db, [release.id])).get(release.id)!
+    const ended = c.failed + c.succeeded
+    if (ended < rollout.minAttempts || c.failed / ended <= rollout.maxFailureShare) return
+    const at = deps.clock()
+    if (!(await haltRollout(db, release.model, channel, release.id, at))) return
+    deps.log.warn({ model: release.model, channel, version: release.version, ...c }, 'firmware rollout halted: too many failed updates')
+    await insertEvent(db, {
+      type: 'firmware.rollout_halted',
+      data: { model: release.model, channel, version: release.version, failed: c.failed, succeeded: c.succeeded },
+    })
+    const withdrawn = await withdrawUntaken(db, release.id, at)
+    for (const w of withdrawn) await link.publish(w.deviceId, 'ota', { version: null } satisfies OtaOffer, { retain: true })
+  }
+
+  return {
+    publicKey: settings.publicKey,
+    publishRelease,
+    releases: async (model?: string) => withCounts(await listReleases(db, model)),
+    release,
+    removeRelease,
+    setRollout,
+    rollouts,
+    setDevice,
+    deviceState,
+    currentOffer,
+    onStatus,
+    onProgress,
+  }
+}
+
+export type FirmwareService = ReturnType<typeof createFirmwareService>
