@@ -159,6 +159,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
       db: database.db,
       storage,
       authSecret: config.authSecret,
+      firmwareKey: config.firmware.publicKey,
       refreshMs: config.mqtt.heartbeatMs,
     })
     app.addHook('onClose', async () => membership.close())

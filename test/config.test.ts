@@ -4,7 +4,9 @@ import { existsSync, readFileSync, statSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { generateKeyPairSync } from 'node:crypto'
 import { ConfigError, loadConfig } from '../src/config.js'
+import { newSigningKeyPem, publicKeyOf, readSigningKey } from '../src/firmware/signing.js'
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0]
 
@@ -169,6 +171,31 @@ t.test('AUTH_SECRET is generated once into DATA_DIR/auth-secret and reused', asy
   const noFile = await tempDir(t)
   loadConfig({ DATA_DIR: noFile, AUTH_SECRET: SECRET })
   t.notOk(existsSync(join(noFile, 'auth-secret')), 'no file is written when AUTH_SECRET is set')
+})
+
+t.test('the firmware signing key is generated once into DATA_DIR, or read from FIRMWARE_SIGNING_KEY', async (t) => {
+  const dir = await tempDir(t)
+  const first = loadConfig({ DATA_DIR: dir, AUTH_SECRET: SECRET })
+  const file = join(dir, 'firmware-signing-key')
+  t.match(readFileSync(file, 'utf8'), /^-----BEGIN PRIVATE KEY-----/, 'a PKCS#8 PEM file')
+  t.equal(statSync(file).mode & 0o077, 0, 'only the owner can read it')
+  t.equal(Buffer.from(first.firmware.publicKey, 'base64').length, 32, 'its public half is a raw Ed25519 key')
+  t.equal(loadConfig({ DATA_DIR: dir, AUTH_SECRET: SECRET }).firmware.publicKey, first.firmware.publicKey, 'reused on the next load')
+  const pem = newSigningKeyPem()
+  const given = loadConfig({ DATA_DIR: await tempDir(t), AUTH_SECRET: SECRET, FIRMWARE_SIGNING_KEY: pem })
+  t.equal(given.firmware.publicKey, publicKeyOf(readSigningKey(pem)), 'FIRMWARE_SIGNING_KEY wins')
+  // One line in an environment file: the newlines written as \n.
+  t.equal(
+    loadConfig({ DATA_DIR: dir, AUTH_SECRET: SECRET, FIRMWARE_SIGNING_KEY: pem.replace(/\n/g, '\\n') }).firmware.publicKey,
+    given.firmware.publicKey,
+  )
+  expectConfigError(
+    t,
+    { DATA_DIR: dir, AUTH_SECRET: SECRET, FIRMWARE_SIGNING_KEY: 'not a key' },
+    /FIRMWARE_SIGNING_KEY: not a PEM private key/,
+  )
+  const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
+  expectConfigError(t, { DATA_DIR: dir, AUTH_SECRET: SECRET, FIRMWARE_SIGNING_KEY: rsa }, /an Ed25519 key is needed, this one is rsa/)
 })
 
 t.test('ADMIN_EMAILS and TRUSTED_ORIGINS are trimmed lists; e-mails lower-cased', async (t) => {

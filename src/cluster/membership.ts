@@ -1,5 +1,5 @@
 // Nodes that share a Redis (REDIS_URL and REDIS_PREFIX) are one cluster: they must also share
-// the database, the object store and AUTH_SECRET, or sessions, stored keys and images of one node
+// the database, the object store, AUTH_SECRET and the firmware signing key, or sessions, stored keys and images of one node
 // are unknown to the others (a session signed on node A is refused by B, an image stored in A's
 // DATA_DIR is a 404 on B). Each node compares a fingerprint of each with what the live nodes
 // registered in Redis, and refuses to start on a mismatch, naming the setting to fix.
@@ -27,6 +27,8 @@ export async function joinCluster(deps: {
   db: Database
   storage: ObjectStore
   authSecret: string
+  /** The firmware signing key's public half: releases signed on one node are checked by devices against what another node gave them. */
+  firmwareKey: string
   refreshMs: number
 }): Promise<Membership> {
   const { redis, refreshMs } = deps
@@ -39,6 +41,11 @@ export async function joinCluster(deps: {
       name: 'auth-secret',
       value: createHash('sha256').update(`dps cluster ${deps.authSecret}`).digest('hex'),
       fix: 'AUTH_SECRET differs from the other nodes of this cluster: set the same AUTH_SECRET on every node',
+    },
+    {
+      name: 'firmware-key',
+      value: deps.firmwareKey,
+      fix: 'this node signs firmware with another key than the other nodes: set the same FIRMWARE_SIGNING_KEY on every node (or share DATA_DIR/firmware-signing-key)',
     },
     {
       name: 'database',

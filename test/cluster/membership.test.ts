@@ -1,11 +1,12 @@
-// Nodes on one Redis prefix form a cluster and must share the database, the object store and
-// AUTH_SECRET. A node that does not is refused at start with a message naming what to fix,
+// Nodes on one Redis prefix form a cluster and must share the database, the object store,
+// AUTH_SECRET and the firmware signing key. A node that does not is refused at start with a message naming what to fix,
 // instead of starting and then failing sessions, keys or images in ways nobody can trace.
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { newSigningKeyPem } from '../../src/firmware/signing.js'
 import { freshPostgres, startApp } from '../helpers/app.js'
 import { startServiceProcess } from '../helpers/child.js'
 import { postgresUrl, redisUrl } from '../helpers/services.js'
@@ -49,7 +50,14 @@ t.test('a node joins only with the same secret, database and object store', { sk
     'another database is refused',
   )
   await t.rejects(
-    node('node-e', {}, await tempDataDir(t)),
+    node('node-f', { FIRMWARE_SIGNING_KEY: newSigningKeyPem() }),
+    { name: 'ConfigError', message: /signs firmware with another key.*FIRMWARE_SIGNING_KEY/ },
+    'another firmware signing key is refused',
+  )
+  // Its own data folder, with the cluster's firmware key: only the object store differs.
+  const firmwareKey = await readFile(join(dataDir, 'firmware-signing-key'), 'utf8')
+  await t.rejects(
+    node('node-e', { FIRMWARE_SIGNING_KEY: firmwareKey }, await tempDataDir(t)),
     { name: 'ConfigError', message: /object store is not the one the other nodes use.*S3_/ },
     'another object store is refused',
   )
