@@ -127,9 +127,9 @@ export function createFirmwareService(deps: {
     return devices.length
   }
 
-  /** Works out one device's offer from what is stored now, and sends it when there is one. */
-  async function evaluate(deviceId: string): Promise<void> {
-    const ctx = await offerContext(db, deviceId)
+  /** Works out one device's offer from what is stored now (or `ctx`, just read), and sends it when there is one. */
+  async function evaluate(deviceId: string, read?: OfferContext): Promise<void> {
+    const ctx = read ?? (await offerContext(db, deviceId))
     if (!ctx || (!ctx.pinnedReleaseId && !ctx.rolloutReleaseId)) return
     const ids = [ctx.pinnedReleaseId, ctx.rolloutReleaseId].filter((x): x is string => Boolean(x))
     const releases = new Map((await findReleases(db, ids)).map((r) => [r.id, r]))
@@ -330,17 +330,23 @@ export function createFirmwareService(deps: {
     return offerMessage(release)
   }
 
-  /** up/status: the version it reports ends an offer of that version as succeeded; then it may get its next one. */
+  /**
+   * up/status: the version it reports ends an offer of that version as succeeded; then it may get
+   * its next one. One query for a device with no offer, pin or rollout (every status report pays it).
+   */
   async function onStatus(deviceId: string, firmware: string | undefined): Promise<void> {
-    if (firmware) {
-      const row = await findDeviceFirmware(db, deviceId)
-      if (row?.releaseId && row.state && row.state !== 'succeeded' && row.state !== 'failed') {
-        const release = await findRelease(db, row.releaseId)
-        if (release?.version === firmware && (await setOfferState(db, deviceId, release.id, 'succeeded', null, deps.clock())))
-          await event(deviceId, 'firmware.succeeded', { releaseId: release.id, version: release.version })
+    const ctx = await offerContext(db, deviceId)
+    if (!ctx) return
+    const open = ctx.releaseId && ctx.state && !['succeeded', 'failed', 'withdrawn'].includes(ctx.state)
+    if (firmware && open) {
+      const release = await findRelease(db, ctx.releaseId!)
+      if (release?.version === firmware && (await setOfferState(db, deviceId, release.id, 'succeeded', null, deps.clock()))) {
+        await event(deviceId, 'firmware.succeeded', { releaseId: release.id, version: release.version })
+        ctx.state = 'succeeded'
       }
     }
-    await evaluate(deviceId)
+    // The report has just been applied: the context read above already holds this firmware.
+    await evaluate(deviceId, ctx)
   }
 
   async function event(deviceId: string, type: string, data: Record<string, unknown>) {
