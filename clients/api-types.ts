@@ -1540,7 +1540,7 @@ export interface paths {
                                 /** @description the device's sequence number; the MQTT message carries it as `seq` */
                                 seq: number;
                                 /** @enum {string} */
-                                kind: "prompt" | "image" | "config" | "cmd";
+                                kind: "prompt" | "image" | "config" | "cmd" | "ota";
                                 /**
                                  * @description pending until the device acknowledges it; superseded when a newer config or image replaced it first
                                  * @enum {string}

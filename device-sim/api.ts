@@ -116,7 +116,7 @@ export class ServiceApi {
   }
 
   /** Downloads an image the service announced; the URL is the service's own. */
-  async download(url: string): Promise<Buffer> {
+  async download(url: string, maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer> {
     let res: Response
     try {
       res = await fetch(url, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })
@@ -124,6 +124,15 @@ export class ServiceApi {
       throw new UnreachableError(url, err)
     }
     if (!res.ok) throw new ApiError(res.status, 'DOWNLOAD_FAILED', `GET ${url} answered ${res.status}`)
-    return Buffer.from(await res.arrayBuffer())
+    if (!res.body || maxBytes === Number.POSITIVE_INFINITY) return Buffer.from(await res.arrayBuffer())
+    // Read up to maxBytes and stop: a device has only so much room.
+    const chunks: Buffer[] = []
+    let total = 0
+    for await (const chunk of res.body) {
+      chunks.push(Buffer.from(chunk))
+      total += chunk.length
+      if (total >= maxBytes) break
+    }
+    return Buffer.concat(chunks).subarray(0, maxBytes)
   }
 }

@@ -331,9 +331,7 @@ function attachPrinter(dev: SimDevice, opts: { quiet: boolean; qr: boolean; prev
   dev.on('rebooting', ({ ms }) => say('reboot', `rebooting (back in ${(ms / 1000).toFixed(1)} s)`))
   dev.on('duplicate', ({ kind, id }) => say('duplicate', `${kind} ${short(id)} delivered again; ignored`))
   dev.on('logs', ({ count }) => say('log', `sent ${count} log entries`))
-  dev.on('ota', ({ version, state, reason }) =>
-    say('firmware', state === 'withdrawn' ? 'the firmware offer was withdrawn' : `${version}: ${state}${reason ? ` (${reason})` : ''}`),
-  )
+  dev.on('ota', ({ version, state, reason }) => say('firmware', `${version}: ${state}${reason ? ` (${reason})` : ''}`))
   dev.on('status', (s) =>
     say(
       'status',

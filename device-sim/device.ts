@@ -105,8 +105,8 @@ export type SimDeviceEvents = {
   /** The day plan in a config: when the next change comes, and the sleep it orders now. */
   schedule: [ScheduleInfo]
   rebooting: [{ ms: number }]
-  /** Firmware update progress, as reported on up/ota; `withdrawn` when the service took back an offer. */
-  ota: [{ version: string; state: OtaReport['state'] | 'withdrawn'; reason?: string }]
+  /** Firmware update progress, as reported on up/ota. */
+  ota: [OtaReport]
   /** A message delivered again (QoS 1 is at-least-once): handled already, ignored. */
   duplicate: [{ kind: 'command' | 'image' | 'prompt'; id: string }]
   status: [StatusReport & { reason: string }]
@@ -769,7 +769,10 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
 
   private async onConfig(msg: ConfigMessage) {
     if (typeof msg.version !== 'number' || !Number.isInteger(msg.version)) return this.fail('a config message has no version')
-    if (typeof msg.firmwareKey === 'string') this.state!.firmwareKey = msg.firmwareKey
+    // Trusted once, like a key burnt in at the factory: a later config cannot swap it (the same
+    // channel carries the offers it is meant to check).
+    if (typeof msg.firmwareKey === 'string' && !this.state!.credentials?.firmwareKey && !this.state!.firmwareKey)
+      this.state!.firmwareKey = msg.firmwareKey
     const changed = msg.version !== this.state!.configVersion
     this.state!.configVersion = msg.version
     this.stats.configs += 1
@@ -804,20 +807,41 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
    */
   private async onOta(msg: Numbered<OtaOffer>) {
     await this.sendAck({ kind: 'ota', seq: msg.seq, ok: true })
-    if (msg.version === null) return void this.emit('ota', { version: '', state: 'withdrawn' })
+    const state = this.state!
+    // Only the newest offer counts: one the service has since replaced may still arrive after it.
+    if (typeof msg.seq === 'number') {
+      if (msg.seq <= (state.otaSeq ?? -1)) return
+      state.otaSeq = msg.seq
+    }
+    if (msg.version === null) return
     if (typeof msg.version !== 'string' || typeof msg.releaseId !== 'string')
       return this.fail('a firmware offer lacks version or releaseId')
-    const state = this.state!
-    if (msg.version === this.firmware || state.seenOffers?.includes(msg.releaseId)) return
+    if (msg.version === this.firmware) return
+    // Without a seq (not through the service's downlink), redelivery is told apart by release.
+    if (typeof msg.seq !== 'number' && state.seenOffers?.includes(msg.releaseId)) return
     state.seenOffers = remember(state.seenOffers ?? [], msg.releaseId)
     await this.save()
     const version = msg.version
     const failed = (reason: string) => this.otaReport({ version, state: 'failed', reason })
+    // A validly signed image of another model would brick the board: refused before the download.
+    if (msg.model !== this.opts.model) return failed(`verify: an image for model ${msg.model}, this is ${this.opts.model}`)
+    // Still what the service offers? A session queued while away may hold an offer since replaced;
+    // the answer also carries a fresh download link.
+    const creds = state.credentials!
+    let current: Awaited<ReturnType<ServiceApi['firmwareOffer']>>
+    try {
+      current = await this.api.firmwareOffer(creds.username, creds.password)
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) return // nothing is offered any more
+      return failed(`download: ${(err as Error).message}`)
+    }
+    if (current.releaseId !== msg.releaseId) return
     await this.otaReport({ version, state: 'downloading' })
     let bytes: Buffer
     try {
       if (this.opts.otaFail === 'download') throw new Error('simulated (--ota-fail download)')
-      bytes = await this.downloadFirmware(msg)
+      // Never more than the offer says: a larger answer is cut off, and then fails the size check.
+      bytes = await this.api.download(current.url, msg.size + 1)
     } catch (err) {
       return failed(`download: ${(err as Error).message}`)
     }
@@ -829,7 +853,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     const digest = sha256(bytes)
     if (digest !== msg.sha256) return failed(`verify: sha256 mismatch (${digest.slice(0, 12)}…)`)
     if (!key) return failed('verify: no firmware key (pair again with a newer service)')
-    if (!verifyManifest(key, manifestOf({ model: msg.model, version, sha256: digest, size: bytes.length }), msg.signature))
+    if (!verifyManifest(key, manifestOf({ model: this.opts.model, version, sha256: digest, size: bytes.length }), msg.signature))
       return failed('verify: bad signature')
     await this.otaReport({ version, state: 'installing' })
     if (this.opts.otaFail === 'install') return failed('install: simulated (--ota-fail install)')
@@ -841,19 +865,6 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     this.emit('rebooting', { ms: this.opts.rebootMs })
     const c = this.client
     if (c) await endClient(c, false)
-  }
-
-  /** The offered image; a link that expired (403) is exchanged for a fresh one with the device's secret. */
-  private async downloadFirmware(msg: Extract<OtaOffer, { url: string }>): Promise<Buffer> {
-    try {
-      return await this.fetchImage({ url: msg.url })
-    } catch (err) {
-      if (!(err instanceof ApiError && (err.status === 403 || err.status === 401))) throw err
-      const creds = this.state!.credentials!
-      const fresh = await this.api.firmwareOffer(creds.username, creds.password)
-      if (fresh.releaseId !== msg.releaseId) throw new Error('the offer changed meanwhile')
-      return this.fetchImage({ url: fresh.url })
-    }
   }
 
   private async fetchImage(msg: Pick<ImageMessage, 'url' | 'data'>): Promise<Buffer> {

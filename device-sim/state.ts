@@ -49,6 +49,8 @@ export type SimState = {
   firmware?: string
   /** The firmware key, as the latest config gave it. */
   firmwareKey?: string
+  /** The seq of the newest firmware offer message handled: older ones are ignored. */
+  otaSeq?: number
   /** Offers already worked on (release ids), so a redelivered offer is not installed twice. */
   seenOffers?: string[]
   /** Installed and restarted: up/ota `succeeded` is sent once connected again. */

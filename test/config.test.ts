@@ -85,9 +85,12 @@ t.test('the MQTT limits reach the broker as set (their effect: test/broker/serve
 })
 
 t.test('DATA_DIR defaults to ./data, resolved to an absolute path', async (t) => {
-  const c = loadConfig({ AUTH_SECRET: SECRET, MQTT_BROKER_ID: 'node-test' })
+  // Every generated value given, so nothing is written into the checkout.
+  const given = { AUTH_SECRET: SECRET, MQTT_BROKER_ID: 'node-test', FIRMWARE_SIGNING_KEY: newSigningKeyPem() }
+  const c = loadConfig(given)
   t.equal(c.dataDir, resolve('./data'))
-  const rel = loadConfig({ DATA_DIR: 'some/rel/dir', AUTH_SECRET: SECRET, MQTT_BROKER_ID: 'node-test' })
+  const rel = loadConfig({ ...given, DATA_DIR: 'some/rel/dir' })
+  t.notOk(existsSync(resolve('some')), 'nothing was written there')
   t.equal(rel.dataDir, resolve('some/rel/dir'))
 })
 

@@ -21,8 +21,8 @@ import {
 /** How long acknowledgements gather before they are written (see acks.ts). */
 const ACK_WINDOW_MS = 50
 
-/** Kinds where only the newest message matters: an older config or desired image is never sent again. */
-const REPLACING: ReadonlySet<string> = new Set<DownlinkKind>(['config', 'image'])
+/** Kinds where only the newest message matters: an older config, desired image or firmware offer is never sent again. */
+const REPLACING: ReadonlySet<string> = new Set<DownlinkKind>(['config', 'image', 'ota'])
 
 export type OutboxLimits = {
   /** Pending messages kept per device; older ones are dropped (and that is an Event). */

@@ -17,7 +17,7 @@ const messageSchema = {
   required: ['seq', 'kind', 'status', 'createdAt', 'deliveredAt'],
   properties: {
     seq: { type: 'integer', description: "the device's sequence number; the MQTT message carries it as `seq`" },
-    kind: { type: 'string', enum: ['prompt', 'image', 'config', 'cmd'] },
+    kind: { type: 'string', enum: ['prompt', 'image', 'config', 'cmd', 'ota'] },
     status: {
       type: 'string',
       enum: [...downlinkStatuses],

@@ -213,16 +213,70 @@ export async function setDeviceChoice(
   return row as DeviceFirmwareRow
 }
 
+/** Rows per INSERT: PostgreSQL takes at most 65,535 parameters a statement (5 a row here). */
+const OFFERS_PER_INSERT = 5000
+
 /** Records offers of one release to many devices. */
 export async function recordOffers(db: Executor, deviceIds: string[], releaseId: string, at: Date): Promise<void> {
-  if (!deviceIds.length) return
-  await db
-    .insert(deviceFirmware)
-    .values(deviceIds.map((deviceId) => ({ deviceId, releaseId, state: 'offered' as const, offeredAt: at, updatedAt: at })))
-    .onConflictDoUpdate({
-      target: deviceFirmware.deviceId,
-      set: { releaseId, state: 'offered', reason: null, offeredAt: at, updatedAt: at },
-    })
+  for (let i = 0; i < deviceIds.length; i += OFFERS_PER_INSERT) {
+    await db
+      .insert(deviceFirmware)
+      .values(
+        deviceIds
+          .slice(i, i + OFFERS_PER_INSERT)
+          .map((deviceId) => ({ deviceId, releaseId, state: 'offered' as const, offeredAt: at, updatedAt: at })),
+      )
+      .onConflictDoUpdate({
+        target: deviceFirmware.deviceId,
+        set: { releaseId, state: 'offered', reason: null, offeredAt: at, updatedAt: at },
+      })
+  }
+}
+
+/** Failed and succeeded attempts at a release through a rollout (channel, not pinned) that ended since `since`. */
+export async function haltCounts(db: Executor, releaseId: string, channel: FirmwareChannel, since: Date) {
+  const rows = await db
+    .select({ state: deviceFirmware.state, n: count() })
+    .from(deviceFirmware)
+    .where(
+      and(
+        eq(deviceFirmware.releaseId, releaseId),
+        eq(deviceFirmware.channel, channel),
+        isNull(deviceFirmware.pinnedReleaseId),
+        inArray(deviceFirmware.state, ['failed', 'succeeded']),
+        sql`${deviceFirmware.updatedAt} >= ${since.toISOString()}::timestamptz`,
+      ),
+    )
+    .groupBy(deviceFirmware.state)
+  const n = (s: string) => rows.find((r) => r.state === s)?.n ?? 0
+  return { failed: n('failed'), succeeded: n('succeeded') }
+}
+
+/** Devices holding an offer of a release through a rollout (channel, not pinned) that they have not started on. */
+export async function untakenOffers(db: Executor, releaseId: string, channel: FirmwareChannel): Promise<string[]> {
+  const rows = await db
+    .select({ deviceId: deviceFirmware.deviceId })
+    .from(deviceFirmware)
+    .where(
+      and(
+        eq(deviceFirmware.releaseId, releaseId),
+        eq(deviceFirmware.channel, channel),
+        eq(deviceFirmware.state, 'offered'),
+        isNull(deviceFirmware.pinnedReleaseId),
+      ),
+    )
+  return rows.map((r) => r.deviceId)
+}
+
+/** Marks these devices' untaken offers of a release withdrawn; answers the devices it changed. */
+export async function withdrawOffers(db: Executor, releaseId: string, deviceIds: string[], at: Date): Promise<string[]> {
+  if (!deviceIds.length) return []
+  const rows = await db
+    .update(deviceFirmware)
+    .set({ state: 'withdrawn', updatedAt: at })
+    .where(and(eq(deviceFirmware.releaseId, releaseId), eq(deviceFirmware.state, 'offered'), inArray(deviceFirmware.deviceId, deviceIds)))
+    .returning({ deviceId: deviceFirmware.deviceId })
+  return rows.map((r) => r.deviceId)
 }
 
 /**
@@ -249,13 +303,4 @@ export async function setOfferState(
     )
     .returning()
   return row
-}
-
-/** Offers of a release not yet taken up (still `offered`): withdrawn when its rollout halts. */
-export async function withdrawUntaken(db: Executor, releaseId: string, at: Date): Promise<Array<{ deviceId: string }>> {
-  return db
-    .update(deviceFirmware)
-    .set({ state: 'withdrawn', updatedAt: at })
-    .where(and(eq(deviceFirmware.releaseId, releaseId), eq(deviceFirmware.state, 'offered'), isNull(deviceFirmware.pinnedReleaseId)))
-    .returning({ deviceId: deviceFirmware.deviceId })
 }

@@ -101,7 +101,7 @@ export async function firmwareRoutes(fastify: FastifyInstance, opts: { db: Datab
 
   await app.register(multipart, {
     throwFileSizeLimit: true,
-    limits: { fileSize: maxBytes, files: 1, fields: 4, fieldSize: 4096, parts: 5, headerPairs: 50 },
+    limits: { fileSize: maxBytes, files: 1, fields: 4, fieldSize: 16 * 1024, parts: 5, headerPairs: 50 },
   })
 
   async function admin(req: Parameters<typeof principalOf>[0]): Promise<string> {
@@ -145,6 +145,7 @@ export async function firmwareRoutes(fastify: FastifyInstance, opts: { db: Datab
       try {
         for await (const part of req.parts()) {
           if (part.type === 'file') bytes = await part.toBuffer()
+          else if (part.valueTruncated) throw appError('VALIDATION_ERROR', `${part.fieldname}: too long`)
           else if (typeof part.value === 'string') fields[part.fieldname] = part.value
         }
       } catch (e) {

@@ -20,6 +20,7 @@ import {
   findReleaseByVersion,
   findReleases,
   findRollout,
+  haltCounts,
   haltRollout,
   insertRelease,
   listReleases,
@@ -34,8 +35,9 @@ import {
   type RolloutRow,
   setDeviceChoice,
   setOfferState,
+  untakenOffers,
   upsertRollout,
-  withdrawUntaken,
+  withdrawOffers,
 } from './repository.js'
 import { manifestOf, signManifest } from './signing.js'
 import type { FirmwareChannel } from './tables.js'
@@ -63,6 +65,7 @@ function offerFor(
   ctx: Pick<OfferContext, 'deviceId' | 'firmware' | 'releaseId' | 'state' | 'percent' | 'paused' | 'haltedAt'>,
   pinned: ReleaseRow | undefined,
   target: ReleaseRow | undefined,
+  retry = false,
 ): ReleaseRow | null {
   const running = ctx.firmware ?? null
   let choice: ReleaseRow | undefined
@@ -72,7 +75,8 @@ function offerFor(
     if (current && semver.gt(target.version, current)) choice = target
   }
   if (!choice || choice.version === running) return null
-  if (ctx.releaseId === choice.id && ctx.state !== 'withdrawn') return null
+  // An admin pinning a device to the release it failed is the way to retry it.
+  if (ctx.releaseId === choice.id && ctx.state !== 'withdrawn' && !(retry && ctx.state === 'failed')) return null
   return choice
 }
 
@@ -123,12 +127,26 @@ export function createFirmwareService(deps: {
       })),
     )
     const message = await offerMessage(release)
-    for (const d of devices) await link.publish(d.deviceId, 'ota', message, { retain: true })
+    // Together: the outbox stores concurrent publishes in shared statements.
+    for (let i = 0; i < devices.length; i += 500)
+      await Promise.all(devices.slice(i, i + 500).map((d) => link.publish(d.deviceId, 'ota', message, { retain: true })))
     return devices.length
   }
 
+  /** Takes back untaken offers of a release from these devices: the retained offer becomes `{version: null}`. */
+  async function withdraw(releaseId: string, deviceIds: string[]): Promise<number> {
+    const taken = await withdrawOffers(db, releaseId, deviceIds, deps.clock())
+    await Promise.all(taken.map((id) => clearOffer(id)))
+    return taken.length
+  }
+
+  /** The retained offer topic says nothing is offered (an attempt ended, or the offer was taken back). */
+  function clearOffer(deviceId: string) {
+    return link.publish(deviceId, 'ota', { version: null } satisfies OtaOffer, { retain: true })
+  }
+
   /** Works out one device's offer from what is stored now (or `ctx`, just read), and sends it when there is one. */
-  async function evaluate(deviceId: string, read?: OfferContext): Promise<void> {
+  async function evaluate(deviceId: string, read?: OfferContext, retry = false): Promise<void> {
     const ctx = read ?? (await offerContext(db, deviceId))
     if (!ctx || (!ctx.pinnedReleaseId && !ctx.rolloutReleaseId)) return
     const ids = [ctx.pinnedReleaseId, ctx.rolloutReleaseId].filter((x): x is string => Boolean(x))
@@ -136,7 +154,7 @@ export function createFirmwareService(deps: {
     const pinned = ctx.pinnedReleaseId ? releases.get(ctx.pinnedReleaseId) : undefined
     const target = ctx.rolloutReleaseId ? releases.get(ctx.rolloutReleaseId) : undefined
     // A release of another model is never offered (a pin is checked when it is set; this is the guard).
-    const choice = offerFor(ctx, pinned, target)
+    const choice = offerFor(ctx, pinned, target, retry)
     if (choice && choice.model === ctx.model) await offer(choice, [ctx])
   }
 
@@ -153,8 +171,12 @@ export function createFirmwareService(deps: {
     input: { model: string; version: string; channel: FirmwareChannel; notes: string; bytes: Buffer },
   ) {
     const version = semver.valid(input.version)
-    if (!version || version !== input.version)
-      throw appError('VALIDATION_ERROR', 'version must be a semantic version such as 1.4.0 or 2.0.0-beta.1')
+    // Build metadata (+…) is refused: semver ignores it when comparing, so 1.2.0+a and 1.2.0+b would be one version.
+    if (!version || version !== input.version || version.length > 50)
+      throw appError(
+        'VALIDATION_ERROR',
+        'version must be a semantic version such as 1.4.0 or 2.0.0-beta.1 (at most 50 characters, no build metadata)',
+      )
     if (input.bytes.length === 0) throw appError('VALIDATION_ERROR', 'The firmware image is empty')
     if (await findReleaseByVersion(db, input.model, version)) throw appError('FIRMWARE_VERSION_EXISTS')
     const id = randomUUID()
@@ -174,6 +196,9 @@ export function createFirmwareService(deps: {
       size,
       signature,
       createdBy: actorId,
+    }).catch(async (err) => {
+      await storage.delete(objectKey).catch(() => {})
+      throw err
     })
     if (!row) {
       // Another upload of the same version won the race: nothing of this one is kept.
@@ -238,6 +263,16 @@ export function createFirmwareService(deps: {
     const paused = input.paused ?? before?.paused ?? false
     // A new target or a resume starts counting afresh: the halt is lifted.
     const resumed = !before || before.releaseId !== target.id || (before.paused && !paused) || input.paused === false
+    const at = deps.clock()
+    // Offers of the old plan that no device has started on are taken back: another target, a
+    // pause, or devices now outside the share.
+    if (before && before.releaseId !== target.id) await withdraw(before.releaseId, await untakenOffers(db, before.releaseId, channel))
+    else if (paused) await withdraw(target.id, await untakenOffers(db, target.id, channel))
+    else if (before && input.percent < before.percent)
+      await withdraw(
+        target.id,
+        (await untakenOffers(db, target.id, channel)).filter((id) => bucketOf(id) >= input.percent),
+      )
     const rollout = await upsertRollout(db, {
       model,
       channel,
@@ -245,9 +280,10 @@ export function createFirmwareService(deps: {
       percent: input.percent,
       paused,
       haltedAt: resumed ? null : (before?.haltedAt ?? null),
+      countingSince: resumed ? at : (before?.countingSince ?? at),
       maxFailureShare: input.maxFailureShare ?? before?.maxFailureShare ?? DEFAULT_MAX_FAILURE_SHARE,
       minAttempts: input.minAttempts ?? before?.minAttempts ?? DEFAULT_MIN_ATTEMPTS,
-      updatedAt: deps.clock(),
+      updatedAt: at,
       updatedBy: actorId,
     })
     await insertEvent(db, {
@@ -290,7 +326,7 @@ export function createFirmwareService(deps: {
       organizationId: ctx.organizationId,
       data: { channel: input.channel, pinnedVersion: input.pinnedVersion },
     })
-    await evaluate(deviceId)
+    await evaluate(deviceId, undefined, Boolean(input.pinnedVersion))
     return deviceState(deviceId)
   }
 
@@ -343,6 +379,7 @@ export function createFirmwareService(deps: {
       if (release?.version === firmware && (await setOfferState(db, deviceId, release.id, 'succeeded', null, deps.clock()))) {
         await event(deviceId, 'firmware.succeeded', { releaseId: release.id, version: release.version })
         ctx.state = 'succeeded'
+        await clearOffer(deviceId)
       }
     }
     // The report has just been applied: the context read above already holds this firmware.
@@ -371,6 +408,9 @@ export function createFirmwareService(deps: {
     if (!moved) return true
     const ctx = await event(deviceId, report.state === 'failed' ? 'firmware.failed' : 'firmware.progress', data)
     if (report.state !== 'failed' || !ctx) return true
+    // The attempt ended: a device without memory must not find the offer again at its next connect.
+    await clearOffer(deviceId)
+    if (!moved.pinnedReleaseId) await checkHalt(release, moved.channel)
     // The owner's alert, like battery-low and silence: an Event and a push notification.
     await insertEvent(db, {
       type: 'device.alert',
@@ -379,12 +419,14 @@ export function createFirmwareService(deps: {
       organizationId: ctx.organizationId,
       data: { kind: 'firmware-failed', version: release.version, reason: report.reason ?? null },
     })
-    await deps.notify?.(ctx.userId, 'firmware-failed', {
-      title: 'Firmware update failed',
-      body: `The update to ${release.version} failed${report.reason ? `: ${report.reason}` : ''}.`,
-      url: `/devices/${deviceId}`,
-    })
-    if (!moved.pinnedReleaseId) await checkHalt(release, moved.channel)
+    // Not awaited: a slow push service must not hold up the device's other uplink.
+    void deps
+      .notify?.(ctx.userId, 'firmware-failed', {
+        title: 'Firmware update failed',
+        body: `The update to ${release.version} failed${report.reason ? `: ${report.reason}` : ''}.`,
+        url: `/devices/${deviceId}`,
+      })
+      ?.catch((err) => deps.log.warn({ err, deviceId }, 'could not notify a failed firmware update'))
     return true
   }
 
@@ -392,7 +434,7 @@ export function createFirmwareService(deps: {
   async function checkHalt(release: ReleaseRow, channel: FirmwareChannel) {
     const rollout = await findRollout(db, release.model, channel)
     if (!rollout || rollout.releaseId !== release.id || rollout.haltedAt) return
-    const c = (await releaseCounts(db, [release.id])).get(release.id)!
+    const c = await haltCounts(db, release.id, channel, rollout.countingSince)
     const ended = c.failed + c.succeeded
     if (ended < rollout.minAttempts || c.failed / ended <= rollout.maxFailureShare) return
     const at = deps.clock()
@@ -402,8 +444,7 @@ export function createFirmwareService(deps: {
       type: 'firmware.rollout_halted',
       data: { model: release.model, channel, version: release.version, failed: c.failed, succeeded: c.succeeded },
     })
-    const withdrawn = await withdrawUntaken(db, release.id, at)
-    for (const w of withdrawn) await link.publish(w.deviceId, 'ota', { version: null } satisfies OtaOffer, { retain: true })
+    await withdraw(release.id, await untakenOffers(db, release.id, channel))
   }
 
   return {

@@ -48,6 +48,8 @@ export const firmwareRollout = pgTable(
     paused: boolean('paused').notNull().default(false),
     /** Set when the failure share passed `maxFailureShare`; cleared by a resume. */
     haltedAt: ts('halted_at'),
+    /** Attempts that ended from this time on count towards a halt: a new target or a resume starts afresh. */
+    countingSince: ts('counting_since').notNull().defaultNow(),
     /** Halt when failed / (failed + succeeded) is above this, once `minAttempts` attempts ended. */
     maxFailureShare: real('max_failure_share').notNull(),
     minAttempts: integer('min_attempts').notNull(),

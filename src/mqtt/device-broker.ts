@@ -279,10 +279,14 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     if (m?.kind !== 'device' || !payload || !downlink) return
     const seq = downlink.seqOf(payload as Buffer)
     if (seq === undefined || parseDeviceTopic((packet as PublishPacket).topic)?.deviceId !== m.subject) return
-    // A config is published past the offline cap, so it does not mark how far the queue reached.
-    if (m.session && seq > m.session.maxAcked && (packet as PublishPacket).topic !== topicFor(m.subject, 'config')) m.session.maxAcked = seq
+    // A retained message (config, firmware offer) is published past the offline cap, so it does not mark how far the queue reached.
+    if (m.session && seq > m.session.maxAcked && !isRetainedKind(m.subject, (packet as PublishPacket).topic)) m.session.maxAcked = seq
     downlink.delivered(m.subject, seq).catch((err) => log.warn({ err, deviceId: m.subject, seq }, 'could not record a delivery'))
   })
+
+  /** Kinds the service publishes retained: the newest replaces the last, and every SUBSCRIBE gets it. */
+  const retainedKinds = ['config', 'ota'] as const
+  const isRetainedKind = (deviceId: string, topic: string | undefined) => retainedKinds.some((k) => topic === topicFor(deviceId, k))
 
   /** The downlink kinds this connection's subscriptions reach. */
   function subscribedKinds(client: Client, deviceId: string): Set<DownlinkKind> {
@@ -338,16 +342,15 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     let queuedUpTo = 0
     if (!downlink) return { holding, queuedUpTo }
     const persistence = sessionStore(aedes)
-    const config = topicFor(deviceId, 'config')
     const add = (p: StoredPacket) => {
       const seq = p.payload ? downlink.seqOf(Buffer.from(p.payload)) : undefined
       if (seq === undefined) return
       holding.add(seq)
-      // A retained config is queued past the offline cap (see publish): it says nothing about what came before it.
-      if (p.topic !== config && seq > queuedUpTo) queuedUpTo = seq
+      // A retained message is queued past the offline cap (see publish): it says nothing about what came before it.
+      if (!isRetainedKind(deviceId, p.topic) && seq > queuedUpTo) queuedUpTo = seq
     }
     if (!client.clean) for await (const p of persistence.outgoingStream({ id: client.id })) add(p)
-    for await (const p of persistence.createRetainedStreamCombi([config])) add(p)
+    for await (const p of persistence.createRetainedStreamCombi(retainedKinds.map((k) => topicFor(deviceId, k)))) add(p)
     return { holding, queuedUpTo }
   }
 

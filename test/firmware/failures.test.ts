@@ -39,6 +39,12 @@ t.test('a changed image or signature is refused by the device and counted as fai
   await api(w.svc, w.admin, 'PUT', `/api/admin/devices/${bySignature!.deviceId}/firmware`, { pinnedVersion: '2.0.1' })
   t.equal((await failedSig).reason, 'verify: bad signature')
 
+  // Pinning it again to the release it failed retries it (and it fails again: the image is still changed).
+  const again = nextEvent(byBytes!, 'ota', (o) => o.state === 'failed', 30_000)
+  t.match((await api(w.svc, w.admin, 'PUT', `/api/admin/devices/${byBytes!.deviceId}/firmware`, { pinnedVersion: '2.0.0' })).body, {
+    offer: { state: 'offered' },
+  })
+  t.match((await again).reason, /^verify: sha256 mismatch/, 'a pin retries a failed release')
   t.equal(byBytes!.firmware, '1.0.0', 'neither installed')
   t.equal(bySignature!.firmware, '1.0.0')
   await eventually(async () => (await countsOf(w, good.id)).failed === 1 && (await countsOf(w, other.id)).failed === 1)
@@ -112,6 +118,16 @@ t.test('too many failures halt the rollout and withdraw offers not yet taken up;
   await eventually(async () => offers.at(-1)?.version === '1.2.0')
   t.match(await countsOf(w, release.id), { failed: 2, pending: 1, withdrawn: 0 })
 
+  // Counting starts afresh from the resume: one new failure is below minAttempts, so no halt.
+  c.publish(quiet.topics.otaProgress!, JSON.stringify({ version: '1.2.0', state: 'failed', reason: 'flash write error' }), { qos: 1 })
+  await eventually(async () => (await countsOf(w, release.id)).failed === 3)
+  await new Promise((r) => setTimeout(r, 200))
+  t.equal(
+    (await api(w.svc, w.admin, 'GET', '/api/admin/firmware-rollouts')).body.rollouts[0].haltedAt,
+    null,
+    'the failures before the resume do not count',
+  )
+
   // Paused: nothing new is offered, even to a device that reports.
   const paused = await api(w.svc, w.admin, 'PUT', '/api/admin/firmware-rollouts/test-frame/stable', {
     version: '1.2.0',
@@ -162,10 +178,15 @@ t.test('a pin may go down; a rollout never offers an older version', async (t) =
   status('1.5.0')
   await eventually(async () => (await countsOf(w, old.id)).succeeded === 1)
 
+  // The attempt ended: the retained offer is cleared, so a device without memory does not retry it.
+  await eventually(async () => offers.at(-1)?.version === null)
   // Unpinned, the rollout's target is what it runs: nothing more is offered.
   const unpinned = await api(w.svc, w.admin, 'PUT', `/api/admin/devices/${dev.deviceId}/firmware`, { pinnedVersion: null })
   t.match(unpinned.body, { pinnedVersion: null, running: '1.5.0' })
-  t.equal(offers.length, 1)
+  t.same(
+    offers.map((o) => o.version),
+    ['1.5.0', null],
+  )
 
   // Progress for a version never offered is not recorded.
   c.publish(dev.topics.otaProgress!, JSON.stringify({ version: '9.0.0', state: 'failed' }), { qos: 1 })
@@ -180,6 +201,12 @@ t.test('bad input is refused with a 4xx naming what is wrong', async (t) => {
     status: 400,
     body: { code: 'VALIDATION_ERROR', message: /semantic version/ },
   })
+  t.match(await upload(svc, admin, { model: 'm', version: '1.2.0+build.7' }), { status: 400, body: { message: /no build metadata/ } })
+  t.match(await upload(svc, admin, { model: 'm', version: `1.0.0-${'a'.repeat(60)}` }, Buffer.from('small')), {
+    status: 400,
+    body: { message: /at most 50/ },
+  })
+  t.match(await upload(svc, admin, { model: 'm', version: '1.0.0', notes: 'é'.repeat(9000) }), { status: 400, body: { message: /notes/ } })
   t.match(await upload(svc, admin, { model: 'has space', version: '1.0.0' }), { status: 400, body: { message: /model/ } })
   t.match(await upload(svc, admin, { model: 'm', version: '1.0.0', channel: 'nightly' }), { status: 400, body: { message: /channel/ } })
   t.match(await upload(svc, admin, { model: 'm', version: '1.0.0' }, Buffer.alloc(0)), { status: 400, body: { message: /empty/ } })

@@ -25,7 +25,11 @@ async function uploadRelease(v: { model: string; version: string; channel: strin
 
 export function FirmwarePage() {
   const { data: session } = authClient.useSession()
-  const isAdmin = session?.user.role === 'admin'
+  // Better Auth keeps several roles as one comma-separated string.
+  const isAdmin = (session?.user.role ?? '')
+    .split(',')
+    .map((r) => r.trim())
+    .includes('admin')
   const queryClient = useQueryClient()
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['fw'] })
   const releases = useQuery({

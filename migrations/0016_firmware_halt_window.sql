@@ -1,0 +1,1 @@
+ALTER TABLE "firmware_rollout" ADD COLUMN "counting_since" timestamp (3) with time zone DEFAULT now() NOT NULL;
