@@ -60,7 +60,7 @@ import { deviceLogRoutes } from './device-logs/routes.js'
 import { createDeviceLogService } from './device-logs/service.js'
 import { createHealthService } from './health/service.js'
 import { firmwareRoutes } from './firmware/routes.js'
-import { createFirmwareService, type FirmwareService } from './firmware/service.js'
+import { checkSigningKey, createFirmwareService, type FirmwareService } from './firmware/service.js'
 import { webDist } from './web/build.js'
 
 declare module 'fastify' {
@@ -164,6 +164,8 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     })
     app.addHook('onClose', async () => membership.close())
   }
+
+  await checkSigningKey(database.db, config.firmware.publicKey)
 
   const auth = createAuth({ config, db: database.db, mailer, redis, log: app.log })
   app.decorate('auth', auth)

@@ -7,7 +7,9 @@
 // Too large a share of failed attempts halts the rollout and withdraws offers not yet taken up.
 import { createHash, type KeyObject, randomUUID } from 'node:crypto'
 import semver from 'semver'
+import { ConfigError } from '../config.js'
 import type { Database } from '../db/client.js'
+import { insertSettingOnce } from '../settings/repository.js'
 import type { DeviceLink } from '../devices/sessions.js'
 import { appError } from '../errors.js'
 import { insertEvent, insertEvents, type NewEvent } from '../events/repository.js'
@@ -464,3 +466,16 @@ export function createFirmwareService(deps: {
 }
 
 export type FirmwareService = ReturnType<typeof createFirmwareService>
+
+/**
+ * Devices trust the signing key they were given for good: a service that comes back with another
+ * one (a lost DATA_DIR, a typo in FIRMWARE_SIGNING_KEY) would offer firmware every device refuses.
+ * The first key is recorded in the database; starting with another is refused.
+ */
+export async function checkSigningKey(db: Database, publicKey: string): Promise<void> {
+  const trusted = await insertSettingOnce(db, 'firmware.public_key', publicKey)
+  if (trusted !== publicKey)
+    throw new ConfigError(
+      `Invalid configuration:\n  FIRMWARE_SIGNING_KEY: devices of this database trust another firmware key (public ${trusted}); restore DATA_DIR/firmware-signing-key from a backup or set FIRMWARE_SIGNING_KEY to that key`,
+    )
+}

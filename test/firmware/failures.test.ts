@@ -5,7 +5,9 @@ import { readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
 import t from 'tap'
+import { newSigningKeyPem } from '../../src/firmware/signing.js'
 import { firmwareRelease } from '../../src/firmware/tables.js'
+import { startApp } from '../helpers/app.js'
 import { pairDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
 import { nextEvent } from '../device-sim/helpers.js'
@@ -247,4 +249,17 @@ t.test('bad input is refused with a 4xx naming what is wrong', async (t) => {
     401,
     "the offer route wants the device's secret",
   )
+})
+
+t.test('a service that comes back with another signing key refuses to start', async (t) => {
+  const first = await startApp(t)
+  const reuse = { dataDir: first.dataDir, databaseUrl: first.config.databaseUrl, redisPrefix: first.config.redisPrefix }
+  await first.close()
+  await t.rejects(
+    startApp(t, { env: { FIRMWARE_SIGNING_KEY: newSigningKeyPem() }, reuse }),
+    { name: 'ConfigError', message: /devices of this database trust another firmware key/ },
+    'a lost key file or a wrong FIRMWARE_SIGNING_KEY is refused, not used',
+  )
+  const again = await startApp(t, { reuse })
+  t.equal((await fetch(`${again.url}/ok`)).status, 200, 'with its own key it starts')
 })
