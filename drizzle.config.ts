@@ -17,6 +17,7 @@ export default defineConfig({
     './src/device-logs/tables.ts',
     './src/health/tables.ts',
     './src/firmware/tables.ts',
+    './src/trmnl/tables.ts',
   ],
   out: './migrations',
 })

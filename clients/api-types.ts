@@ -3678,6 +3678,286 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/setup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A TRMNL device asks to pair
+         * @description Headers `ID` (MAC), `FW-Version`, `Model`. Every call starts a new pending pairing with a new `api_key` (a MAC is printed on the box: it proves nothing). `friendly_id` is the code the owner types to claim it (POST /api/device/validate).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description the MAC address */
+                    id?: string;
+                    "access-token"?: string;
+                    "fw-version"?: string;
+                    model?: string;
+                    width?: string;
+                    height?: string;
+                    "refresh-rate"?: string;
+                    "battery-voltage"?: string;
+                    rssi?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            status: number;
+                            api_key: string;
+                            friendly_id: string;
+                            image_url: string;
+                            filename: string;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/display": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A TRMNL device asks what to show
+         * @description Headers `ID`, `Access-Token`, and its report: `Battery-Voltage`, `FW-Version`, `RSSI`, `Refresh-Rate`, `Width`, `Height`, `Model`. `filename` changes only when the image does.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description the MAC address */
+                    id?: string;
+                    "access-token"?: string;
+                    "fw-version"?: string;
+                    model?: string;
+                    width?: string;
+                    height?: string;
+                    "refresh-rate"?: string;
+                    "battery-voltage"?: string;
+                    rssi?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description 0, or 202 while nobody has claimed the device */
+                            status: number;
+                            image_url: string | null;
+                            filename: string | null;
+                            refresh_rate: number;
+                            update_firmware: boolean;
+                            firmware_url: string | null;
+                            reset_firmware: boolean;
+                            special_function: string;
+                            friendly_id?: string;
+                        };
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A TRMNL device sends its log
+         * @description `{logs: [{id, message, created_at (epoch seconds), level, …}]}`, kept with the device’s logs under their limits.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description the MAC address */
+                    id?: string;
+                    "access-token"?: string;
+                    "fw-version"?: string;
+                    model?: string;
+                    width?: string;
+                    height?: string;
+                    "refresh-rate"?: string;
+                    "battery-voltage"?: string;
+                    rssi?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        logs: unknown[];
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description No Content */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                413: components["responses"]["PayloadTooLarge"];
+                415: components["responses"]["UnsupportedMediaType"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trmnl/images/{id}/{format}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An image as the device shows it (the exact bytes its firmware checks) */
+        get: {
+            parameters: {
+                query?: {
+                    exp?: string;
+                    sig?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                    format: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": string;
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                404: components["responses"]["NotFound"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trmnl/screens/{kind}/{deviceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A screen drawn for the device: its pairing code and QR link, or "paired" */
+        get: {
+            parameters: {
+                query?: {
+                    exp?: string;
+                    sig?: string;
+                };
+                header?: never;
+                path: {
+                    kind: "setup" | "paired";
+                    deviceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": string;
+                    };
+                };
+                400: components["responses"]["BadRequest"];
+                401: components["responses"]["Unauthorized"];
+                404: components["responses"]["NotFound"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/sign-in/social": {
         parameters: {
             query?: never;

@@ -60,6 +60,8 @@ import { deviceLogRoutes } from './device-logs/routes.js'
 import { createDeviceLogService } from './device-logs/service.js'
 import { createHealthService } from './health/service.js'
 import { firmwareRoutes } from './firmware/routes.js'
+import { trmnlRoutes } from './trmnl/routes.js'
+import { createTrmnlService } from './trmnl/service.js'
 import { checkSigningKey, createFirmwareService, type FirmwareService } from './firmware/service.js'
 import { webDist } from './web/build.js'
 
@@ -355,6 +357,26 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   app.decorate('scheduler', scheduler)
   await app.register(scheduleRoutes, { playlists, schedules })
   await app.register(deviceLogRoutes, { db: database.db, logs: deviceLogs })
+  // Devices that poll over HTTP (TRMNL's firmware): the same devices, pipeline and events.
+  const trmnl = createTrmnlService({
+    db: database.db,
+    devices,
+    storage,
+    baseUrl: config.baseUrl,
+    secret: config.authSecret,
+    refreshSeconds: config.trmnl.refreshSeconds,
+    marginSeconds: config.trmnl.marginSeconds,
+    clock,
+    firmware: () => firmware,
+    reported: downlink.reported,
+    status: async (id, report) => {
+      await health.onStatus(id, report)
+      await firmware?.onStatus(id, report.firmware)
+    },
+    onPresence: notifications.notifier.onPresence,
+  })
+  app.decorate('trmnl', trmnl)
+  await app.register(trmnlRoutes, { trmnl, logs: deviceLogs })
   app.addHook('onReady', async () => scheduler.start())
   producers.push(() => scheduler.close())
   // A revocation on any instance clears every instance's cache: each then closes the MQTT
@@ -365,7 +387,14 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   // Apps' sessions also end by expiry, which no request announces: checked with every sweep.
   startSweeper(
     app,
-    [() => devices.sweep(), () => link.sweep(), () => deviceLogs.sweep(), () => health.sweep(), async () => app.broker?.revalidateApps()],
+    [
+      () => devices.sweep(),
+      () => link.sweep(),
+      () => deviceLogs.sweep(),
+      () => health.sweep(),
+      () => trmnl.sweep(),
+      async () => app.broker?.revalidateApps(),
+    ],
     config.devices.sweepInterval,
   )
   // Registered last, so it runs first of the onClose hooks (they run in reverse), once the HTTP

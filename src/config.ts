@@ -83,6 +83,8 @@ const envSchema = z.object({
   LOG_MAX_AGE_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
   LOG_RATE_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(120),
   LOG_BURST: z.coerce.number().int().min(1).max(100_000).default(300),
+  TRMNL_REFRESH_SECONDS: z.coerce.number().int().min(5).max(86_400).default(900),
+  TRMNL_OFFLINE_MARGIN_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
   FIRMWARE_SIGNING_KEY: z.string().optional(),
   FIRMWARE_MAX_BYTES: z.coerce
     .number()
@@ -351,6 +353,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       /** Entries accepted per device per minute, with bursts up to `burst`; the rest are counted, not stored. */
       ratePerMinute: e.LOG_RATE_PER_MINUTE,
       burst: e.LOG_BURST,
+    },
+    trmnl: {
+      /** Seconds between polls asked of TRMNL devices (refresh_rate), and how late one may be before it is offline. */
+      refreshSeconds: e.TRMNL_REFRESH_SECONDS,
+      marginSeconds: e.TRMNL_OFFLINE_MARGIN_SECONDS,
     },
     firmware: firmwareSettings(e.FIRMWARE_SIGNING_KEY, dataDir, e.FIRMWARE_MAX_BYTES, e.FIRMWARE_URL_SECONDS),
     schedule: {

@@ -147,6 +147,7 @@ export const groups = {
       'generation/flow.test.ts',
       'generation/prompts.test.ts',
       'device-logs/logs.test.ts',
+      'trmnl/protocol.test.ts',
     ],
   },
   'web-b+generation-jobs': {

@@ -23,6 +23,7 @@ import * as scheduleTables from '../schedules/tables.js'
 import * as deviceLogTables from '../device-logs/tables.js'
 import * as healthTables from '../health/tables.js'
 import * as firmwareTables from '../firmware/tables.js'
+import * as trmnlTables from '../trmnl/tables.js'
 
 const schema = {
   ...authTables,
@@ -39,6 +40,7 @@ const schema = {
   ...deviceLogTables,
   ...healthTables,
   ...firmwareTables,
+  ...trmnlTables,
 }
 
 type Schema = typeof schema

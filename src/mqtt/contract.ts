@@ -57,6 +57,8 @@ export type DisconnectReason =
   | 'socket_error'
   | 'server_shutdown'
   | 'node_lost'
+  /** A device that polls over HTTP (TRMNL) is overdue by more than its refresh interval. */
+  | 'poll_overdue'
 
 /** A device that really went online or offline: not a takeover, not a shutdown or the reconnect after one. */
 export type PresenceChange = { deviceId: string; deviceName: string; userId: string; online: boolean; reason?: DisconnectReason; at: Date }

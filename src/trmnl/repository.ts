@@ -1,0 +1,89 @@
+// The only module that reads or writes TRMNL devices' rows; and what their polls read of the
+// device, its commands and its image.
+import { and, asc, eq, sql } from 'drizzle-orm'
+import type { Executor } from '../db/client.js'
+import { device, deviceCommand } from '../devices/tables.js'
+import { insertEvents } from '../events/repository.js'
+import { imageVariant } from '../images/tables.js'
+import { trmnlDevice } from './tables.js'
+
+export type TrmnlRow = typeof trmnlDevice.$inferSelect
+
+export async function insertTrmnlDevice(db: Executor, row: typeof trmnlDevice.$inferInsert): Promise<TrmnlRow> {
+  const [stored] = await db.insert(trmnlDevice).values(row).returning()
+  return stored as TrmnlRow
+}
+
+export async function findByApiKeyHash(db: Executor, hash: string): Promise<TrmnlRow | undefined> {
+  const [row] = await db.select().from(trmnlDevice).where(eq(trmnlDevice.apiKeyHash, hash)).limit(1)
+  return row
+}
+
+/** What a poll changes: when, the device's own report, and what it was answered. */
+export async function recordPoll(db: Executor, deviceId: string, poll: Partial<Omit<TrmnlRow, 'deviceId' | 'mac' | 'apiKeyHash'>>) {
+  await db.update(trmnlDevice).set(poll).where(eq(trmnlDevice.deviceId, deviceId))
+}
+
+/** The oldest command still waiting for the device. */
+export async function nextCommand(db: Executor, deviceId: string) {
+  const [row] = await db
+    .select()
+    .from(deviceCommand)
+    .where(and(eq(deviceCommand.deviceId, deviceId), eq(deviceCommand.status, 'sent')))
+    .orderBy(asc(deviceCommand.createdAt))
+    .limit(1)
+  return row
+}
+
+export async function findVariant(db: Executor, imageId: string, format: string) {
+  const [row] = await db
+    .select()
+    .from(imageVariant)
+    .where(and(eq(imageVariant.imageId, imageId), eq(imageVariant.format, format)))
+    .limit(1)
+  return row
+}
+
+/** Online again: marks the device active and records the connect; answers it when it was offline. */
+export async function markOnline(db: Executor, deviceId: string, at: Date, data: Record<string, unknown>) {
+  const [row] = await db
+    .update(device)
+    .set({ isActive: true, lastSeenAt: at })
+    .where(and(eq(device.id, deviceId), eq(device.isActive, false)))
+    .returning({ id: device.id, name: device.name, userId: device.userId, organizationId: device.organizationId })
+  if (row)
+    await insertEvents(db, [{ type: 'device.connected', deviceId, userId: row.userId, organizationId: row.organizationId, data, at }])
+  return row
+}
+
+/**
+ * Polling devices overdue by more than their refresh interval plus `marginSeconds`: marked
+ * offline, a disconnect recorded for each; answered.
+ */
+export async function markOverdue(db: Executor, now: Date, marginSeconds: number, defaultRefresh: number) {
+  const due = sql`${trmnlDevice.lastPolledAt} + make_interval(secs => coalesce(${trmnlDevice.refreshRate}, ${defaultRefresh}) + ${marginSeconds}) < ${now.toISOString()}::timestamptz`
+  const rows = await db
+    .update(device)
+    .set({ isActive: false })
+    .where(and(eq(device.isActive, true), sql`${device.id} in (select ${trmnlDevice.deviceId} from ${trmnlDevice} where ${due})`))
+    .returning({
+      id: device.id,
+      name: device.name,
+      userId: device.userId,
+      organizationId: device.organizationId,
+      lastSeenAt: device.lastSeenAt,
+    })
+  if (rows.length)
+    await insertEvents(
+      db,
+      rows.map((r) => ({
+        type: 'device.disconnected',
+        deviceId: r.id,
+        userId: r.userId,
+        organizationId: r.organizationId,
+        data: { reason: 'poll_overdue', transport: 'http', lastSeenAt: r.lastSeenAt?.toISOString() ?? null },
+        at: now,
+      })),
+    )
+  return rows
+}

@@ -1,0 +1,211 @@
+// TRMNL's device protocol, as its open firmware speaks it (usetrmnl/trmnl-firmware): GET
+// /api/setup, GET /api/display, POST /api/log, and the files their answers point at. The device
+// authenticates with the headers ID (its MAC) and Access-Token (the api_key /api/setup gave it).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
+import type { DeviceLogService } from '../device-logs/service.js'
+import { appError } from '../errors.js'
+import { errorResponses as errors } from '../http/route-schemas.js'
+import { MAC, type TrmnlHeaders, type TrmnlService } from './service.js'
+
+const tags = ['TRMNL devices']
+/** Setups per address per minute: each one creates a pending pairing. */
+const SETUP_RATE_LIMIT = { max: 10, timeWindow: 60_000 }
+
+const deviceHeaders = Type.Object(
+  {
+    id: Type.Optional(Type.String({ maxLength: 64, description: 'the MAC address' })),
+    'access-token': Type.Optional(Type.String({ maxLength: 128 })),
+    'fw-version': Type.Optional(Type.String({ maxLength: 50 })),
+    model: Type.Optional(Type.String({ maxLength: 64 })),
+    width: Type.Optional(Type.String({ maxLength: 6 })),
+    height: Type.Optional(Type.String({ maxLength: 6 })),
+    'refresh-rate': Type.Optional(Type.String({ maxLength: 10 })),
+    'battery-voltage': Type.Optional(Type.String({ maxLength: 10 })),
+    rssi: Type.Optional(Type.String({ maxLength: 10 })),
+  },
+  { additionalProperties: true },
+)
+
+const nullableString = Type.Union([Type.String(), Type.Null()])
+const displayAnswer = Type.Object({
+  status: Type.Integer({ description: '0, or 202 while nobody has claimed the device' }),
+  image_url: nullableString,
+  filename: nullableString,
+  refresh_rate: Type.Integer(),
+  update_firmware: Type.Boolean(),
+  firmware_url: nullableString,
+  reset_firmware: Type.Boolean(),
+  special_function: Type.String(),
+  friendly_id: Type.Optional(Type.String()),
+})
+
+function number(v: string | string[] | undefined, min: number, max: number): number | undefined {
+  const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : Number.NaN
+  return Number.isFinite(n) && n >= min && n <= max ? n : undefined
+}
+
+function headersOf(req: FastifyRequest): TrmnlHeaders {
+  const h = req.headers
+  const str = (v: string | string[] | undefined) => (typeof v === 'string' && v.length ? v : undefined)
+  return {
+    id: str(h.id),
+    accessToken: str(h['access-token']),
+    fwVersion: str(h['fw-version']),
+    model: str(h.model),
+    width: number(h.width, 1, 10_000),
+    height: number(h.height, 1, 10_000),
+    refreshRate: number(h['refresh-rate'], 1, 7 * 86_400),
+    batteryVoltage: number(h['battery-voltage'], 0, 10),
+    rssi: number(h.rssi, -200, 0),
+  }
+}
+
+export async function trmnlRoutes(app: FastifyInstance, opts: { trmnl: TrmnlService; logs: DeviceLogService }) {
+  const { trmnl, logs } = opts
+
+  async function device(req: FastifyRequest) {
+    const row = await trmnl.authenticate(headersOf(req))
+    if (!row) throw appError('UNAUTHORIZED', 'Unknown device: the ID and Access-Token headers do not match a device; call /api/setup')
+    return row
+  }
+
+  app.get(
+    '/api/setup',
+    {
+      config: { auth: 'none', rateLimit: SETUP_RATE_LIMIT },
+      schema: {
+        tags,
+        summary: 'A TRMNL device asks to pair',
+        description:
+          'Headers `ID` (MAC), `FW-Version`, `Model`. Every call starts a new pending pairing with a new `api_key` (a MAC is printed on the box: it proves nothing). `friendly_id` is the code the owner types to claim it (POST /api/device/validate).',
+        headers: deviceHeaders,
+        response: {
+          200: Type.Object({
+            status: Type.Integer(),
+            api_key: Type.String(),
+            friendly_id: Type.String(),
+            image_url: Type.String(),
+            filename: Type.String(),
+          }),
+          ...errors(400, 429),
+        },
+      },
+    },
+    async (req) => {
+      const h = headersOf(req)
+      if (!h.id || !MAC.test(h.id)) throw appError('VALIDATION_ERROR', 'The ID header must be the device’s MAC address (AA:BB:CC:DD:EE:FF)')
+      return trmnl.setup(h)
+    },
+  )
+
+  app.get(
+    '/api/display',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        summary: 'A TRMNL device asks what to show',
+        description:
+          'Headers `ID`, `Access-Token`, and its report: `Battery-Voltage`, `FW-Version`, `RSSI`, `Refresh-Rate`, `Width`, `Height`, `Model`. `filename` changes only when the image does.',
+        headers: deviceHeaders,
+        response: { 200: displayAnswer, ...errors(401) },
+      },
+    },
+    async (req) => trmnl.display(await device(req), headersOf(req)),
+  )
+
+  app.post(
+    '/api/log',
+    {
+      config: { auth: 'none' },
+      bodyLimit: 256 * 1024,
+      schema: {
+        tags,
+        summary: 'A TRMNL device sends its log',
+        description: '`{logs: [{id, message, created_at (epoch seconds), level, …}]}`, kept with the device’s logs under their limits.',
+        headers: deviceHeaders,
+        body: Type.Object({ logs: Type.Array(Type.Unknown()) }, { additionalProperties: true }),
+        response: { 204: Type.Null(), ...errors(400, 401, 413) },
+      },
+    },
+    async (req, reply) => {
+      const row = await device(req)
+      const body = req.body as { logs: unknown[] }
+      const entries = body.logs.map((raw) => {
+        const e = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>
+        const created = typeof e.created_at === 'number' ? (e.created_at < 1e12 ? e.created_at * 1000 : e.created_at) : e.created_at
+        const level = typeof e.level === 'string' ? e.level.toLowerCase() : 'info'
+        const { message, created_at: _c, level: _l, ...fields } = e
+        return { at: created, level: level === 'warning' ? 'warn' : level, message, fields }
+      })
+      const { refused } = await logs.ingest(row.deviceId, entries, Number(req.headers['content-length'] ?? 0))
+      if (refused === 'too-large') throw appError('PAYLOAD_TOO_LARGE', 'At most 100 entries and 64 KiB a batch')
+      return reply.code(204).send(null)
+    },
+  )
+
+  const signed = Type.Object({ exp: Type.Optional(Type.String({ maxLength: 12 })), sig: Type.Optional(Type.String({ maxLength: 64 })) })
+
+  /** A signed link, or the device's own headers (then only for what is its own: `owns`). */
+  async function allowed(req: FastifyRequest, path: string, owns: (deviceId: string) => Promise<boolean>) {
+    const q = req.query as { exp?: string; sig?: string }
+    const row = await trmnl.authenticate(headersOf(req))
+    if (q.sig && q.exp && trmnl.checkSignature(path, Number(q.exp), q.sig)) return { row }
+    if (!row || !(await owns(row.deviceId)))
+      throw appError('UNAUTHORIZED', 'A signed link or the device’s ID and Access-Token headers are needed')
+    return { row }
+  }
+
+  const send = (reply: FastifyReply, body: Buffer, type: string) =>
+    reply.type(type).header('content-length', body.length).header('cache-control', 'private, max-age=3600').send(body)
+
+  app.get(
+    '/api/trmnl/images/:id/:format',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        summary: 'An image as the device shows it (the exact bytes its firmware checks)',
+        params: Type.Object({ id: Type.String({ format: 'uuid' }), format: Type.String({ pattern: '^[a-z0-9-]{1,20}$' }) }),
+        querystring: signed,
+        response: { 200: { type: 'string', format: 'binary' }, ...errors(400, 401, 404) },
+      },
+    },
+    async (req, reply) => {
+      const { id, format } = req.params as { id: string; format: string }
+      const { row } = await allowed(
+        req,
+        `/api/trmnl/images/${id}/${format}`,
+        async (deviceId) => (await trmnl.desiredImage(deviceId)) === id,
+      )
+      const file = await trmnl.imageFile(id, format, row)
+      if (!file) throw appError('IMAGE_NOT_FOUND')
+      return send(reply, file.body, file.contentType)
+    },
+  )
+
+  app.get(
+    '/api/trmnl/screens/:kind/:deviceId',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        summary: 'A screen drawn for the device: its pairing code and QR link, or "paired"',
+        params: Type.Object({
+          kind: Type.Union([Type.Literal('setup'), Type.Literal('paired')]),
+          deviceId: Type.String({ format: 'uuid' }),
+        }),
+        querystring: signed,
+        response: { 200: { type: 'string', format: 'binary' }, ...errors(400, 401, 404) },
+      },
+    },
+    async (req, reply) => {
+      const { kind, deviceId } = req.params as { kind: 'setup' | 'paired'; deviceId: string }
+      await allowed(req, `/api/trmnl/screens/${kind}/${deviceId}`, async (own) => own === deviceId)
+      const body = await trmnl.screen(kind, deviceId)
+      if (!body) throw appError('DEVICE_NOT_FOUND')
+      return send(reply, body, 'image/bmp')
+    },
+  )
+}

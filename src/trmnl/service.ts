@@ -1,0 +1,304 @@
+// Devices running TRMNL's open firmware, which poll over HTTP instead of holding an MQTT session
+// (docs/trmnl.md). They pair with the same code flow (the firmware paints the code it gets as
+// friendly_id), show what the device's desired image is (sent, generated or scheduled exactly as
+// for MQTT frames), report battery and firmware with every poll, take identify and sleep as
+// special functions and firmware offers as update_firmware, and are online while they poll on time.
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { Database } from '../db/client.js'
+import { applyDeviceReport, ackCommand, findDevice, findDeviceInit, setDeviceSecret, transitionDeviceInit } from '../devices/repository.js'
+import type { DeviceService } from '../devices/service.js'
+import { insertEvent } from '../events/repository.js'
+import type { FirmwareService } from '../firmware/service.js'
+import { mainVariant } from '../images/convert.js'
+import type { DisplayProfile } from '../images/profiles.js'
+import type { PresenceChange } from '../mqtt/contract.js'
+import type { ObjectStore } from '../storage/store.js'
+import {
+  findByApiKeyHash,
+  findVariant,
+  insertTrmnlDevice,
+  markOnline,
+  markOverdue,
+  nextCommand,
+  recordPoll,
+  type TrmnlRow,
+} from './repository.js'
+import { pairedScreen, setupScreen } from './screens.js'
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
+
+/** Models the firmware names, and their panels; anything else is taken from the Width and Height headers, 1-bit. */
+const MODELS: Record<string, { width: number; height: number; palette: 'bw' | 'gray4' }> = {
+  og: { width: 800, height: 480, palette: 'bw' },
+  og_png: { width: 800, height: 480, palette: 'bw' },
+  v2: { width: 1872, height: 1404, palette: 'gray4' },
+}
+
+export const MAC = /^[0-9A-F]{2}(:[0-9A-F]{2}){5}$/i
+
+export type TrmnlHeaders = {
+  id?: string
+  accessToken?: string
+  fwVersion?: string
+  model?: string
+  width?: number
+  height?: number
+  refreshRate?: number
+  batteryVoltage?: number
+  rssi?: number
+}
+
+/** A LiPo cell between 3.0 V (empty) and 4.2 V (full), linear: what the firmware itself shows. */
+function batteryPercent(volts: number): number {
+  return Math.round(Math.max(0, Math.min(1, (volts - 3.0) / 1.2)) * 1000) / 10
+}
+
+function profileFor(h: Pick<TrmnlHeaders, 'model' | 'width' | 'height'>): DisplayProfile {
+  const known = h.model ? MODELS[h.model] : undefined
+  if (known) return { ...known, fit: 'cover' }
+  const side = (v: number | undefined, d: number) => (v && v >= 16 && v <= 4096 ? v : d)
+  return { width: side(h.width, 800), height: side(h.height, 480), palette: 'bw', fit: 'cover' }
+}
+
+export type DisplayAnswer = {
+  status: number
+  image_url: string | null
+  filename: string | null
+  refresh_rate: number
+  update_firmware: boolean
+  firmware_url: string | null
+  reset_firmware: boolean
+  special_function: string
+  friendly_id?: string
+}
+
+export function createTrmnlService(deps: {
+  db: Database
+  devices: DeviceService
+  storage: ObjectStore
+  baseUrl: string
+  secret: string
+  /** Seconds between polls the service asks for, and how late a device may be before it counts as offline. */
+  refreshSeconds: number
+  marginSeconds: number
+  clock: () => Date
+  firmware: () => FirmwareService | undefined
+  reported: (deviceId: string, report: { configVersion?: number; shownImageId?: string | null }) => Promise<unknown>
+  status: (deviceId: string, report: { battery?: number; interval?: number; firmware?: string }) => Promise<unknown>
+  onPresence?: (change: PresenceChange) => void
+}) {
+  const { db } = deps
+
+  /** A link to one of the service's own files for a device, signed for an hour. */
+  function signedUrl(path: string): string {
+    const exp = Math.floor(deps.clock().getTime() / 1000) + 3600
+    const sig = createHmac('sha256', deps.secret).update(`${path}|${exp}`).digest('base64url')
+    return `${deps.baseUrl}${path}?exp=${exp}&sig=${sig}`
+  }
+
+  function checkSignature(path: string, exp: number, sig: string): boolean {
+    if (!Number.isSafeInteger(exp) || exp * 1000 < deps.clock().getTime()) return false
+    const want = createHmac('sha256', deps.secret).update(`${path}|${exp}`).digest()
+    const got = Buffer.from(sig, 'base64url')
+    return got.length === want.length && timingSafeEqual(got, want)
+  }
+
+  /** GET /api/setup: a new pending pairing and a new access token, every time (a MAC is no credential). */
+  async function setup(h: TrmnlHeaders) {
+    const profile = profileFor(h)
+    const init = await deps.devices.init({
+      display: { width: profile.width, height: profile.height, palette: profile.palette },
+      model: h.model ?? 'trmnl',
+      firmware: h.fwVersion,
+      manufacturer: 'TRMNL',
+    })
+    const apiKey = randomBytes(24).toString('base64url')
+    await insertTrmnlDevice(db, {
+      deviceId: init.deviceId,
+      mac: h.id!.toUpperCase(),
+      apiKeyHash: sha256(apiKey),
+      friendlyId: init.pinCode,
+      model: h.model ?? null,
+      firmware: h.fwVersion ?? null,
+    })
+    return {
+      status: 200,
+      api_key: apiKey,
+      friendly_id: init.pinCode,
+      image_url: signedUrl(`/api/trmnl/screens/setup/${init.deviceId}`),
+      filename: `setup-${init.pinCode}`,
+    }
+  }
+
+  /** The device an access token belongs to (and the MAC it was issued to); undefined when unknown. */
+  async function authenticate(h: TrmnlHeaders): Promise<TrmnlRow | undefined> {
+    if (!h.accessToken) return undefined
+    const row = await findByApiKeyHash(db, sha256(h.accessToken))
+    if (!row || (h.id && h.id.toUpperCase() !== row.mac)) return undefined
+    return row
+  }
+
+  const waiting = (row: TrmnlRow, refresh: number): DisplayAnswer => ({
+    status: 202,
+    image_url: signedUrl(`/api/trmnl/screens/setup/${row.deviceId}`),
+    filename: `setup-${row.friendlyId}`,
+    refresh_rate: refresh,
+    update_firmware: false,
+    firmware_url: null,
+    reset_firmware: false,
+    special_function: 'none',
+    friendly_id: row.friendlyId,
+  })
+
+  const reset = (refresh: number): DisplayAnswer => ({
+    status: 0,
+    image_url: null,
+    filename: null,
+    refresh_rate: refresh,
+    update_firmware: false,
+    firmware_url: null,
+    reset_firmware: true,
+    special_function: 'none',
+  })
+
+  /** GET /api/display. */
+  async function display(row: TrmnlRow, h: TrmnlHeaders): Promise<DisplayAnswer> {
+    const now = deps.clock()
+    const refresh = deps.refreshSeconds
+    const init = await findDeviceInit(db, row.deviceId)
+    // Expired, denied or disconnected: the firmware forgets its token and calls /api/setup again.
+    if (!init || ['expired', 'denied', 'disconnected'].includes(init.status)) return reset(refresh)
+    if (init.status === 'pending') return waiting(row, refresh)
+    let dev = await findDevice(db, row.deviceId)
+    if (!dev) return reset(refresh)
+    if (init.status === 'approved') {
+      // First poll after the claim: the token becomes the device's secret (its logs and firmware links take it too).
+      if (await transitionDeviceInit(db, row.deviceId, ['approved'], 'active', { credentialsIssuedAt: now })) {
+        dev = (await setDeviceSecret(db, row.deviceId, row.apiKeyHash)) ?? dev
+        await insertEvent(db, {
+          type: 'device.credentials_issued',
+          deviceId: dev.id,
+          userId: dev.userId,
+          organizationId: dev.organizationId,
+          data: { transport: 'http' },
+        })
+      }
+    } else if (!dev.secretHash) return reset(refresh)
+
+    const battery = h.batteryVoltage !== undefined ? batteryPercent(h.batteryVoltage) : undefined
+    const firmware = h.fwVersion ?? row.firmware ?? undefined
+    await applyDeviceReport(db, dev.id, {
+      ...(battery !== undefined ? { battery } : {}),
+      ...(firmware ? { firmware } : {}),
+      shownImageId: row.shownImageId,
+      configVersion: dev.desiredConfigVersion,
+      reportedAt: now.toISOString(),
+    })
+    await deps.status(dev.id, { battery, interval: h.refreshRate, firmware })
+    const online = await markOnline(db, dev.id, now, { transport: 'http', remoteAddress: null })
+    if (online) deps.onPresence?.({ deviceId: dev.id, deviceName: dev.name, userId: dev.userId, online: true, at: now })
+
+    let image_url: string
+    let filename: string
+    const imageId = dev.desiredImageId
+    const format = mainVariant(dev.display)
+    const variant = imageId ? await findVariant(db, imageId, format) : undefined
+    if (imageId && variant) {
+      image_url = signedUrl(`/api/trmnl/images/${imageId}/${format}`)
+      // The firmware skips the download when the name is the one it shows: the name changes with the bytes.
+      filename = `${imageId}-${variant.sha256.slice(0, 12)}`
+    } else {
+      image_url = signedUrl(`/api/trmnl/screens/paired/${dev.id}`)
+      filename = 'paired'
+    }
+
+    let special = 'none'
+    const cmd = await nextCommand(db, dev.id)
+    if (cmd) {
+      const mapped = cmd.command === 'identify' ? 'identify' : cmd.command === 'sleep' ? 'sleep' : null
+      await ackCommand(
+        db,
+        dev.id,
+        cmd.id,
+        mapped ? { ok: true, delivered: 'special_function' } : { ok: false, error: `${cmd.command} is not available over HTTP polling` },
+      )
+      if (mapped) special = mapped
+    }
+
+    const offer = await deps
+      .firmware()
+      ?.currentOffer(dev.id)
+      .catch(() => null)
+    await recordPoll(db, dev.id, {
+      lastPolledAt: now,
+      refreshRate: h.refreshRate ?? row.refreshRate,
+      rssi: h.rssi ?? row.rssi,
+      batteryVoltage: h.batteryVoltage ?? row.batteryVoltage,
+      firmware: firmware ?? null,
+      lastFilename: filename,
+    })
+    return {
+      status: 0,
+      image_url,
+      filename,
+      refresh_rate: refresh,
+      update_firmware: Boolean(offer && offer.version !== null),
+      firmware_url: offer && offer.version !== null ? offer.url : null,
+      reset_firmware: false,
+      special_function: special,
+    }
+  }
+
+  /** An image the device was given: its bytes, and the device now shows it (synced once it asks for the file it was given). */
+  async function imageFile(imageId: string, format: string, row?: TrmnlRow) {
+    const variant = await findVariant(db, imageId, format)
+    if (!variant) return undefined
+    const obj = await deps.storage.get(variant.key)
+    if (!obj) return undefined
+    if (row) {
+      await recordPoll(db, row.deviceId, { shownImageId: imageId })
+      const dev = await findDevice(db, row.deviceId)
+      if (dev) {
+        const battery = dev.reported.battery
+        await applyDeviceReport(db, dev.id, {
+          ...dev.reported,
+          ...(battery !== undefined ? { battery } : {}),
+          shownImageId: imageId,
+          configVersion: dev.desiredConfigVersion,
+        })
+        await deps.reported(dev.id, { shownImageId: imageId })
+      }
+    }
+    return { body: obj.body, contentType: variant.contentType }
+  }
+
+  async function screen(kind: 'setup' | 'paired', deviceId: string) {
+    const init = await findDeviceInit(db, deviceId)
+    if (!init) return undefined
+    const profile = { ...init.display, fit: 'cover' as const }
+    if (kind === 'setup') return setupScreen(profile, init.pinCode, `${deps.baseUrl}/pair?code=${encodeURIComponent(init.pinCode)}`)
+    const dev = await findDevice(db, deviceId)
+    return dev ? pairedScreen(dev.display, dev.name) : undefined
+  }
+
+  /** Polling devices that stopped polling: offline, with the same event and notification as an MQTT device. */
+  async function sweep(): Promise<number> {
+    const now = deps.clock()
+    const gone = await markOverdue(db, now, deps.marginSeconds, deps.refreshSeconds)
+    for (const d of gone)
+      deps.onPresence?.({ deviceId: d.id, deviceName: d.name, userId: d.userId, online: false, reason: 'poll_overdue', at: now })
+    return gone.length
+  }
+
+  const desiredImage = async (deviceId: string) => (await findDevice(db, deviceId))?.desiredImageId ?? null
+
+  return { setup, authenticate, display, imageFile, screen, sweep, checkSignature, desiredImage }
+}
+
+export type TrmnlService = ReturnType<typeof createTrmnlService>
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    trmnl?: TrmnlService
+  }
+}

@@ -1,0 +1,198 @@
+// TRMNL's firmware over HTTP, request for request: the headers it sends (request_headers.cpp) and
+// every answer checked against what its parsers read (parse_response_api_setup.cpp,
+// parse_response_api_display.cpp): field names, types and status values. The BMP it downloads is
+// checked byte by byte.
+import sharp from 'sharp'
+import t, { type Test } from 'tap'
+import { startApp, type TestApp } from '../helpers/app.js'
+import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { jsonCall } from '../helpers/http.js'
+import { eventually } from '../helpers/mqtt.js'
+
+let now = Date.parse('2026-06-01T12:00:00Z')
+const clock = () => new Date(now)
+const MAC = 'A0:B7:65:1C:2D:3E'
+
+/** The headers the firmware sends with /api/display (request_headers.cpp). */
+function displayHeaders(token: string, extra: Record<string, string> = {}) {
+  return {
+    ID: MAC,
+    'Access-Token': token,
+    'Refresh-Rate': '900',
+    'Battery-Voltage': '3.9',
+    'FW-Version': '1.5.2',
+    Model: 'og',
+    RSSI: '-61',
+    Width: '800',
+    Height: '480',
+    'Content-Type': 'application/json',
+    ...extra,
+  }
+}
+
+async function get(svc: TestApp, path: string, headers: Record<string, string>) {
+  const res = await fetch(`${svc.url}${path}`, { headers })
+  const body = await res.json()
+  return { status: res.status, body }
+}
+
+/** The firmware's 1-bit BMP3: 62-byte header, positive height (bottom-up rows), palette black then white. */
+function checkBmp(t: Test, bmp: Buffer, width: number, height: number) {
+  const stride = Math.ceil(width / 32) * 4
+  t.equal(bmp.subarray(0, 2).toString('latin1'), 'BM')
+  t.equal(bmp.readUInt32LE(2), bmp.length, 'the file size field is the file size')
+  t.equal(bmp.length, 62 + stride * height, `${62 + stride * height} bytes`)
+  t.equal(bmp.readUInt32LE(10), 62, 'pixels start after the 62-byte header')
+  t.equal(bmp.readUInt32LE(14), 40, 'BITMAPINFOHEADER')
+  t.equal(bmp.readInt32LE(18), width)
+  t.equal(bmp.readInt32LE(22), height, 'positive height: bottom-up')
+  t.equal(bmp.readUInt16LE(26), 1, 'one plane')
+  t.equal(bmp.readUInt16LE(28), 1, '1 bit per pixel')
+  t.equal(bmp.readUInt32LE(30), 0, 'no compression')
+  t.equal(bmp.readUInt32LE(46), 2, 'two palette entries')
+  t.same([...bmp.subarray(54, 62)], [0, 0, 0, 0, 255, 255, 255, 0], 'palette: black, then white')
+}
+
+t.test('a TRMNL device pairs with the code it paints, shows what it is sent, reports, logs and goes offline', async (t) => {
+  const svc = await startApp(t, {
+    clock,
+    env: { DEVICE_POLL_INTERVAL: '0', TRMNL_REFRESH_SECONDS: '600', TRMNL_OFFLINE_MARGIN_SECONDS: '60' },
+  })
+  const { token: owner } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl'))
+
+  t.match(await get(svc, '/api/setup', { 'FW-Version': '1.5.2', Model: 'og' }), { status: 400, body: { code: 'VALIDATION_ERROR' } })
+  const setup = await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.5.2', Model: 'og' })
+  t.equal(setup.status, 200)
+  // parse_response_api_setup.cpp reads status (int), api_key, friendly_id, image_url, filename (strings).
+  t.same(Object.keys(setup.body).sort(), ['api_key', 'filename', 'friendly_id', 'image_url', 'status'])
+  t.equal(setup.body.status, 200)
+  t.match(setup.body.api_key, /^[\w-]{32}$/)
+  t.match(setup.body.friendly_id, /^[A-Z0-9]{4}-[A-Z0-9]{4}$/, 'friendly_id is the pairing code')
+  const key = setup.body.api_key as string
+  const screen = Buffer.from(await (await fetch(setup.body.image_url)).arrayBuffer())
+  checkBmp(t, screen, 800, 480)
+  t.ok(screen.subarray(62).includes(0x00), 'the setup screen has something drawn on it')
+
+  // Nobody claimed it yet: body status 202 and the code again (the firmware paints its own pairing screen).
+  const waiting = await get(svc, '/api/display', displayHeaders(key))
+  t.match(waiting, { status: 200, body: { status: 202, friendly_id: setup.body.friendly_id, reset_firmware: false } })
+  t.equal((await get(svc, '/api/display', displayHeaders('not-a-token'))).status, 401, 'an unknown token is refused')
+  t.equal((await get(svc, '/api/display', { ...displayHeaders(key), ID: 'A0:B7:65:1C:2D:3F' })).status, 401, 'with another MAC too')
+
+  // The owner types the code, exactly as for an MQTT frame.
+  const claimed = await jsonCall(svc.url, '/api/device/validate', {
+    token: owner,
+    body: { pinCode: setup.body.friendly_id, name: 'Hall TRMNL' },
+  })
+  t.equal(claimed.status, 200, JSON.stringify(claimed.body))
+  const deviceId = claimed.body.device.id as string
+
+  const first = await get(svc, '/api/display', displayHeaders(key))
+  t.equal(first.status, 200)
+  // parse_response_api_display.cpp: status, image_url, filename, refresh_rate, update_firmware, firmware_url, reset_firmware, special_function.
+  t.match(first.body, {
+    status: 0,
+    image_url: /^http/,
+    filename: 'paired',
+    refresh_rate: 600,
+    update_firmware: false,
+    firmware_url: null,
+    reset_firmware: false,
+    special_function: 'none',
+  })
+  t.type(first.body.refresh_rate, 'number')
+  const dev = (await jsonCall(svc.url, `/api/device/${deviceId}`, { token: owner })).body
+  t.match(dev, { isActive: true, name: 'Hall TRMNL', status: { battery: 75, firmware: '1.5.2' }, display: { width: 800, height: 480 } })
+
+  // An image sent from the app: black on top, white below, so the row order shows in the bytes.
+  const png = await sharp({ create: { width: 800, height: 480, channels: 3, background: '#fff' } })
+    .composite([
+      {
+        input: await sharp({ create: { width: 800, height: 240, channels: 3, background: '#000' } })
+          .png()
+          .toBuffer(),
+        top: 0,
+        left: 0,
+      },
+    ])
+    .png()
+    .toBuffer()
+  const form = new FormData()
+  form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'half.png')
+  const up = await (
+    await fetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${owner}` }, body: form })
+  ).json()
+  const sent = await jsonCall(svc.url, '/api/upload/send', { token: owner, body: { key: up.key, deviceId } })
+  t.equal(sent.status, 200)
+  const imageId = sent.body.imageId as string
+  const shows = await get(svc, '/api/display', displayHeaders(key))
+  t.match(shows.body, { status: 0, filename: new RegExp(`^${imageId}-`) })
+  t.equal(
+    (await get(svc, '/api/display', displayHeaders(key))).body.filename,
+    shows.body.filename,
+    'the same name while the image is the same',
+  )
+  // The firmware downloads with its ID and Access-Token headers.
+  const bmp = Buffer.from(await (await fetch(shows.body.image_url, { headers: displayHeaders(key) })).arrayBuffer())
+  checkBmp(t, bmp, 800, 480)
+  t.equal(bmp.length, 48_062, 'the original model’s 48,062 bytes')
+  t.ok(
+    bmp.subarray(62, 62 + 100).every((b) => b === 0xff),
+    'the first row in the file is the bottom of the picture (white)',
+  )
+  t.ok(
+    bmp.subarray(bmp.length - 100).every((b) => b === 0x00),
+    'the last row is its top (black)',
+  )
+  await eventually(async () => (await jsonCall(svc.url, `/api/device/${deviceId}`, { token: owner })).body.isSynced)
+  t.pass('in sync once the device fetched the file it was given')
+  // The device's own headers fetch it too, but nothing it was not given.
+  const byHeaders = await fetch(`${svc.url}/api/trmnl/images/${imageId}/bmp1`, { headers: displayHeaders(key) })
+  t.equal(byHeaders.status, 200)
+  const other = await fetch(`${svc.url}/api/trmnl/images/${crypto.randomUUID()}/bmp1`, { headers: displayHeaders(key) })
+  t.equal(other.status, 401)
+  t.equal((await fetch(`${svc.url}/api/trmnl/images/${imageId}/bmp1?exp=9999999999&sig=forged`)).status, 401)
+
+  // Commands become special functions.
+  await jsonCall(svc.url, `/api/device/${deviceId}/command`, { token: owner, body: { command: 'identify' } })
+  t.equal((await get(svc, '/api/display', displayHeaders(key))).body.special_function, 'identify')
+  t.equal((await get(svc, '/api/display', displayHeaders(key))).body.special_function, 'none', 'once')
+
+  // Logs go to the device's log store.
+  const logged = await fetch(`${svc.url}/api/log`, {
+    method: 'POST',
+    headers: { ...displayHeaders(key) },
+    body: JSON.stringify({
+      logs: [{ id: 7, message: 'wifi connected', created_at: Math.floor(now / 1000), level: 'info', battery_voltage: 3.9 }],
+    }),
+  })
+  t.equal(logged.status, 204)
+  const logs = (await jsonCall(svc.url, `/api/device/${deviceId}/logs`, { token: owner })).body.logs
+  t.match(logs, [{ message: 'wifi connected', level: 'info', fields: { id: 7, battery_voltage: 3.9 } }])
+  t.equal((await fetch(`${svc.url}/api/log`, { method: 'POST', headers: displayHeaders('nope'), body: '{"logs":[]}' })).status, 401)
+
+  // Overdue by more than its refresh interval plus the margin: offline, as an MQTT device would be.
+  now += (900 + 61) * 1000
+  t.equal(await svc.app.trmnl!.sweep(), 1)
+  const events = (await jsonCall(svc.url, `/api/device/${deviceId}/events?limit=50`, { token: owner })).body.events as Array<{
+    type: string
+    data: Record<string, unknown>
+  }>
+  t.match(
+    events.find((e) => e.type === 'device.disconnected'),
+    { data: { reason: 'poll_overdue', transport: 'http' } },
+  )
+  t.ok(events.some((e) => e.type === 'device.connected' && e.data.transport === 'http'))
+  t.equal((await jsonCall(svc.url, `/api/device/${deviceId}`, { token: owner })).body.isActive, false)
+  await get(svc, '/api/display', displayHeaders(key))
+  t.equal((await jsonCall(svc.url, `/api/device/${deviceId}`, { token: owner })).body.isActive, true, 'and online again with its next poll')
+
+  // A setup with the same MAC never gets the existing key.
+  const again = await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.5.2', Model: 'og' })
+  t.not(again.body.api_key, key)
+  t.not(again.body.friendly_id, setup.body.friendly_id)
+
+  // Deleted: the firmware is told to forget its token.
+  t.equal((await jsonCall(svc.url, '/api/device/delete', { method: 'DELETE', token: owner, body: { deviceId } })).status, 200)
+  t.match((await get(svc, '/api/display', displayHeaders(key))).body, { reset_firmware: true })
+})
