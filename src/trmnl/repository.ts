@@ -87,3 +87,25 @@ export async function markOverdue(db: Executor, now: Date, marginSeconds: number
     )
   return rows
 }
+
+/** Earlier paired devices with this MAC that belong to `userId`, newest first. */
+export async function earlierDevicesOf(db: Executor, mac: string, exceptId: string, userId: string) {
+  return db
+    .select({ row: trmnlDevice, deviceId: device.id })
+    .from(trmnlDevice)
+    .innerJoin(device, eq(device.id, trmnlDevice.deviceId))
+    .where(and(eq(trmnlDevice.mac, mac), sql`${trmnlDevice.deviceId} <> ${exceptId}`, eq(device.userId, userId)))
+    .orderBy(sql`${trmnlDevice.createdAt} desc`)
+    .limit(1)
+}
+
+/** The new pairing's token and code move to the earlier device's row; the new pairing's row goes. */
+export async function moveCredentials(db: Executor, from: TrmnlRow, toDeviceId: string): Promise<TrmnlRow> {
+  await db.delete(trmnlDevice).where(eq(trmnlDevice.deviceId, from.deviceId))
+  const [row] = await db
+    .update(trmnlDevice)
+    .set({ apiKeyHash: from.apiKeyHash, friendlyId: from.friendlyId, model: from.model, firmware: from.firmware })
+    .where(eq(trmnlDevice.deviceId, toDeviceId))
+    .returning()
+  return row as TrmnlRow
+}

@@ -5,20 +5,32 @@
 // special functions and firmware offers as update_firmware, and are online while they poll on time.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Database } from '../db/client.js'
-import { applyDeviceReport, ackCommand, findDevice, findDeviceInit, setDeviceSecret, transitionDeviceInit } from '../devices/repository.js'
+import {
+  ackCommand,
+  applyDeviceReport,
+  deleteDeviceRows,
+  findDevice,
+  findDeviceInit,
+  setDeviceSecret,
+  transitionDeviceInit,
+} from '../devices/repository.js'
 import type { DeviceService } from '../devices/service.js'
-import { insertEvent } from '../events/repository.js'
+import { deleteDeviceEvents, insertEvent } from '../events/repository.js'
 import type { FirmwareService } from '../firmware/service.js'
 import { mainVariant } from '../images/convert.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import type { PresenceChange } from '../mqtt/contract.js'
+import { findSchedule } from '../schedules/repository.js'
+import { scheduleInfo } from '../schedules/wire.js'
 import type { ObjectStore } from '../storage/store.js'
 import {
+  earlierDevicesOf,
   findByApiKeyHash,
   findVariant,
   insertTrmnlDevice,
   markOnline,
   markOverdue,
+  moveCredentials,
   nextCommand,
   recordPoll,
   type TrmnlRow,
@@ -161,10 +173,23 @@ export function createTrmnlService(deps: {
     special_function: 'none',
   })
 
+  /**
+   * Seconds until the next poll: the service's rate, shortened to the device's next scheduled
+   * change, stretched over a sleep window to its end (a battery frame sleeps through the night).
+   */
+  async function refreshFor(deviceId: string, now: Date): Promise<number> {
+    const plan = scheduleInfo(await findSchedule(db, deviceId))
+    const until = (iso: string | null) => (iso ? Math.ceil((Date.parse(iso) - now.getTime()) / 1000) : Number.NaN)
+    const asleep = until(plan?.sleepingUntil ?? null)
+    if (asleep > 0) return Math.min(asleep, 7 * 86_400)
+    const next = until(plan?.nextChangeAt ?? null)
+    return next > 0 ? Math.max(5, Math.min(deps.refreshSeconds, next)) : deps.refreshSeconds
+  }
+
   /** GET /api/display. */
   async function display(row: TrmnlRow, h: TrmnlHeaders): Promise<DisplayAnswer> {
     const now = deps.clock()
-    const refresh = deps.refreshSeconds
+    let refresh = deps.refreshSeconds
     const init = await findDeviceInit(db, row.deviceId)
     // Expired, denied or disconnected: the firmware forgets its token and calls /api/setup again.
     if (!init || ['expired', 'denied', 'disconnected'].includes(init.status)) return reset(refresh)
@@ -172,6 +197,10 @@ export function createTrmnlService(deps: {
     let dev = await findDevice(db, row.deviceId)
     if (!dev) return reset(refresh)
     if (init.status === 'approved') {
+      // The same owner paired a device with this MAC before: that device takes the new token,
+      // its history kept, and the pairing just made goes. Another owner gets a device of its own.
+      const earlier = (await earlierDevicesOf(db, row.mac, row.deviceId, dev.userId))[0]
+      if (earlier) return display(await repair(row, earlier.deviceId, now), h)
       // First poll after the claim: the token becomes the device's secret (its logs and firmware links take it too).
       if (await transitionDeviceInit(db, row.deviceId, ['approved'], 'active', { credentialsIssuedAt: now })) {
         dev = (await setDeviceSecret(db, row.deviceId, row.apiKeyHash)) ?? dev
@@ -184,6 +213,7 @@ export function createTrmnlService(deps: {
         })
       }
     } else if (!dev.secretHash) return reset(refresh)
+    refresh = await refreshFor(dev.id, now)
 
     const battery = h.batteryVoltage !== undefined ? batteryPercent(h.batteryVoltage) : undefined
     const firmware = h.fwVersion ?? row.firmware ?? undefined
@@ -247,6 +277,25 @@ export function createTrmnlService(deps: {
       reset_firmware: false,
       special_function: special,
     }
+  }
+
+  /** Moves a new pairing's token onto the earlier device of the same MAC and owner; answers its row. */
+  async function repair(fresh: TrmnlRow, earlierId: string, now: Date): Promise<TrmnlRow> {
+    return db.transaction(async (tx) => {
+      const moved = await moveCredentials(tx, fresh, earlierId)
+      await deleteDeviceEvents(tx, fresh.deviceId)
+      await deleteDeviceRows(tx, fresh.deviceId)
+      const dev = await setDeviceSecret(tx, earlierId, fresh.apiKeyHash)
+      await transitionDeviceInit(tx, earlierId, ['approved', 'active', 'disconnected'], 'active', { credentialsIssuedAt: now })
+      await insertEvent(tx, {
+        type: 'device.credentials_issued',
+        deviceId: earlierId,
+        userId: dev?.userId,
+        organizationId: dev?.organizationId,
+        data: { transport: 'http', repaired: true },
+      })
+      return moved
+    })
   }
 
   /** An image the device was given: its bytes, and the device now shows it (synced once it asks for the file it was given). */

@@ -196,3 +196,48 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   t.equal((await jsonCall(svc.url, '/api/device/delete', { method: 'DELETE', token: owner, body: { deviceId } })).status, 200)
   t.match((await get(svc, '/api/display', displayHeaders(key))).body, { reset_firmware: true })
 })
+
+t.test('a MAC is no credential: another owner gets a device of its own; the same owner re-pairing keeps the record', async (t) => {
+  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
+  const { token: owner } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl-owner'))
+  const { token: other } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl-other'))
+  const pair = async (token: string) => {
+    const s = (await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.5.2', Model: 'og' })).body
+    const claimed = await jsonCall(svc.url, '/api/device/validate', { token, body: { pinCode: s.friendly_id, name: 'Frame' } })
+    t.equal(claimed.status, 200)
+    t.equal((await get(svc, '/api/display', displayHeaders(s.api_key))).body.status, 0)
+    return { key: s.api_key as string, deviceId: claimed.body.device.id as string }
+  }
+  const first = await pair(owner)
+  await jsonCall(svc.url, `/api/device/${first.deviceId}/command`, { token: owner, body: { command: 'identify' } })
+
+  // Someone who read the MAC off the box pairs "it" to their account: a device of their own, nothing of the owner's.
+  const theirs = await pair(other)
+  t.not(theirs.deviceId, first.deviceId)
+  t.equal((await get(svc, '/api/display', displayHeaders(first.key))).body.status, 0, "the owner's token still works")
+  t.equal((await jsonCall(svc.url, `/api/device/${first.deviceId}`, { token: other })).status, 404)
+
+  // The owner resets the frame and pairs it again: the same device record takes the new token.
+  const again = await pair(owner)
+  t.equal(
+    (await jsonCall(svc.url, `/api/device/${again.deviceId}`, { token: owner })).status,
+    404,
+    'the pairing just made is folded into the earlier device',
+  )
+  const list = (await jsonCall(svc.url, '/api/device', { token: owner })).body.devices as Array<{ id: string }>
+  t.same(
+    list.map((d) => d.id),
+    [first.deviceId],
+    'and no second one on the account',
+  )
+  t.equal((await get(svc, '/api/display', displayHeaders(first.key))).status, 401, 'the old token is replaced')
+  const events = (await jsonCall(svc.url, `/api/device/${first.deviceId}/events?limit=50`, { token: owner })).body.events as Array<{
+    type: string
+    data: Record<string, unknown>
+  }>
+  t.ok(
+    events.some((e) => e.type === 'device.command'),
+    'its history is kept',
+  )
+  t.ok(events.some((e) => e.type === 'device.credentials_issued' && e.data.repaired === true))
+})
