@@ -7,6 +7,7 @@ import cliProgress from 'cli-progress'
 import QRCode from 'qrcode'
 import { ApiError, UnreachableError } from './api.js'
 import { ClaimRefusedError, PairingFailedError, SimDevice, type SimDeviceOptions } from './device.js'
+import { TrmnlSimDevice } from './trmnl.js'
 import { Fleet, type FleetStats } from './fleet.js'
 import { renderPreview } from './preview.js'
 import { PROFILE_NAMES, resolveProfile } from './profiles.js'
@@ -43,6 +44,7 @@ Options:
   --out DIR             save images here (default ./.display-sim/<name>-images; a fleet saves
                         only when --out is given, under DIR/<name>-<i>)
   --transport tcp|ws    MQTT over TCP (default) or WebSocket
+  --protocol mqtt|trmnl mqtt (default), or a TRMNL device polling /api/display over HTTP
   --mqtt-url URL        connect here instead of the broker URL the service hands out
   --count N             fleet mode: N devices in this process
   --claim-token TOKEN   claim each new device for this account (a session token, as the user's
@@ -91,6 +93,7 @@ type Parsed = {
   qr: boolean
   preview: boolean
   quiet: boolean
+  protocol: 'mqtt' | 'trmnl'
 }
 
 function int(name: string, v: string | undefined, min: number, max: number): number | undefined {
@@ -131,6 +134,7 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
         state: { type: 'string' },
         out: { type: 'string' },
         transport: { type: 'string' },
+        protocol: { type: 'string' },
         'mqtt-url': { type: 'string' },
         count: { type: 'string' },
         'claim-token': { type: 'string' },
@@ -174,7 +178,10 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
   }
   const transport = values.transport ?? 'tcp'
   if (transport !== 'tcp' && transport !== 'ws') throw new UsageError('--transport must be tcp or ws')
+  const protocol = values.protocol ?? 'mqtt'
+  if (protocol !== 'mqtt' && protocol !== 'trmnl') throw new UsageError('--protocol must be mqtt or trmnl')
   const count = int('count', values.count, 1, 100_000) ?? 1
+  if (protocol === 'trmnl' && count > 1) throw new UsageError('--protocol trmnl runs one device (no --count)')
   const name = values.name ?? `sim-${profileName}`
   if (!/^[\w.-]{1,64}$/.test(name)) throw new UsageError('--name may use letters, digits, ".", "_" and "-" (at most 64)')
   const fleet = count > 1
@@ -202,6 +209,7 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
     qr: !values['no-qr'],
     preview: !values['no-preview'],
     quiet: Boolean(values.quiet),
+    protocol,
   }
 }
 
@@ -364,7 +372,39 @@ function explain(err: unknown): string {
   return (err as Error)?.message ?? String(err)
 }
 
+/** A TRMNL device: polls over HTTP as the firmware does, and says what happens. */
+async function runTrmnl(p: Parsed): Promise<number> {
+  const dev = new TrmnlSimDevice({
+    server: p.device.server,
+    name: p.name,
+    statePath: p.state,
+    outDir: p.out,
+    claimToken: p.device.claimToken,
+    firmware: p.device.firmware,
+  })
+  dev.on('pairing', ({ friendlyId }) =>
+    line(p.name, 'pairing', `the frame shows ${friendlyId}: type it in the app (or the console's Pair a frame)`),
+  )
+  dev.on('waiting', ({ friendlyId }) => !p.quiet && line(p.name, 'waiting', `not claimed yet (${friendlyId})`))
+  dev.on(
+    'poll',
+    ({ status, filename, refreshRate }) => !p.quiet && line(p.name, 'poll', `status ${status} ${filename ?? ''} next in ${refreshRate} s`),
+  )
+  dev.on('image', ({ filename, bytes, file }) =>
+    line(p.name, 'image', `${filename} ${bytes.toLocaleString('en-US')} bytes, BMP ok${file ? ` → ${file}` : ''}`),
+  )
+  dev.on('special', ({ name }) => line(p.name, 'special', name))
+  dev.on('firmware-offer', ({ url }) => line(p.name, 'firmware', `an update is offered: ${url}`))
+  dev.on('reset', () => line(p.name, 'reset', 'the service forgot this device: pairing again'))
+  dev.on('warning', ({ message }) => line(p.name, 'warning', message))
+  onSignals(() => dev.stop())
+  await dev.start()
+  await dev.finished
+  return EXIT.OK
+}
+
 async function runSingle(p: Parsed): Promise<number> {
+  if (p.protocol === 'trmnl') return runTrmnl(p)
   const dev = new SimDevice({ ...p.device, name: p.name, statePath: p.state, outDir: p.out })
   attachPrinter(dev, { quiet: p.quiet, qr: p.qr, preview: p.preview, server: p.device.server, fleet: false })
   onSignals(() => dev.stop())

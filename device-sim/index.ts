@@ -12,6 +12,8 @@ export type {
   PairingInfo,
 } from './device.js'
 export { Fleet, runFleet } from './fleet.js'
+export { TrmnlSimDevice, checkBmp } from './trmnl.js'
+export type { TrmnlSimOptions, TrmnlSimEvents } from './trmnl.js'
 export type { FleetOptions, FleetStats } from './fleet.js'
 export { ServiceApi, ApiError, UnreachableError } from './api.js'
 export { PROFILES, PROFILE_NAMES, resolveProfile } from './profiles.js'

@@ -167,6 +167,7 @@ export const groups = {
       'device-sim/credentials.test.ts',
       'device-sim/end-to-end.test.ts',
       'device-sim/server-restart.test.ts',
+      'device-sim/trmnl.test.ts',
       'schedules/sim-sleep.test.ts',
       'auth/account.test.ts',
       'auth/admin.test.ts',

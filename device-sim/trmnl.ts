@@ -1,0 +1,229 @@
+// A device running TRMNL's open firmware, as it behaves on the wire (usetrmnl/trmnl-firmware):
+// GET /api/setup with its MAC once, then GET /api/display every refresh_rate seconds with its
+// headers, downloading the image only when `filename` changes (with the same ID and Access-Token
+// headers), checking the 1-bit BMP byte for byte before "showing" it, and POST /api/log. For
+// developers without the hardware (`npm run sim -- --protocol trmnl`) and for tests.
+import { createHash, randomBytes } from 'node:crypto'
+import { EventEmitter } from 'node:events'
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { ServiceApi } from './api.js'
+
+export type TrmnlSimOptions = {
+  server: string
+  name: string
+  statePath: string
+  /** The MAC it sends as ID; derived from the name when not given. */
+  mac?: string
+  model?: string
+  firmware?: string
+  /** Battery-Voltage it reports. */
+  volts?: number
+  /** A user's bearer token: the device claims itself with the code it was given (what its owner does in the app). */
+  claimToken?: string
+  outDir?: string
+  /** Never wait longer than this between polls (tests; the firmware waits refresh_rate). */
+  maxSleepMs?: number
+}
+
+type TrmnlState = { mac: string; apiKey?: string; friendlyId?: string; filename?: string; image?: string }
+
+export type TrmnlSimEvents = {
+  pairing: [{ friendlyId: string; imageUrl: string }]
+  waiting: [{ friendlyId: string }]
+  image: [{ filename: string; bytes: number; file?: string }]
+  special: [{ name: string }]
+  'firmware-offer': [{ url: string }]
+  reset: []
+  poll: [{ status: number; filename: string | null; refreshRate: number }]
+  warning: [{ message: string }]
+}
+
+/** What the firmware checks before drawing a BMP: a 1-bit BITMAPINFOHEADER file, bottom-up, palette black then white. */
+export function checkBmp(bmp: Buffer): { width: number; height: number } {
+  const fail = (why: string): never => {
+    throw new Error(`not an image the firmware draws: ${why}`)
+  }
+  if (bmp.length < 62 || bmp.subarray(0, 2).toString('latin1') !== 'BM') fail('no BM signature')
+  const width = bmp.readInt32LE(18)
+  const height = bmp.readInt32LE(22)
+  if (bmp.readUInt32LE(14) !== 40) fail('not a BITMAPINFOHEADER')
+  if (bmp.readUInt16LE(28) !== 1) fail('not 1 bit per pixel')
+  if (bmp.readUInt32LE(30) !== 0) fail('compressed')
+  if (height <= 0) fail('top-down rows (negative height)')
+  if (bmp.readUInt32LE(10) !== 62) fail('pixels not right after the 62-byte header')
+  const stride = Math.ceil(width / 32) * 4
+  if (bmp.length !== 62 + stride * height || bmp.readUInt32LE(2) !== bmp.length)
+    fail(`size ${bmp.length}, expected ${62 + stride * height}`)
+  if (bmp.readUInt32LE(54) !== 0 || (bmp.readUInt32LE(58) & 0xffffff) !== 0xffffff) fail('palette is not black, then white')
+  return { width, height }
+}
+
+export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
+  readonly opts: TrmnlSimOptions & Required<Pick<TrmnlSimOptions, 'model' | 'firmware' | 'volts'>>
+  private readonly api: ServiceApi
+  private state?: TrmnlState
+  private stopping = false
+  private wake?: () => void
+  private running?: Promise<void>
+
+  constructor(opts: TrmnlSimOptions) {
+    super()
+    this.opts = { model: 'og', firmware: '1.5.2', volts: 4.0, ...opts }
+    this.api = new ServiceApi(opts.server)
+  }
+
+  get friendlyId() {
+    return this.state?.friendlyId
+  }
+  get filename() {
+    return this.state?.filename
+  }
+
+  start(): Promise<void> {
+    this.running ??= this.run().catch((err) => {
+      if (!this.stopping) throw err
+    })
+    return Promise.resolve()
+  }
+
+  /** Resolves when the device has stopped. */
+  get finished(): Promise<void> {
+    return this.running ?? Promise.resolve()
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true
+    this.wake?.()
+    await this.running?.catch(() => {})
+  }
+
+  /** Polls now instead of at the end of the current wait. */
+  pollNow() {
+    this.wake?.()
+  }
+
+  private headers(extra: Record<string, string> = {}): Record<string, string> {
+    return {
+      ID: this.state!.mac,
+      ...(this.state?.apiKey ? { 'Access-Token': this.state.apiKey } : {}),
+      'FW-Version': this.opts.firmware,
+      Model: this.opts.model,
+      'Battery-Voltage': String(this.opts.volts),
+      RSSI: '-60',
+      Width: '800',
+      Height: '480',
+      ...extra,
+    }
+  }
+
+  private async json(path: string, init: RequestInit = {}) {
+    const res = await fetch(`${this.opts.server.replace(/\/+$/, '')}${path}`, { ...init, signal: AbortSignal.timeout(30_000) })
+    const body = (await res.json().catch(() => ({}))) as Record<string, unknown>
+    return { status: res.status, body }
+  }
+
+  private async load(): Promise<TrmnlState> {
+    try {
+      return JSON.parse(await readFile(this.opts.statePath, 'utf8')) as TrmnlState
+    } catch {
+      const h = createHash('sha256').update(this.opts.name).digest()
+      const mac = this.opts.mac ?? [0x02, ...h.subarray(0, 5)].map((b) => b.toString(16).padStart(2, '0').toUpperCase()).join(':')
+      return { mac }
+    }
+  }
+
+  private async save() {
+    await mkdir(dirname(this.opts.statePath), { recursive: true })
+    const tmp = `${this.opts.statePath}.${randomBytes(4).toString('hex')}.tmp`
+    await writeFile(tmp, JSON.stringify(this.state, null, 2), { mode: 0o600 })
+    await rename(tmp, this.opts.statePath)
+  }
+
+  private sleep(ms: number) {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, Math.min(ms, this.opts.maxSleepMs ?? ms))
+      this.wake = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+  }
+
+  private async run() {
+    this.state = await this.load()
+    while (!this.stopping) {
+      let wait = 5000
+      try {
+        if (!this.state.apiKey) await this.setup()
+        else wait = await this.poll()
+      } catch (err) {
+        this.emit('warning', { message: (err as Error).message })
+      }
+      if (!this.stopping) await this.sleep(wait)
+    }
+  }
+
+  private async setup() {
+    const { status, body } = await this.json('/api/setup', { headers: this.headers() })
+    if (status !== 200 || body.status !== 200) throw new Error(`/api/setup answered ${status}`)
+    this.state = { mac: this.state!.mac, apiKey: String(body.api_key), friendlyId: String(body.friendly_id) }
+    await this.save()
+    this.emit('pairing', { friendlyId: this.state.friendlyId!, imageUrl: String(body.image_url) })
+    if (this.opts.claimToken) await this.api.claim(this.opts.claimToken, this.state.friendlyId!, this.opts.name)
+  }
+
+  /** One GET /api/display and what follows from it; answers the wait until the next one. */
+  private async poll(): Promise<number> {
+    const { status, body } = await this.json('/api/display', { headers: this.headers({ 'Refresh-Rate': '900' }) })
+    if (status === 401) {
+      // The service does not know our token any more: pair again, as the firmware does.
+      this.state = { mac: this.state!.mac }
+      await this.save()
+      this.emit('reset')
+      return 0
+    }
+    if (status !== 200) throw new Error(`/api/display answered ${status}`)
+    const refreshRate = Number(body.refresh_rate) || 900
+    this.emit('poll', { status: Number(body.status), filename: (body.filename as string | null) ?? null, refreshRate })
+    if (body.reset_firmware === true) {
+      this.state = { mac: this.state!.mac }
+      await this.save()
+      this.emit('reset')
+      return 0
+    }
+    if (body.status === 202) {
+      this.emit('waiting', { friendlyId: String(body.friendly_id ?? this.state!.friendlyId) })
+      return refreshRate * 1000
+    }
+    const filename = body.filename as string | null
+    if (filename && filename !== this.state!.filename && typeof body.image_url === 'string') {
+      const res = await fetch(body.image_url, { headers: this.headers(), signal: AbortSignal.timeout(30_000) })
+      if (!res.ok) throw new Error(`the image answered ${res.status}`)
+      const bytes = Buffer.from(await res.arrayBuffer())
+      checkBmp(bytes)
+      let file: string | undefined
+      if (this.opts.outDir) {
+        await mkdir(this.opts.outDir, { recursive: true })
+        file = join(this.opts.outDir, `${filename.replace(/[^\w.-]/g, '_')}.bmp`)
+        await writeFile(file, bytes)
+      }
+      this.state!.filename = filename
+      await this.save()
+      this.emit('image', { filename, bytes: bytes.length, file })
+    }
+    if (typeof body.special_function === 'string' && body.special_function !== 'none') this.emit('special', { name: body.special_function })
+    if (body.update_firmware === true && typeof body.firmware_url === 'string') this.emit('firmware-offer', { url: body.firmware_url })
+    return refreshRate * 1000
+  }
+
+  /** POST /api/log, as the firmware sends what it logged. */
+  async sendLog(message: string, level = 'info'): Promise<number> {
+    const { status } = await this.json('/api/log', {
+      method: 'POST',
+      headers: { ...this.headers(), 'content-type': 'application/json' },
+      body: JSON.stringify({ logs: [{ id: Date.now(), message, level, created_at: Math.floor(Date.now() / 1000) }] }),
+    })
+    return status
+  }
+}

@@ -1,0 +1,120 @@
+// The simulator as a TRMNL device (polling over HTTP, as the firmware does) beside an MQTT frame on
+// one account: both pair with a code, both show the same playlist, each through its own transport;
+// the polling one is asked to sleep through its sleep window.
+import t from 'tap'
+import { join } from 'node:path'
+import { SimDevice, TrmnlSimDevice, type TrmnlSimEvents, checkBmp, resolveProfile } from '../../device-sim/index.js'
+import { startApp } from '../helpers/app.js'
+import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { jsonCall } from '../helpers/http.js'
+import { eventually, mqttUrl } from '../helpers/mqtt.js'
+import { uploadPng } from '../helpers/uploads.js'
+import { nextEvent, tempDir } from './helpers.js'
+
+/** The TRMNL simulator's next `event` (matching `accept`). */
+function next<K extends keyof TrmnlSimEvents>(
+  dev: TrmnlSimDevice,
+  event: K,
+  accept: (e: TrmnlSimEvents[K][0]) => boolean = () => true,
+): Promise<TrmnlSimEvents[K][0]> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "${event}" within 20 s`)), 20_000)
+    const listener = (...args: TrmnlSimEvents[K]) => {
+      if (!accept(args[0])) return
+      clearTimeout(timer)
+      ;(dev.off as (e: K, l: typeof listener) => void)(event, listener)
+      resolve(args[0])
+    }
+    ;(dev.on as (e: K, l: typeof listener) => void)(event, listener)
+  })
+}
+
+const now = Date.parse('2026-06-01T12:00:00Z')
+const clock = () => new Date(now)
+
+t.test('checkBmp refuses what the firmware would not draw', async (t) => {
+  const good = Buffer.alloc(62 + 100 * 480)
+  good.write('BM', 0, 'latin1')
+  good.writeUInt32LE(good.length, 2)
+  good.writeUInt32LE(62, 10)
+  good.writeUInt32LE(40, 14)
+  good.writeInt32LE(800, 18)
+  good.writeInt32LE(480, 22)
+  good.writeUInt16LE(1, 26)
+  good.writeUInt16LE(1, 28)
+  good.writeUInt32LE(2, 46)
+  good.writeUInt32LE(0xffffff, 58)
+  t.same(checkBmp(good), { width: 800, height: 480 })
+  const topDown = Buffer.from(good)
+  topDown.writeInt32LE(-480, 22)
+  t.throws(() => checkBmp(topDown), /top-down/)
+  const inverted = Buffer.from(good)
+  inverted.writeUInt32LE(0xffffff, 54)
+  inverted.writeUInt32LE(0, 58)
+  t.throws(() => checkBmp(inverted), /palette/)
+  t.throws(() => checkBmp(good.subarray(0, good.length - 1)), /size/)
+})
+
+t.test('an MQTT frame and a TRMNL device on one account show the same playlist', async (t) => {
+  const svc = await startApp(t, { clock, env: { DEVICE_POLL_INTERVAL: '0', TRMNL_REFRESH_SECONDS: '5' } })
+  const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('mixed'))
+  const dir = await tempDir(t)
+  const mqttFrame = new SimDevice({
+    server: svc.url,
+    mqttUrl: mqttUrl(svc),
+    name: 'kitchen',
+    display: resolveProfile('bw-800x480'),
+    statePath: join(dir, 'kitchen.json'),
+    claimToken: token,
+    clock,
+  })
+  t.teardown(() => mqttFrame.stop())
+  const trmnl = new TrmnlSimDevice({ server: svc.url, name: 'hall', statePath: join(dir, 'hall.json'), claimToken: token, maxSleepMs: 100 })
+  t.teardown(() => trmnl.stop())
+  const warnings: string[] = []
+  trmnl.on('warning', (w) => warnings.push(w.message))
+  const paired = next(trmnl, 'image')
+  await Promise.all([mqttFrame.start(), trmnl.start()])
+  t.equal((await paired).filename, 'paired', 'the TRMNL device pairs by its code and shows the paired screen')
+
+  const devices = (await jsonCall(svc.url, '/api/device', { token })).body.devices as Array<{ id: string; name: string; isActive: boolean }>
+  t.same(devices.map((d) => d.name).sort(), ['hall', 'kitchen'], 'one device list')
+  const hall = devices.find((d) => d.name === 'hall')!
+  t.ok(hall.isActive, 'the polling device is online')
+
+  const items = [{ kind: 'upload', key: await uploadPng(svc.url, token, 'black', 160, 120) }]
+  const list = (await jsonCall(svc.url, '/api/playlists', { token, body: { name: 'Both', mode: 'sequential', itemSeconds: 3600, items } }))
+    .body
+  const day = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
+  for (const id of [mqttFrame.deviceId!, hall.id]) {
+    const put = await jsonCall(svc.url, `/api/device/${id}/schedule`, {
+      token,
+      method: 'PUT',
+      body: { timeZone: 'UTC', rules: [{ playlistId: list.id, days: day, from: '00:00', to: '24:00' }], sleep: [] },
+    })
+    t.equal(put.status, 200, JSON.stringify(put.body))
+  }
+  const mqttImage = nextEvent(mqttFrame, 'image')
+  const trmnlImage = next(trmnl, 'image')
+  await svc.app.scheduler!.tick()
+  const shown = (await mqttImage).message.imageId
+  t.match((await trmnlImage).filename, new RegExp(`^${shown}-`), 'the same picture reaches the polling device, as its BMP')
+  await eventually(async () => (await jsonCall(svc.url, `/api/device/${hall.id}`, { token })).body.isSynced)
+  t.pass('and it is in sync once it fetched it')
+
+  // A sleep window now: the polling device is told to come back when it ends.
+  const sleep = await jsonCall(svc.url, `/api/device/${hall.id}/schedule`, {
+    token,
+    method: 'PUT',
+    body: {
+      timeZone: 'UTC',
+      rules: [{ playlistId: list.id, days: day, from: '00:00', to: '24:00' }],
+      sleep: [{ from: '11:00', to: '13:00' }],
+    },
+  })
+  t.equal(sleep.status, 200)
+  await svc.app.scheduler!.tick()
+  const poll = await next(trmnl, 'poll', (p) => p.refreshRate > 5)
+  t.equal(poll.refreshRate, 3600, 'refresh_rate runs to the end of the sleep window')
+  t.same(warnings, [])
+})
