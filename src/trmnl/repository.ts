@@ -1,8 +1,8 @@
 // The only module that reads or writes TRMNL devices' rows; and what their polls read of the
 // device, its commands and its image.
-import { and, asc, eq, sql } from 'drizzle-orm'
+import { and, asc, eq, lt, sql } from 'drizzle-orm'
 import type { Executor } from '../db/client.js'
-import { device, deviceCommand } from '../devices/tables.js'
+import { device, deviceCommand, deviceInit } from '../devices/tables.js'
 import { insertEvents } from '../events/repository.js'
 import { imageVariant } from '../images/tables.js'
 import { trmnlDevice } from './tables.js'
@@ -108,4 +108,19 @@ export async function moveCredentials(db: Executor, from: TrmnlRow, toDeviceId: 
     .where(eq(trmnlDevice.deviceId, toDeviceId))
     .returning()
   return row as TrmnlRow
+}
+
+/** Pairings nobody claimed (expired, denied or gone) older than `before`: their rows go. */
+export async function pruneAbandoned(db: Executor, before: Date): Promise<number> {
+  const rows = await db
+    .delete(trmnlDevice)
+    .where(
+      and(
+        lt(trmnlDevice.createdAt, before),
+        sql`not exists (select 1 from ${device} d where d.id = ${trmnlDevice.deviceId})`,
+        sql`not exists (select 1 from ${deviceInit} i where i.id = ${trmnlDevice.deviceId} and i.status = 'pending')`,
+      ),
+    )
+    .returning({ deviceId: trmnlDevice.deviceId })
+  return rows.length
 }

@@ -32,6 +32,7 @@ import {
   markOverdue,
   moveCredentials,
   nextCommand,
+  pruneAbandoned,
   recordPoll,
   type TrmnlRow,
 } from './repository.js'
@@ -333,6 +334,8 @@ export function createTrmnlService(deps: {
   /** Polling devices that stopped polling: offline, with the same event and notification as an MQTT device. */
   async function sweep(): Promise<number> {
     const now = deps.clock()
+    // A day after a pairing nobody claimed, its token goes too (a setup per boot would pile them up).
+    await pruneAbandoned(db, new Date(now.getTime() - 86_400_000))
     const gone = await markOverdue(db, now, deps.marginSeconds, deps.refreshSeconds)
     for (const d of gone)
       deps.onPresence?.({ deviceId: d.id, deviceName: d.name, userId: d.userId, online: false, reason: 'poll_overdue', at: now })

@@ -2,8 +2,11 @@
 // every answer checked against what its parsers read (parse_response_api_setup.cpp,
 // parse_response_api_display.cpp): field names, types and status values. The BMP it downloads is
 // checked byte by byte.
+import { eq } from 'drizzle-orm'
 import sharp from 'sharp'
 import t, { type Test } from 'tap'
+import { deviceInit } from '../../src/devices/tables.js'
+import { trmnlDevice } from '../../src/trmnl/tables.js'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { jsonCall } from '../helpers/http.js'
@@ -240,4 +243,25 @@ t.test('a MAC is no credential: another owner gets a device of its own; the same
     'its history is kept',
   )
   t.ok(events.some((e) => e.type === 'device.credentials_issued' && e.data.repaired === true))
+})
+
+t.test('a pairing nobody claimed is forgotten a day after it ended', async (t) => {
+  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
+  const s = (await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.5.2', Model: 'og' })).body
+  const db = svc.app.database.db
+  t.equal(await svc.app.trmnl!.sweep(), 0)
+  t.equal((await get(svc, '/api/display', displayHeaders(s.api_key))).body.status, 202, 'pending: kept')
+  const [init] = await db.select().from(deviceInit)
+  await db.update(deviceInit).set({ status: 'expired' }).where(eq(deviceInit.id, init!.id))
+  t.match(
+    (await get(svc, '/api/display', displayHeaders(s.api_key))).body,
+    { reset_firmware: true },
+    'expired: the firmware is told to pair again',
+  )
+  await svc.app.trmnl!.sweep()
+  t.equal((await db.select().from(trmnlDevice)).length, 1, 'not within the day')
+  await db.update(trmnlDevice).set({ createdAt: new Date(Date.now() - 2 * 86_400_000) })
+  await svc.app.trmnl!.sweep()
+  t.equal((await db.select().from(trmnlDevice)).length, 0, 'then its row goes')
+  t.equal((await get(svc, '/api/display', displayHeaders(s.api_key))).status, 401)
 })
