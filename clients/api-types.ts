@@ -3702,6 +3702,7 @@ export interface paths {
                     height?: string;
                     "refresh-rate"?: string;
                     "battery-voltage"?: string;
+                    "percent-charged"?: string;
                     rssi?: string;
                 };
                 path?: never;
@@ -3761,6 +3762,7 @@ export interface paths {
                     height?: string;
                     "refresh-rate"?: string;
                     "battery-voltage"?: string;
+                    "percent-charged"?: string;
                     rssi?: string;
                 };
                 path?: never;
@@ -3783,7 +3785,6 @@ export interface paths {
                             update_firmware: boolean;
                             firmware_url: string | null;
                             reset_firmware: boolean;
-                            special_function: string;
                             friendly_id?: string;
                         };
                     };
@@ -3828,6 +3829,7 @@ export interface paths {
                     height?: string;
                     "refresh-rate"?: string;
                     "battery-voltage"?: string;
+                    "percent-charged"?: string;
                     rssi?: string;
                 };
                 path?: never;
@@ -3864,14 +3866,17 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/trmnl/images/{id}/{format}": {
+    "/api/trmnl/images/{deviceId}/{id}/{format}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** An image as the device shows it (the exact bytes its firmware checks) */
+        /**
+         * An image as the device shows it (the exact bytes its firmware checks)
+         * @description Fetching it (GET, not HEAD) marks the device as showing it.
+         */
         get: {
             parameters: {
                 query?: {
@@ -3880,6 +3885,7 @@ export interface paths {
                 };
                 header?: never;
                 path: {
+                    deviceId: string;
                     id: string;
                     format: string;
                 };

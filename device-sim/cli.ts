@@ -393,7 +393,6 @@ async function runTrmnl(p: Parsed): Promise<number> {
   dev.on('image', ({ filename, bytes, file }) =>
     line(p.name, 'image', `${filename} ${bytes.toLocaleString('en-US')} bytes, BMP ok${file ? ` → ${file}` : ''}`),
   )
-  dev.on('special', ({ name }) => line(p.name, 'special', name))
   dev.on('firmware-offer', ({ url }) => line(p.name, 'firmware', `an update is offered: ${url}`))
   dev.on('reset', () => line(p.name, 'reset', 'the service forgot this device: pairing again'))
   dev.on('warning', ({ message }) => line(p.name, 'warning', message))

@@ -32,7 +32,6 @@ export type TrmnlSimEvents = {
   pairing: [{ friendlyId: string; imageUrl: string }]
   waiting: [{ friendlyId: string }]
   image: [{ filename: string; bytes: number; file?: string }]
-  special: [{ name: string }]
   'firmware-offer': [{ url: string }]
   reset: []
   poll: [{ status: number; filename: string | null; refreshRate: number }]
@@ -55,6 +54,8 @@ export function checkBmp(bmp: Buffer): { width: number; height: number } {
   const stride = Math.ceil(width / 32) * 4
   if (bmp.length !== 62 + stride * height || bmp.readUInt32LE(2) !== bmp.length)
     fail(`size ${bmp.length}, expected ${62 + stride * height}`)
+  if (bmp.readUInt32LE(34) !== stride * height) fail(`image data size ${bmp.readUInt32LE(34)}, expected ${stride * height}`)
+  if (bmp.readUInt32LE(46) !== 2) fail('not a two-colour palette')
   if (bmp.readUInt32LE(54) !== 0 || (bmp.readUInt32LE(58) & 0xffffff) !== 0xffffff) fail('palette is not black, then white')
   return { width, height }
 }
@@ -66,6 +67,7 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
   private stopping = false
   private wake?: () => void
   private running?: Promise<void>
+  private lastRefresh = 900
 
   constructor(opts: TrmnlSimOptions) {
     super()
@@ -175,16 +177,12 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
 
   /** One GET /api/display and what follows from it; answers the wait until the next one. */
   private async poll(): Promise<number> {
-    const { status, body } = await this.json('/api/display', { headers: this.headers({ 'Refresh-Rate': '900' }) })
-    if (status === 401) {
-      // The service does not know our token any more: pair again, as the firmware does.
-      this.state = { mac: this.state!.mac }
-      await this.save()
-      this.emit('reset')
-      return 0
-    }
+    // The firmware sends the refresh it was last told (its stored setting).
+    const { status, body } = await this.json('/api/display', { headers: this.headers({ 'Refresh-Rate': String(this.lastRefresh) }) })
+    // Like the firmware: anything but 200 is an error screen and another try later, never a new pairing.
     if (status !== 200) throw new Error(`/api/display answered ${status}`)
     const refreshRate = Number(body.refresh_rate) || 900
+    this.lastRefresh = refreshRate
     this.emit('poll', { status: Number(body.status), filename: (body.filename as string | null) ?? null, refreshRate })
     if (body.reset_firmware === true) {
       this.state = { mac: this.state!.mac }
@@ -212,7 +210,6 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
       await this.save()
       this.emit('image', { filename, bytes: bytes.length, file })
     }
-    if (typeof body.special_function === 'string' && body.special_function !== 'none') this.emit('special', { name: body.special_function })
     if (body.update_firmware === true && typeof body.firmware_url === 'string') this.emit('firmware-offer', { url: body.firmware_url })
     return refreshRate * 1000
   }

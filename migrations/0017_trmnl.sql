@@ -11,9 +11,10 @@ CREATE TABLE "trmnl_device" (
 	"last_filename" text,
 	"shown_image_id" text,
 	"last_polled_at" timestamp (3) with time zone,
+	"next_poll_at" timestamp (3) with time zone,
 	"created_at" timestamp (3) with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX "trmnl_device_api_key_uq" ON "trmnl_device" USING btree ("api_key_hash");--> statement-breakpoint
 CREATE INDEX "trmnl_device_mac_idx" ON "trmnl_device" USING btree ("mac");--> statement-breakpoint
-CREATE INDEX "trmnl_device_polled_idx" ON "trmnl_device" USING btree ("last_polled_at");
+CREATE INDEX "trmnl_device_next_poll_idx" ON "trmnl_device" USING btree ("next_poll_at");

@@ -366,6 +366,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     secret: config.authSecret,
     refreshSeconds: config.trmnl.refreshSeconds,
     marginSeconds: config.trmnl.marginSeconds,
+    pairingSeconds: config.devices.codeTtl,
     clock,
     firmware: () => firmware,
     reported: downlink.reported,

@@ -1,6 +1,6 @@
 // The only module that reads or writes TRMNL devices' rows; and what their polls read of the
 // device, its commands and its image.
-import { and, asc, eq, lt, sql } from 'drizzle-orm'
+import { and, asc, eq, sql } from 'drizzle-orm'
 import type { Executor } from '../db/client.js'
 import { device, deviceCommand, deviceInit } from '../devices/tables.js'
 import { insertEvents } from '../events/repository.js'
@@ -57,11 +57,11 @@ export async function markOnline(db: Executor, deviceId: string, at: Date, data:
 }
 
 /**
- * Polling devices overdue by more than their refresh interval plus `marginSeconds`: marked
+ * Polling devices overdue by more than `marginSeconds` past the poll they were asked for: marked
  * offline, a disconnect recorded for each; answered.
  */
-export async function markOverdue(db: Executor, now: Date, marginSeconds: number, defaultRefresh: number) {
-  const due = sql`${trmnlDevice.lastPolledAt} + make_interval(secs => coalesce(${trmnlDevice.refreshRate}, ${defaultRefresh}) + ${marginSeconds}) < ${now.toISOString()}::timestamptz`
+export async function markOverdue(db: Executor, now: Date, marginSeconds: number) {
+  const due = sql`${trmnlDevice.nextPollAt} + make_interval(secs => ${marginSeconds}) < ${now.toISOString()}::timestamptz`
   const rows = await db
     .update(device)
     .set({ isActive: false })
@@ -99,26 +99,57 @@ export async function earlierDevicesOf(db: Executor, mac: string, exceptId: stri
     .limit(1)
 }
 
-/** The new pairing's token and code move to the earlier device's row; the new pairing's row goes. */
-export async function moveCredentials(db: Executor, from: TrmnlRow, toDeviceId: string): Promise<TrmnlRow> {
-  await db.delete(trmnlDevice).where(eq(trmnlDevice.deviceId, from.deviceId))
+/**
+ * The new pairing's token and code move to the earlier device's row and the new pairing's row
+ * goes; undefined when either is gone (a concurrent poll did it, or the earlier device was deleted).
+ */
+export async function moveCredentials(db: Executor, from: TrmnlRow, toDeviceId: string): Promise<TrmnlRow | undefined> {
+  const [gone] = await db.delete(trmnlDevice).where(eq(trmnlDevice.deviceId, from.deviceId)).returning({ id: trmnlDevice.deviceId })
+  if (!gone) return undefined
   const [row] = await db
     .update(trmnlDevice)
-    .set({ apiKeyHash: from.apiKeyHash, friendlyId: from.friendlyId, model: from.model, firmware: from.firmware })
+    .set({
+      apiKeyHash: from.apiKeyHash,
+      friendlyId: from.friendlyId,
+      model: from.model,
+      firmware: from.firmware,
+      shownImageId: null,
+      lastFilename: null,
+    })
     .where(eq(trmnlDevice.deviceId, toDeviceId))
     .returning()
-  return row as TrmnlRow
+  return row
 }
 
-/** Pairings nobody claimed (expired, denied or gone) older than `before`: their rows go. */
+/**
+ * A pending pairing stays open while its device keeps polling (an expired one reopens): letting
+ * it expire would make the firmware wipe its Wi-Fi settings. False when it cannot reopen (its
+ * code went to another pending pairing meanwhile).
+ */
+export async function keepPairingOpen(db: Executor, deviceId: string, until: Date): Promise<boolean> {
+  try {
+    const rows = await db
+      .update(deviceInit)
+      .set({ status: 'pending', expiresAt: until })
+      .where(and(eq(deviceInit.id, deviceId), sql`${deviceInit.status} in ('pending', 'expired')`))
+      .returning({ id: deviceInit.id })
+    return rows.length > 0
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Pairings nobody claimed whose device stopped polling (expired or denied before `before`): their
+ * rows go. A deleted device's row stays, so its next poll is still told to reset.
+ */
 export async function pruneAbandoned(db: Executor, before: Date): Promise<number> {
   const rows = await db
     .delete(trmnlDevice)
     .where(
       and(
-        lt(trmnlDevice.createdAt, before),
         sql`not exists (select 1 from ${device} d where d.id = ${trmnlDevice.deviceId})`,
-        sql`not exists (select 1 from ${deviceInit} i where i.id = ${trmnlDevice.deviceId} and i.status = 'pending')`,
+        sql`exists (select 1 from ${deviceInit} i where i.id = ${trmnlDevice.deviceId} and i.status in ('expired', 'denied') and i.expires_at < ${before.toISOString()}::timestamptz)`,
       ),
     )
     .returning({ deviceId: trmnlDevice.deviceId })

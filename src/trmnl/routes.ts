@@ -3,12 +3,22 @@
 // authenticates with the headers ID (its MAC) and Access-Token (the api_key /api/setup gave it).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
-import type { DeviceLogService } from '../device-logs/service.js'
+import { type DeviceLogService, LOG_BATCH_MAX_BYTES, LOG_BATCH_MAX_ENTRIES } from '../device-logs/service.js'
 import { appError } from '../errors.js'
 import { errorResponses as errors } from '../http/route-schemas.js'
 import { MAC, type TrmnlHeaders, type TrmnlService } from './service.js'
 
 const tags = ['TRMNL devices']
+/** The firmware's levels, as the device log store has them. */
+const LEVELS: Record<string, 'debug' | 'info' | 'warn' | 'error'> = {
+  debug: 'debug',
+  verbose: 'debug',
+  info: 'info',
+  warn: 'warn',
+  warning: 'warn',
+  error: 'error',
+  fatal: 'error',
+}
 /** Setups per address per minute: each one creates a pending pairing. */
 const SETUP_RATE_LIMIT = { max: 10, timeWindow: 60_000 }
 
@@ -22,6 +32,7 @@ const deviceHeaders = Type.Object(
     height: Type.Optional(Type.String({ maxLength: 6 })),
     'refresh-rate': Type.Optional(Type.String({ maxLength: 10 })),
     'battery-voltage': Type.Optional(Type.String({ maxLength: 10 })),
+    'percent-charged': Type.Optional(Type.String({ maxLength: 10 })),
     rssi: Type.Optional(Type.String({ maxLength: 10 })),
   },
   { additionalProperties: true },
@@ -36,7 +47,6 @@ const displayAnswer = Type.Object({
   update_firmware: Type.Boolean(),
   firmware_url: nullableString,
   reset_firmware: Type.Boolean(),
-  special_function: Type.String(),
   friendly_id: Type.Optional(Type.String()),
 })
 
@@ -57,6 +67,7 @@ function headersOf(req: FastifyRequest): TrmnlHeaders {
     height: number(h.height, 1, 10_000),
     refreshRate: number(h['refresh-rate'], 1, 7 * 86_400),
     batteryVoltage: number(h['battery-voltage'], 0, 10),
+    percentCharged: number(h['percent-charged'], 0, 100),
     rssi: number(h.rssi, -200, 0),
   }
 }
@@ -131,16 +142,20 @@ export async function trmnlRoutes(app: FastifyInstance, opts: { trmnl: TrmnlServ
     },
     async (req, reply) => {
       const row = await device(req)
+      // Before the claim there is no device to keep logs for: accepted (the firmware resends what is refused) and dropped.
+      if (!(await trmnl.claimed(row.deviceId))) return reply.code(204).send(null)
       const body = req.body as { logs: unknown[] }
-      const entries = body.logs.map((raw) => {
-        const e = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>
+      // What fits is kept: the firmware resends a refused batch at every wake.
+      const entries = body.logs.slice(0, LOG_BATCH_MAX_ENTRIES).map((raw) => {
+        const e = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>
         const created = typeof e.created_at === 'number' ? (e.created_at < 1e12 ? e.created_at * 1000 : e.created_at) : e.created_at
         const level = typeof e.level === 'string' ? e.level.toLowerCase() : 'info'
         const { message, created_at: _c, level: _l, ...fields } = e
-        return { at: created, level: level === 'warning' ? 'warn' : level, message, fields }
+        return { at: created, level: LEVELS[level] ?? 'info', message, fields }
       })
-      const { refused } = await logs.ingest(row.deviceId, entries, Number(req.headers['content-length'] ?? 0))
-      if (refused === 'too-large') throw appError('PAYLOAD_TOO_LARGE', 'At most 100 entries and 64 KiB a batch')
+      const bytes = Buffer.byteLength(JSON.stringify(entries))
+      const { refused } = await logs.ingest(row.deviceId, entries, bytes)
+      if (refused === 'too-large') throw appError('PAYLOAD_TOO_LARGE', `At most ${LOG_BATCH_MAX_BYTES / 1024} KiB a batch`)
       return reply.code(204).send(null)
     },
   )
@@ -148,38 +163,42 @@ export async function trmnlRoutes(app: FastifyInstance, opts: { trmnl: TrmnlServ
   const signed = Type.Object({ exp: Type.Optional(Type.String({ maxLength: 12 })), sig: Type.Optional(Type.String({ maxLength: 64 })) })
 
   /** A signed link, or the device's own headers (then only for what is its own: `owns`). */
-  async function allowed(req: FastifyRequest, path: string, owns: (deviceId: string) => Promise<boolean>) {
+  async function allowed(req: FastifyRequest, path: string, owns: (deviceId: string) => Promise<boolean>): Promise<void> {
     const q = req.query as { exp?: string; sig?: string }
+    if (q.sig && q.exp && trmnl.checkSignature(path, Number(q.exp), q.sig)) return
     const row = await trmnl.authenticate(headersOf(req))
-    if (q.sig && q.exp && trmnl.checkSignature(path, Number(q.exp), q.sig)) return { row }
     if (!row || !(await owns(row.deviceId)))
       throw appError('UNAUTHORIZED', 'A signed link or the device’s ID and Access-Token headers are needed')
-    return { row }
   }
 
   const send = (reply: FastifyReply, body: Buffer, type: string) =>
     reply.type(type).header('content-length', body.length).header('cache-control', 'private, max-age=3600').send(body)
 
   app.get(
-    '/api/trmnl/images/:id/:format',
+    '/api/trmnl/images/:deviceId/:id/:format',
     {
       config: { auth: 'none' },
       schema: {
         tags,
         summary: 'An image as the device shows it (the exact bytes its firmware checks)',
-        params: Type.Object({ id: Type.String({ format: 'uuid' }), format: Type.String({ pattern: '^[a-z0-9-]{1,20}$' }) }),
+        description: 'Fetching it (GET, not HEAD) marks the device as showing it.',
+        params: Type.Object({
+          deviceId: Type.String({ format: 'uuid' }),
+          id: Type.String({ format: 'uuid' }),
+          format: Type.String({ pattern: '^[a-z0-9-]{1,20}$' }),
+        }),
         querystring: signed,
         response: { 200: { type: 'string', format: 'binary' }, ...errors(400, 401, 404) },
       },
     },
     async (req, reply) => {
-      const { id, format } = req.params as { id: string; format: string }
-      const { row } = await allowed(
+      const { deviceId, id, format } = req.params as { deviceId: string; id: string; format: string }
+      await allowed(
         req,
-        `/api/trmnl/images/${id}/${format}`,
-        async (deviceId) => (await trmnl.desiredImage(deviceId)) === id,
+        `/api/trmnl/images/${deviceId}/${id}/${format}`,
+        async (own) => own === deviceId && (await trmnl.desiredImage(own)) === id,
       )
-      const file = await trmnl.imageFile(id, format, row)
+      const file = await trmnl.imageFile(deviceId, id, format, req.method === 'GET')
       if (!file) throw appError('IMAGE_NOT_FOUND')
       return send(reply, file.body, file.contentType)
     },

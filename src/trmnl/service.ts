@@ -3,7 +3,7 @@
 // friendly_id), show what the device's desired image is (sent, generated or scheduled exactly as
 // for MQTT frames), report battery and firmware with every poll, take identify and sleep as
 // special functions and firmware offers as update_firmware, and are online while they poll on time.
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Database } from '../db/client.js'
 import {
   ackCommand,
@@ -14,6 +14,7 @@ import {
   setDeviceSecret,
   transitionDeviceInit,
 } from '../devices/repository.js'
+import { requireAccess } from '../devices/access.js'
 import type { DeviceService } from '../devices/service.js'
 import { deleteDeviceEvents, insertEvent } from '../events/repository.js'
 import type { FirmwareService } from '../firmware/service.js'
@@ -31,6 +32,7 @@ import {
   markOnline,
   markOverdue,
   moveCredentials,
+  keepPairingOpen,
   nextCommand,
   pruneAbandoned,
   recordPoll,
@@ -58,18 +60,27 @@ export type TrmnlHeaders = {
   height?: number
   refreshRate?: number
   batteryVoltage?: number
+  /** Sent by boards that measure it themselves (TRMNL X). */
+  percentCharged?: number
   rssi?: number
 }
 
-/** A LiPo cell between 3.0 V (empty) and 4.2 V (full), linear: what the firmware itself shows. */
-function batteryPercent(volts: number): number {
-  return Math.round(Math.max(0, Math.min(1, (volts - 3.0) / 1.2)) * 1000) / 10
+/**
+ * The battery level: Percent-Charged when the board says it, else its voltage on a LiPo cell
+ * between 3.0 V (empty) and 4.2 V (full), linear. 0 V is a board on USB without a battery
+ * reading: unknown, not empty.
+ */
+function batteryPercent(h: Pick<TrmnlHeaders, 'batteryVoltage' | 'percentCharged'>): number | undefined {
+  if (h.percentCharged !== undefined) return h.percentCharged
+  if (!h.batteryVoltage) return undefined
+  return Math.round(Math.max(0, Math.min(1, (h.batteryVoltage - 3.0) / 1.2)) * 1000) / 10
 }
 
 function profileFor(h: Pick<TrmnlHeaders, 'model' | 'width' | 'height'>): DisplayProfile {
   const known = h.model ? MODELS[h.model] : undefined
   if (known) return { ...known, fit: 'cover' }
-  const side = (v: number | undefined, d: number) => (v && v >= 16 && v <= 4096 ? v : d)
+  // Unknown boards: their own size, within what e-paper panels come in (every pixel is drawn on each setup screen).
+  const side = (v: number | undefined, d: number) => (v && v >= 16 && v <= 2048 ? v : d)
   return { width: side(h.width, 800), height: side(h.height, 480), palette: 'bw', fit: 'cover' }
 }
 
@@ -81,7 +92,6 @@ export type DisplayAnswer = {
   update_firmware: boolean
   firmware_url: string | null
   reset_firmware: boolean
-  special_function: string
   friendly_id?: string
 }
 
@@ -94,6 +104,8 @@ export function createTrmnlService(deps: {
   /** Seconds between polls the service asks for, and how late a device may be before it counts as offline. */
   refreshSeconds: number
   marginSeconds: number
+  /** How long a pending pairing stays open after each poll of its device. */
+  pairingSeconds: number
   clock: () => Date
   firmware: () => FirmwareService | undefined
   reported: (deviceId: string, report: { configVersion?: number; shownImageId?: string | null }) => Promise<unknown>
@@ -101,17 +113,21 @@ export function createTrmnlService(deps: {
   onPresence?: (change: PresenceChange) => void
 }) {
   const { db } = deps
+  // Its own key, derived: a link's signature says nothing about AUTH_SECRET's other uses.
+  const linkKey = Buffer.from(hkdfSync('sha256', deps.secret, 'dps-trmnl', 'trmnl link signing', 32))
+  // Screens are drawn once per device and kind (a device fetches its setup screen at every boot).
+  const screens = new Map<string, Buffer>()
 
   /** A link to one of the service's own files for a device, signed for an hour. */
   function signedUrl(path: string): string {
     const exp = Math.floor(deps.clock().getTime() / 1000) + 3600
-    const sig = createHmac('sha256', deps.secret).update(`${path}|${exp}`).digest('base64url')
+    const sig = createHmac('sha256', linkKey).update(`${path}|${exp}`).digest('base64url')
     return `${deps.baseUrl}${path}?exp=${exp}&sig=${sig}`
   }
 
   function checkSignature(path: string, exp: number, sig: string): boolean {
     if (!Number.isSafeInteger(exp) || exp * 1000 < deps.clock().getTime()) return false
-    const want = createHmac('sha256', deps.secret).update(`${path}|${exp}`).digest()
+    const want = createHmac('sha256', linkKey).update(`${path}|${exp}`).digest()
     const got = Buffer.from(sig, 'base64url')
     return got.length === want.length && timingSafeEqual(got, want)
   }
@@ -143,11 +159,11 @@ export function createTrmnlService(deps: {
     }
   }
 
-  /** The device an access token belongs to (and the MAC it was issued to); undefined when unknown. */
+  /** The device an access token belongs to, sent with the MAC it was issued to; undefined when unknown. */
   async function authenticate(h: TrmnlHeaders): Promise<TrmnlRow | undefined> {
-    if (!h.accessToken) return undefined
+    if (!h.accessToken || !h.id) return undefined
     const row = await findByApiKeyHash(db, sha256(h.accessToken))
-    if (!row || (h.id && h.id.toUpperCase() !== row.mac)) return undefined
+    if (!row || h.id.toUpperCase() !== row.mac) return undefined
     return row
   }
 
@@ -159,7 +175,6 @@ export function createTrmnlService(deps: {
     update_firmware: false,
     firmware_url: null,
     reset_firmware: false,
-    special_function: 'none',
     friendly_id: row.friendlyId,
   })
 
@@ -171,7 +186,6 @@ export function createTrmnlService(deps: {
     update_firmware: false,
     firmware_url: null,
     reset_firmware: true,
-    special_function: 'none',
   })
 
   /**
@@ -192,16 +206,26 @@ export function createTrmnlService(deps: {
     const now = deps.clock()
     let refresh = deps.refreshSeconds
     const init = await findDeviceInit(db, row.deviceId)
-    // Expired, denied or disconnected: the firmware forgets its token and calls /api/setup again.
-    if (!init || ['expired', 'denied', 'disconnected'].includes(init.status)) return reset(refresh)
-    if (init.status === 'pending') return waiting(row, refresh)
+    // Not claimed yet: open for as long as the device keeps asking.
+    if (init && (init.status === 'pending' || init.status === 'expired')) {
+      // Wall-clock time, as the pairing flow's own expiry checks use.
+      const open = await keepPairingOpen(db, row.deviceId, new Date(Date.now() + deps.pairingSeconds * 1000))
+      if (open) return waiting(row, refresh)
+    }
+    // Deleted, disconnected or denied (the firmware then forgets its token and Wi-Fi and calls /api/setup again).
+    if (!init || (init.status !== 'approved' && init.status !== 'active')) return reset(refresh)
     let dev = await findDevice(db, row.deviceId)
     if (!dev) return reset(refresh)
     if (init.status === 'approved') {
       // The same owner paired a device with this MAC before: that device takes the new token,
       // its history kept, and the pairing just made goes. Another owner gets a device of its own.
       const earlier = (await earlierDevicesOf(db, row.mac, row.deviceId, dev.userId))[0]
-      if (earlier) return display(await repair(row, earlier.deviceId, now), h)
+      if (earlier && (await mayFold(dev, earlier.deviceId))) {
+        const moved = await repair(row, earlier.deviceId, now)
+        // Folded by this poll or a concurrent one: the token now belongs to the earlier device.
+        const current = moved ?? (await findByApiKeyHash(db, row.apiKeyHash))
+        if (current && current.deviceId !== row.deviceId) return display(current, h)
+      }
       // First poll after the claim: the token becomes the device's secret (its logs and firmware links take it too).
       if (await transitionDeviceInit(db, row.deviceId, ['approved'], 'active', { credentialsIssuedAt: now })) {
         dev = (await setDeviceSecret(db, row.deviceId, row.apiKeyHash)) ?? dev
@@ -216,7 +240,7 @@ export function createTrmnlService(deps: {
     } else if (!dev.secretHash) return reset(refresh)
     refresh = await refreshFor(dev.id, now)
 
-    const battery = h.batteryVoltage !== undefined ? batteryPercent(h.batteryVoltage) : undefined
+    const battery = batteryPercent(h)
     const firmware = h.fwVersion ?? row.firmware ?? undefined
     await applyDeviceReport(db, dev.id, {
       ...(battery !== undefined ? { battery } : {}),
@@ -225,7 +249,11 @@ export function createTrmnlService(deps: {
       configVersion: dev.desiredConfigVersion,
       reportedAt: now.toISOString(),
     })
-    await deps.status(dev.id, { battery, interval: h.refreshRate, firmware })
+    await deps.status(dev.id, { battery, interval: refresh, firmware })
+    // The next poll is due after the refresh it is answered now (the header says the last one): a
+    // frame asleep for the night is not overdue. Written before it is marked online, so a sweep in
+    // between cannot find it late.
+    await recordPoll(db, dev.id, { lastPolledAt: now, nextPollAt: new Date(now.getTime() + refresh * 1000) })
     const online = await markOnline(db, dev.id, now, { transport: 'http', remoteAddress: null })
     if (online) deps.onPresence?.({ deviceId: dev.id, deviceName: dev.name, userId: dev.userId, online: true, at: now })
 
@@ -235,7 +263,7 @@ export function createTrmnlService(deps: {
     const format = mainVariant(dev.display)
     const variant = imageId ? await findVariant(db, imageId, format) : undefined
     if (imageId && variant) {
-      image_url = signedUrl(`/api/trmnl/images/${imageId}/${format}`)
+      image_url = signedUrl(`/api/trmnl/images/${dev.id}/${imageId}/${format}`)
       // The firmware skips the download when the name is the one it shows: the name changes with the bytes.
       filename = `${imageId}-${variant.sha256.slice(0, 12)}`
     } else {
@@ -243,25 +271,20 @@ export function createTrmnlService(deps: {
       filename = 'paired'
     }
 
-    let special = 'none'
+    // TRMNL's firmware takes no remote action from /api/display (its special_function is what a
+    // double press of its button does): a command is answered, as failed, rather than left waiting.
     const cmd = await nextCommand(db, dev.id)
-    if (cmd) {
-      const mapped = cmd.command === 'identify' ? 'identify' : cmd.command === 'sleep' ? 'sleep' : null
-      await ackCommand(
-        db,
-        dev.id,
-        cmd.id,
-        mapped ? { ok: true, delivered: 'special_function' } : { ok: false, error: `${cmd.command} is not available over HTTP polling` },
-      )
-      if (mapped) special = mapped
-    }
+    if (cmd)
+      await ackCommand(db, dev.id, cmd.id, {
+        ok: false,
+        error: `${cmd.command} is not available on TRMNL firmware (it polls, and takes no remote actions)`,
+      })
 
     const offer = await deps
       .firmware()
       ?.currentOffer(dev.id)
       .catch(() => null)
     await recordPoll(db, dev.id, {
-      lastPolledAt: now,
       refreshRate: h.refreshRate ?? row.refreshRate,
       rssi: h.rssi ?? row.rssi,
       batteryVoltage: h.batteryVoltage ?? row.batteryVoltage,
@@ -276,18 +299,32 @@ export function createTrmnlService(deps: {
       update_firmware: Boolean(offer && offer.version !== null),
       firmware_url: offer && offer.version !== null ? offer.url : null,
       reset_firmware: false,
-      special_function: special,
     }
   }
 
+  /**
+   * Whether a new pairing may take the place of the earlier device with the same MAC: the claimer
+   * manages it today, it belongs to the same organization (or none), and it was not disconnected
+   * (a disconnected device comes back only by being paired as a new one).
+   */
+  async function mayFold(fresh: { userId: string; organizationId: string | null }, earlierId: string): Promise<boolean> {
+    const earlier = await findDevice(db, earlierId)
+    if (!earlier?.secretHash || earlier.organizationId !== fresh.organizationId) return false
+    return requireAccess(db, earlier, fresh.userId, 'manage').then(
+      () => true,
+      () => false,
+    )
+  }
+
   /** Moves a new pairing's token onto the earlier device of the same MAC and owner; answers its row. */
-  async function repair(fresh: TrmnlRow, earlierId: string, now: Date): Promise<TrmnlRow> {
+  async function repair(fresh: TrmnlRow, earlierId: string, now: Date): Promise<TrmnlRow | undefined> {
     return db.transaction(async (tx) => {
       const moved = await moveCredentials(tx, fresh, earlierId)
+      if (!moved) return undefined
       await deleteDeviceEvents(tx, fresh.deviceId)
       await deleteDeviceRows(tx, fresh.deviceId)
       const dev = await setDeviceSecret(tx, earlierId, fresh.apiKeyHash)
-      await transitionDeviceInit(tx, earlierId, ['approved', 'active', 'disconnected'], 'active', { credentialsIssuedAt: now })
+      await transitionDeviceInit(tx, earlierId, ['approved', 'active'], 'active', { credentialsIssuedAt: now })
       await insertEvent(tx, {
         type: 'device.credentials_issued',
         deviceId: earlierId,
@@ -299,15 +336,15 @@ export function createTrmnlService(deps: {
     })
   }
 
-  /** An image the device was given: its bytes, and the device now shows it (synced once it asks for the file it was given). */
-  async function imageFile(imageId: string, format: string, row?: TrmnlRow) {
+  /** An image a device was given: its bytes; `shown` marks that the device now shows it (synced once it fetched the file it was given). */
+  async function imageFile(deviceId: string, imageId: string, format: string, shown: boolean) {
     const variant = await findVariant(db, imageId, format)
     if (!variant) return undefined
     const obj = await deps.storage.get(variant.key)
     if (!obj) return undefined
-    if (row) {
-      await recordPoll(db, row.deviceId, { shownImageId: imageId })
-      const dev = await findDevice(db, row.deviceId)
+    if (shown) {
+      await recordPoll(db, deviceId, { shownImageId: imageId })
+      const dev = await findDevice(db, deviceId)
       if (dev) {
         const battery = dev.reported.battery
         await applyDeviceReport(db, dev.id, {
@@ -325,10 +362,18 @@ export function createTrmnlService(deps: {
   async function screen(kind: 'setup' | 'paired', deviceId: string) {
     const init = await findDeviceInit(db, deviceId)
     if (!init) return undefined
+    const dev = kind === 'paired' ? await findDevice(db, deviceId) : undefined
+    if (kind === 'paired' && !dev) return undefined
+    const key = `${kind}|${deviceId}|${dev?.name ?? init.pinCode}`
+    const cached = screens.get(key)
+    if (cached) return cached
     const profile = { ...init.display, fit: 'cover' as const }
-    if (kind === 'setup') return setupScreen(profile, init.pinCode, `${deps.baseUrl}/pair?code=${encodeURIComponent(init.pinCode)}`)
-    const dev = await findDevice(db, deviceId)
-    return dev ? pairedScreen(dev.display, dev.name) : undefined
+    const body = dev
+      ? await pairedScreen(dev.display, dev.name)
+      : await setupScreen(profile, init.pinCode, `${deps.baseUrl}/pair?code=${encodeURIComponent(init.pinCode)}`)
+    if (screens.size >= 200) screens.delete(screens.keys().next().value as string)
+    screens.set(key, body)
+    return body
   }
 
   /** Polling devices that stopped polling: offline, with the same event and notification as an MQTT device. */
@@ -336,15 +381,17 @@ export function createTrmnlService(deps: {
     const now = deps.clock()
     // A day after a pairing nobody claimed, its token goes too (a setup per boot would pile them up).
     await pruneAbandoned(db, new Date(now.getTime() - 86_400_000))
-    const gone = await markOverdue(db, now, deps.marginSeconds, deps.refreshSeconds)
+    const gone = await markOverdue(db, now, deps.marginSeconds)
     for (const d of gone)
       deps.onPresence?.({ deviceId: d.id, deviceName: d.name, userId: d.userId, online: false, reason: 'poll_overdue', at: now })
     return gone.length
   }
 
   const desiredImage = async (deviceId: string) => (await findDevice(db, deviceId))?.desiredImageId ?? null
+  /** Whether the pairing was claimed: there is a device to keep logs for. */
+  const claimed = async (deviceId: string) => Boolean(await findDevice(db, deviceId))
 
-  return { setup, authenticate, display, imageFile, screen, sweep, checkSignature, desiredImage }
+  return { setup, authenticate, display, imageFile, screen, sweep, checkSignature, desiredImage, claimed }
 }
 
 export type TrmnlService = ReturnType<typeof createTrmnlService>

@@ -25,11 +25,13 @@ export const trmnlDevice = pgTable(
     lastFilename: text('last_filename'),
     shownImageId: text('shown_image_id'),
     lastPolledAt: ts('last_polled_at'),
+    /** When the next poll is due: now plus the refresh_rate it was answered (a sleep window makes it long). */
+    nextPollAt: ts('next_poll_at'),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
   (t) => [
     uniqueIndex('trmnl_device_api_key_uq').on(t.apiKeyHash),
     index('trmnl_device_mac_idx').on(t.mac),
-    index('trmnl_device_polled_idx').on(t.lastPolledAt),
+    index('trmnl_device_next_poll_idx').on(t.nextPollAt),
   ],
 )

@@ -42,6 +42,7 @@ t.test('checkBmp refuses what the firmware would not draw', async (t) => {
   good.writeInt32LE(480, 22)
   good.writeUInt16LE(1, 26)
   good.writeUInt16LE(1, 28)
+  good.writeUInt32LE(48_000, 34)
   good.writeUInt32LE(2, 46)
   good.writeUInt32LE(0xffffff, 58)
   t.same(checkBmp(good), { width: 800, height: 480 })
@@ -53,6 +54,9 @@ t.test('checkBmp refuses what the firmware would not draw', async (t) => {
   inverted.writeUInt32LE(0, 58)
   t.throws(() => checkBmp(inverted), /palette/)
   t.throws(() => checkBmp(good.subarray(0, good.length - 1)), /size/)
+  const noDataSize = Buffer.from(good)
+  noDataSize.writeUInt32LE(0, 34)
+  t.throws(() => checkBmp(noDataSize), /image data size/)
 })
 
 t.test('an MQTT frame and a TRMNL device on one account show the same playlist', async (t) => {

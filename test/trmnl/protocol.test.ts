@@ -5,7 +5,7 @@
 import { eq } from 'drizzle-orm'
 import sharp from 'sharp'
 import t, { type Test } from 'tap'
-import { deviceInit } from '../../src/devices/tables.js'
+import { deviceCommand, deviceInit } from '../../src/devices/tables.js'
 import { trmnlDevice } from '../../src/trmnl/tables.js'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
@@ -52,6 +52,7 @@ function checkBmp(t: Test, bmp: Buffer, width: number, height: number) {
   t.equal(bmp.readUInt16LE(26), 1, 'one plane')
   t.equal(bmp.readUInt16LE(28), 1, '1 bit per pixel')
   t.equal(bmp.readUInt32LE(30), 0, 'no compression')
+  t.equal(bmp.readUInt32LE(34), stride * height, 'the image data size the firmware checks')
   t.equal(bmp.readUInt32LE(46), 2, 'two palette entries')
   t.same([...bmp.subarray(54, 62)], [0, 0, 0, 0, 255, 255, 255, 0], 'palette: black, then white')
 }
@@ -92,7 +93,8 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
 
   const first = await get(svc, '/api/display', displayHeaders(key))
   t.equal(first.status, 200)
-  // parse_response_api_display.cpp: status, image_url, filename, refresh_rate, update_firmware, firmware_url, reset_firmware, special_function.
+  // parse_response_api_display.cpp: status, image_url, filename, refresh_rate, update_firmware, firmware_url, reset_firmware.
+  // special_function is left out: it sets what the frame's button does, the owner's choice on the device.
   t.match(first.body, {
     status: 0,
     image_url: /^http/,
@@ -101,9 +103,9 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
     update_firmware: false,
     firmware_url: null,
     reset_firmware: false,
-    special_function: 'none',
   })
   t.type(first.body.refresh_rate, 'number')
+  t.notOk('special_function' in first.body)
   const dev = (await jsonCall(svc.url, `/api/device/${deviceId}`, { token: owner })).body
   t.match(dev, { isActive: true, name: 'Hall TRMNL', status: { battery: 75, firmware: '1.5.2' }, display: { width: 800, height: 480 } })
 
@@ -150,16 +152,24 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   await eventually(async () => (await jsonCall(svc.url, `/api/device/${deviceId}`, { token: owner })).body.isSynced)
   t.pass('in sync once the device fetched the file it was given')
   // The device's own headers fetch it too, but nothing it was not given.
-  const byHeaders = await fetch(`${svc.url}/api/trmnl/images/${imageId}/bmp1`, { headers: displayHeaders(key) })
+  const byHeaders = await fetch(`${svc.url}/api/trmnl/images/${deviceId}/${imageId}/bmp1`, { headers: displayHeaders(key) })
   t.equal(byHeaders.status, 200)
-  const other = await fetch(`${svc.url}/api/trmnl/images/${crypto.randomUUID()}/bmp1`, { headers: displayHeaders(key) })
+  const other = await fetch(`${svc.url}/api/trmnl/images/${deviceId}/${crypto.randomUUID()}/bmp1`, { headers: displayHeaders(key) })
   t.equal(other.status, 401)
-  t.equal((await fetch(`${svc.url}/api/trmnl/images/${imageId}/bmp1?exp=9999999999&sig=forged`)).status, 401)
+  const elsewhere = await fetch(`${svc.url}/api/trmnl/images/${crypto.randomUUID()}/${imageId}/bmp1`, { headers: displayHeaders(key) })
+  t.equal(elsewhere.status, 401, "the headers of one device fetch nothing in another device's name")
+  t.equal((await fetch(`${svc.url}/api/trmnl/images/${deviceId}/${imageId}/bmp1?exp=9999999999&sig=forged`)).status, 401)
+  const signedPath = new URL(shows.body.image_url)
+  const moved = `${svc.url}/api/trmnl/images/${crypto.randomUUID()}/${imageId}/bmp1${signedPath.search}`
+  t.equal((await fetch(moved)).status, 401, 'a signature is for its own path only')
 
-  // Commands become special functions.
-  await jsonCall(svc.url, `/api/device/${deviceId}/command`, { token: owner, body: { command: 'identify' } })
-  t.equal((await get(svc, '/api/display', displayHeaders(key))).body.special_function, 'identify')
-  t.equal((await get(svc, '/api/display', displayHeaders(key))).body.special_function, 'none', 'once')
+  // The firmware takes no remote actions: a command is answered, as failed and saying why, not left waiting.
+  const cmd = await jsonCall(svc.url, `/api/device/${deviceId}/command`, { token: owner, body: { command: 'identify' } })
+  await get(svc, '/api/display', displayHeaders(key))
+  const cmds = (await jsonCall(svc.url, `/api/device/${deviceId}/events?limit=50`, { token: owner })).body.events as Array<{ type: string }>
+  t.ok(cmds.length > 0)
+  const [stored] = await svc.app.database.db.select().from(deviceCommand).where(eq(deviceCommand.id, cmd.body.commandId))
+  t.match(stored, { status: 'failed', result: { ok: false, error: /not available on TRMNL firmware/ } })
 
   // Logs go to the device's log store.
   const logged = await fetch(`${svc.url}/api/log`, {
@@ -253,15 +263,111 @@ t.test('a pairing nobody claimed is forgotten a day after it ended', async (t) =
   t.equal((await get(svc, '/api/display', displayHeaders(s.api_key))).body.status, 202, 'pending: kept')
   const [init] = await db.select().from(deviceInit)
   await db.update(deviceInit).set({ status: 'expired' }).where(eq(deviceInit.id, init!.id))
-  t.match(
-    (await get(svc, '/api/display', displayHeaders(s.api_key))).body,
-    { reset_firmware: true },
-    'expired: the firmware is told to pair again',
-  )
+  // Expired while the device still polls: reopened (a reset would make the firmware wipe its Wi-Fi).
+  const reopened = await get(svc, '/api/display', displayHeaders(s.api_key))
+  t.match(reopened.body, { status: 202, reset_firmware: false }, 'expired but still asking: open again')
+  t.match((await db.select().from(deviceInit))[0], { status: 'pending' })
+  // The device stopped asking: expired a day ago.
+  await db
+    .update(deviceInit)
+    .set({ status: 'expired', expiresAt: new Date(Date.now() - 3_600_000) })
+    .where(eq(deviceInit.id, init!.id))
   await svc.app.trmnl!.sweep()
   t.equal((await db.select().from(trmnlDevice)).length, 1, 'not within the day')
-  await db.update(trmnlDevice).set({ createdAt: new Date(Date.now() - 2 * 86_400_000) })
+  await db
+    .update(deviceInit)
+    .set({ expiresAt: new Date(Date.now() - 2 * 86_400_000) })
+    .where(eq(deviceInit.id, init!.id))
   await svc.app.trmnl!.sweep()
   t.equal((await db.select().from(trmnlDevice)).length, 0, 'then its row goes')
   t.equal((await get(svc, '/api/display', displayHeaders(s.api_key))).status, 401)
 })
+
+t.test(
+  'no fold across organizations or into a disconnected device; logs before the claim; battery from the right header; asleep is not offline',
+  async (t) => {
+    now = Date.parse('2026-06-01T12:00:00Z')
+    const svc = await startApp(t, {
+      clock,
+      env: { DEVICE_POLL_INTERVAL: '0', TRMNL_REFRESH_SECONDS: '600', TRMNL_OFFLINE_MARGIN_SECONDS: '60' },
+    })
+    const { token: owner } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl-org'))
+    const org = await jsonCall(svc.url, '/api/auth/organization/create', {
+      token: owner,
+      body: { name: 'Studio', slug: `studio-${Date.now()}` },
+    })
+    t.equal(org.status, 200, JSON.stringify(org.body))
+    const setup = async () => (await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.5.2', Model: 'og' })).body
+    const claim = async (pin: string, extra: Record<string, string> = {}) =>
+      (await jsonCall(svc.url, '/api/device/validate', { token: owner, body: { pinCode: pin, name: 'Frame', ...extra } })).body.device
+        .id as string
+
+    // Logs sent before anyone claimed the device: accepted and dropped (the firmware would resend a refusal forever).
+    const a = await setup()
+    const early = await fetch(`${svc.url}/api/log`, {
+      method: 'POST',
+      headers: displayHeaders(a.api_key),
+      body: '{"logs":[{"message":"boot","level":"info"}]}',
+    })
+    t.equal(early.status, 204)
+    const orgDevice = await claim(a.friendly_id, { organizationId: org.body.id })
+    await get(svc, '/api/display', displayHeaders(a.api_key, { 'Battery-Voltage': '0', 'Percent-Charged': '64' }))
+    t.match((await jsonCall(svc.url, `/api/device/${orgDevice}`, { token: owner })).body.status, { battery: 64 }, 'Percent-Charged wins')
+
+    // The same MAC claimed as a personal device: not folded into the organization's.
+    const b = await setup()
+    const personal = await claim(b.friendly_id)
+    t.equal((await get(svc, '/api/display', displayHeaders(b.api_key))).body.status, 0)
+    t.equal((await jsonCall(svc.url, `/api/device/${personal}`, { token: owner })).status, 200, 'a device of its own')
+    t.equal((await get(svc, '/api/display', displayHeaders(a.api_key))).body.status, 0, "the organization's frame keeps its token")
+
+    // A disconnected device is not brought back by a new pairing of its MAC.
+    await jsonCall(svc.url, '/api/device/disconnect', { token: owner, body: { deviceId: personal } })
+    t.match((await get(svc, '/api/display', displayHeaders(b.api_key))).body, { reset_firmware: true }, 'disconnected: told to reset')
+    const c = await setup()
+    const third = await claim(c.friendly_id)
+    t.equal((await get(svc, '/api/display', displayHeaders(c.api_key))).body.status, 0)
+    t.equal((await jsonCall(svc.url, `/api/device/${third}`, { token: owner })).status, 200, 'paired as a new device')
+    t.match((await jsonCall(svc.url, `/api/device/${personal}`, { token: owner })).body, { isActive: false })
+
+    // 0 V is a board on USB: no battery reading, not an empty battery.
+    await get(svc, '/api/display', displayHeaders(c.api_key, { 'Battery-Voltage': '0' }))
+    t.notOk('battery' in (await jsonCall(svc.url, `/api/device/${third}`, { token: owner })).body.status)
+
+    // Asleep by its day plan: asked to come back at the end of the window, and not offline meanwhile.
+    const key = await uploadKey(svc, owner)
+    const list = (
+      await jsonCall(svc.url, '/api/playlists', {
+        token: owner,
+        body: { name: 'P', mode: 'sequential', itemSeconds: 3600, items: [{ kind: 'upload', key }] },
+      })
+    ).body
+    const days = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
+    const put = await jsonCall(svc.url, `/api/device/${third}/schedule`, {
+      token: owner,
+      method: 'PUT',
+      body: {
+        timeZone: 'UTC',
+        rules: [{ playlistId: list.id, days, from: '00:00', to: '24:00' }],
+        sleep: [{ from: '11:00', to: '15:00' }],
+      },
+    })
+    t.equal(put.status, 200, JSON.stringify(put.body))
+    await svc.app.scheduler!.tick()
+    t.equal((await get(svc, '/api/display', displayHeaders(c.api_key))).body.refresh_rate, 3 * 3600, 'until 15:00')
+    now += (600 + 61) * 1000
+    t.equal(await svc.app.trmnl!.sweep(), 1, 'only the disconnected-then-silent ones go offline')
+    t.match((await jsonCall(svc.url, `/api/device/${third}`, { token: owner })).body, { isActive: true }, 'the sleeping frame stays online')
+  },
+)
+
+async function uploadKey(svc: TestApp, token: string): Promise<string> {
+  const png = await sharp({ create: { width: 80, height: 60, channels: 3, background: '#888' } })
+    .png()
+    .toBuffer()
+  const form = new FormData()
+  form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'p.png')
+  return (
+    await (await fetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })).json()
+  ).key
+}
