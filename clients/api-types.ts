@@ -3704,6 +3704,9 @@ export interface paths {
                     "battery-voltage"?: string;
                     "percent-charged"?: string;
                     rssi?: string;
+                    "x-public-key"?: string;
+                    "x-signature"?: string;
+                    "x-timestamp"?: string;
                 };
                 path?: never;
                 cookie?: never;
@@ -3718,6 +3721,11 @@ export interface paths {
                     content: {
                         "application/json": {
                             status: number;
+                            /**
+                             * @description firmware with a device identity signs its requests from now on
+                             * @enum {string}
+                             */
+                            auth_mode: "ed25519";
                             api_key: string;
                             friendly_id: string;
                             image_url: string;
@@ -3726,6 +3734,46 @@ export interface paths {
                     };
                 };
                 400: components["responses"]["BadRequest"];
+                429: components["responses"]["TooManyRequests"];
+                500: components["responses"]["InternalServerError"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/time": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The service’s time, which a TRMNL device signs its requests with */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            timestamp_ms: number;
+                        };
+                    };
+                };
                 429: components["responses"]["TooManyRequests"];
                 500: components["responses"]["InternalServerError"];
             };
@@ -3764,6 +3812,9 @@ export interface paths {
                     "battery-voltage"?: string;
                     "percent-charged"?: string;
                     rssi?: string;
+                    "x-public-key"?: string;
+                    "x-signature"?: string;
+                    "x-timestamp"?: string;
                 };
                 path?: never;
                 cookie?: never;
@@ -3831,6 +3882,9 @@ export interface paths {
                     "battery-voltage"?: string;
                     "percent-charged"?: string;
                     rssi?: string;
+                    "x-public-key"?: string;
+                    "x-signature"?: string;
+                    "x-timestamp"?: string;
                 };
                 path?: never;
                 cookie?: never;

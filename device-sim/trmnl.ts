@@ -3,7 +3,7 @@
 // headers, downloading the image only when `filename` changes (with the same ID and Access-Token
 // headers), checking the 1-bit BMP byte for byte before "showing" it, and POST /api/log. For
 // developers without the hardware (`npm run sim -- --protocol trmnl`) and for tests.
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
@@ -24,9 +24,11 @@ export type TrmnlSimOptions = {
   outDir?: string
   /** Never wait longer than this between polls (tests; the firmware waits refresh_rate). */
   maxSleepMs?: number
+  /** Sign requests with an Ed25519 device key when the service asks (auth_mode), as current firmware does; default true. */
+  identity?: boolean
 }
 
-type TrmnlState = { mac: string; apiKey?: string; friendlyId?: string; filename?: string; image?: string }
+type TrmnlState = { mac: string; apiKey?: string; friendlyId?: string; filename?: string; image?: string; identityKey?: string }
 
 export type TrmnlSimEvents = {
   pairing: [{ friendlyId: string; imageUrl: string }]
@@ -119,6 +121,24 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
     }
   }
 
+  /**
+   * X-Public-Key, X-Signature and X-Timestamp (auth_signature.cpp): the service's time from
+   * /api/time, signed with the 32-byte key after it. Nothing when that fails, like the firmware.
+   */
+  private async identityHeaders(): Promise<Record<string, string>> {
+    if (!this.state?.identityKey) return {}
+    const time = await this.json('/api/time').catch(() => undefined)
+    const ms = Number(time?.body.timestamp_ms)
+    if (!time || time.status !== 200 || !ms) return {}
+    const key = createPrivateKey(this.state.identityKey)
+    const spki = createPublicKey(key).export({ format: 'der', type: 'spki' })
+    const pub = spki.subarray(spki.length - 32)
+    const message = Buffer.alloc(40)
+    message.writeBigUInt64BE(BigInt(ms), 0)
+    pub.copy(message, 8)
+    return { 'X-Public-Key': pub.toString('hex'), 'X-Signature': sign(null, message, key).toString('hex'), 'X-Timestamp': String(ms) }
+  }
+
   private async json(path: string, init: RequestInit = {}) {
     const res = await fetch(`${this.opts.server.replace(/\/+$/, '')}${path}`, { ...init, signal: AbortSignal.timeout(30_000) })
     const body = (await res.json().catch(() => ({}))) as Record<string, unknown>
@@ -170,6 +190,9 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
     const { status, body } = await this.json('/api/setup', { headers: this.headers() })
     if (status !== 200 || body.status !== 200) throw new Error(`/api/setup answered ${status}`)
     this.state = { mac: this.state!.mac, apiKey: String(body.api_key), friendlyId: String(body.friendly_id) }
+    // A device key made after setup, as the firmware does when the service answers auth_mode ed25519.
+    if (body.auth_mode === 'ed25519' && this.opts.identity !== false)
+      this.state.identityKey = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
     await this.save()
     this.emit('pairing', { friendlyId: this.state.friendlyId!, imageUrl: String(body.image_url) })
     if (this.opts.claimToken) await this.api.claim(this.opts.claimToken, this.state.friendlyId!, this.opts.name)
@@ -178,7 +201,10 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
   /** One GET /api/display and what follows from it; answers the wait until the next one. */
   private async poll(): Promise<number> {
     // The firmware sends the refresh it was last told (its stored setting).
-    const { status, body } = await this.json('/api/display', { headers: this.headers({ 'Refresh-Rate': String(this.lastRefresh) }) })
+    const signed = await this.identityHeaders()
+    const { status, body } = await this.json('/api/display', {
+      headers: this.headers({ 'Refresh-Rate': String(this.lastRefresh), ...signed }),
+    })
     // Like the firmware: anything but 200 is an error screen and another try later, never a new pairing.
     if (status !== 200) throw new Error(`/api/display answered ${status}`)
     const refreshRate = Number(body.refresh_rate) || 900
@@ -218,7 +244,7 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
   async sendLog(message: string, level = 'info'): Promise<number> {
     const { status } = await this.json('/api/log', {
       method: 'POST',
-      headers: { ...this.headers(), 'content-type': 'application/json' },
+      headers: { ...this.headers(await this.identityHeaders()), 'content-type': 'application/json' },
       body: JSON.stringify({ logs: [{ id: Date.now(), message, level, created_at: Math.floor(Date.now() / 1000) }] }),
     })
     return status

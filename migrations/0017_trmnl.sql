@@ -10,6 +10,8 @@ CREATE TABLE "trmnl_device" (
 	"battery_voltage" real,
 	"last_filename" text,
 	"shown_image_id" text,
+	"public_key" text,
+	"last_signed_at" bigint,
 	"last_polled_at" timestamp (3) with time zone,
 	"next_poll_at" timestamp (3) with time zone,
 	"created_at" timestamp (3) with time zone DEFAULT now() NOT NULL

@@ -40,14 +40,18 @@ export function signManifest(key: KeyObject, manifest: Buffer): string {
 
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex')
 
-/** Checks a signature against the raw base64 public key, as a device would. */
-export function verifyManifest(publicKey: string, manifest: Buffer, signature: string): boolean {
+/** Checks an Ed25519 signature of `message` against a raw 32-byte public key. */
+export function verifyEd25519(rawKey: Buffer, message: Buffer, signature: Buffer): boolean {
   try {
-    const raw = Buffer.from(publicKey, 'base64')
-    if (raw.length !== 32) return false
-    const key = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, raw]), format: 'der', type: 'spki' })
-    return verify(null, manifest, key, Buffer.from(signature, 'base64'))
+    if (rawKey.length !== 32 || signature.length !== 64) return false
+    const key = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, rawKey]), format: 'der', type: 'spki' })
+    return verify(null, message, key, signature)
   } catch {
     return false
   }
+}
+
+/** Checks a signature against the raw base64 public key, as a device would. */
+export function verifyManifest(publicKey: string, manifest: Buffer, signature: string): boolean {
+  return verifyEd25519(Buffer.from(publicKey, 'base64'), manifest, Buffer.from(signature, 'base64'))
 }

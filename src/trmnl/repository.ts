@@ -113,6 +113,9 @@ export async function moveCredentials(db: Executor, from: TrmnlRow, toDeviceId: 
       friendlyId: from.friendlyId,
       model: from.model,
       firmware: from.firmware,
+      // A reset frame makes a new device key: the new pairing's binding (or none yet) is the one that counts.
+      publicKey: from.publicKey,
+      lastSignedAt: from.lastSignedAt,
       shownImageId: null,
       lastFilename: null,
     })
@@ -154,4 +157,25 @@ export async function pruneAbandoned(db: Executor, before: Date): Promise<number
     )
     .returning({ deviceId: trmnlDevice.deviceId })
   return rows.length
+}
+
+/**
+ * Accepts a signed request: binds the key when the device has none yet, and moves the newest
+ * accepted timestamp on. Undefined when the device holds another key, or the timestamp is not
+ * newer than one already accepted (a replay), decided in one statement so concurrent requests
+ * cannot both pass.
+ */
+export async function acceptSignature(db: Executor, deviceId: string, publicKey: string, at: number) {
+  const [row] = await db
+    .update(trmnlDevice)
+    .set({ publicKey: sql`coalesce(${trmnlDevice.publicKey}, ${publicKey})`, lastSignedAt: at })
+    .where(
+      and(
+        eq(trmnlDevice.deviceId, deviceId),
+        sql`(${trmnlDevice.publicKey} is null or ${trmnlDevice.publicKey} = ${publicKey})`,
+        sql`(${trmnlDevice.lastSignedAt} is null or ${trmnlDevice.lastSignedAt} < ${at})`,
+      ),
+    )
+    .returning({ deviceId: trmnlDevice.deviceId })
+  return row
 }

@@ -34,6 +34,9 @@ const deviceHeaders = Type.Object(
     'battery-voltage': Type.Optional(Type.String({ maxLength: 10 })),
     'percent-charged': Type.Optional(Type.String({ maxLength: 10 })),
     rssi: Type.Optional(Type.String({ maxLength: 10 })),
+    'x-public-key': Type.Optional(Type.String({ maxLength: 64 })),
+    'x-signature': Type.Optional(Type.String({ maxLength: 128 })),
+    'x-timestamp': Type.Optional(Type.String({ maxLength: 16 })),
   },
   { additionalProperties: true },
 )
@@ -69,6 +72,9 @@ function headersOf(req: FastifyRequest): TrmnlHeaders {
     batteryVoltage: number(h['battery-voltage'], 0, 10),
     percentCharged: number(h['percent-charged'], 0, 100),
     rssi: number(h.rssi, -200, 0),
+    publicKey: str(h['x-public-key']),
+    signature: str(h['x-signature']),
+    timestamp: number(h['x-timestamp'], 0, Number.MAX_SAFE_INTEGER),
   }
 }
 
@@ -76,8 +82,11 @@ export async function trmnlRoutes(app: FastifyInstance, opts: { trmnl: TrmnlServ
   const { trmnl, logs } = opts
 
   async function device(req: FastifyRequest) {
-    const row = await trmnl.authenticate(headersOf(req))
+    const h = headersOf(req)
+    const row = await trmnl.authenticate(h)
     if (!row) throw appError('UNAUTHORIZED', 'Unknown device: the ID and Access-Token headers do not match a device; call /api/setup')
+    const refused = await trmnl.checkIdentity(row, h)
+    if (refused) throw appError('UNAUTHORIZED', refused)
     return row
   }
 
@@ -94,6 +103,7 @@ export async function trmnlRoutes(app: FastifyInstance, opts: { trmnl: TrmnlServ
         response: {
           200: Type.Object({
             status: Type.Integer(),
+            auth_mode: Type.Literal('ed25519', { description: 'firmware with a device identity signs its requests from now on' }),
             api_key: Type.String(),
             friendly_id: Type.String(),
             image_url: Type.String(),
@@ -108,6 +118,19 @@ export async function trmnlRoutes(app: FastifyInstance, opts: { trmnl: TrmnlServ
       if (!h.id || !MAC.test(h.id)) throw appError('VALIDATION_ERROR', 'The ID header must be the device’s MAC address (AA:BB:CC:DD:EE:FF)')
       return trmnl.setup(h)
     },
+  )
+
+  app.get(
+    '/api/time',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        summary: 'The service’s time, which a TRMNL device signs its requests with',
+        response: { 200: Type.Object({ timestamp_ms: Type.Integer() }) },
+      },
+    },
+    async () => ({ timestamp_ms: Date.now() }),
   )
 
   app.get(

@@ -21,6 +21,7 @@ import type { FirmwareService } from '../firmware/service.js'
 import { mainVariant } from '../images/convert.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import type { PresenceChange } from '../mqtt/contract.js'
+import { verifyEd25519 } from '../firmware/signing.js'
 import { findSchedule } from '../schedules/repository.js'
 import { scheduleInfo } from '../schedules/wire.js'
 import type { ObjectStore } from '../storage/store.js'
@@ -32,6 +33,7 @@ import {
   markOnline,
   markOverdue,
   moveCredentials,
+  acceptSignature,
   keepPairingOpen,
   nextCommand,
   pruneAbandoned,
@@ -63,7 +65,14 @@ export type TrmnlHeaders = {
   /** Sent by boards that measure it themselves (TRMNL X). */
   percentCharged?: number
   rssi?: number
+  /** The firmware's Ed25519 identity: X-Public-Key (hex), X-Signature (hex), X-Timestamp (ms). */
+  publicKey?: string
+  signature?: string
+  timestamp?: number
 }
+
+/** How far a signed request's X-Timestamp may be from the service's time (it came from GET /api/time moments before). */
+const SIGNATURE_WINDOW_MS = 5 * 60_000
 
 /**
  * The battery level: Percent-Charged when the board says it, else its voltage on a LiPo cell
@@ -152,6 +161,8 @@ export function createTrmnlService(deps: {
     })
     return {
       status: 200,
+      // Firmware with a device identity signs its requests from now on (older firmware ignores this).
+      auth_mode: 'ed25519' as const,
       api_key: apiKey,
       friendly_id: init.pinCode,
       image_url: signedUrl(`/api/trmnl/screens/setup/${init.deviceId}`),
@@ -165,6 +176,32 @@ export function createTrmnlService(deps: {
     const row = await findByApiKeyHash(db, sha256(h.accessToken))
     if (!row || h.id.toUpperCase() !== row.mac) return undefined
     return row
+  }
+
+  /**
+   * The firmware's Ed25519 device identity (auth_signature.cpp: a signature over the 8-byte
+   * big-endian X-Timestamp followed by the 32-byte key). The first valid signed request binds the
+   * key to the device; from then on every /api/display and /api/log must carry a valid signature
+   * by it, with a timestamp near the service's time and newer than the last one accepted (the
+   * method, path and body are not signed, so a captured header set must not work twice).
+   * Answers why a request is refused, or null.
+   */
+  async function checkIdentity(row: TrmnlRow, h: TrmnlHeaders): Promise<string | null> {
+    if (h.publicKey === undefined && h.signature === undefined && h.timestamp === undefined)
+      return row.publicKey ? 'this device signs its requests: X-Public-Key, X-Signature and X-Timestamp are required' : null
+    const key = h.publicKey?.toLowerCase()
+    if (!key || !/^[0-9a-f]{64}$/.test(key) || !h.signature || !/^[0-9a-f]{128}$/i.test(h.signature) || h.timestamp === undefined)
+      return 'X-Public-Key (64 hex), X-Signature (128 hex) and X-Timestamp (ms) go together'
+    if (row.publicKey && row.publicKey !== key) return 'X-Public-Key is not the key this device is bound to'
+    // Wall-clock time, not the scheduler's clock: freshness against replay is about real time.
+    if (Math.abs(h.timestamp - Date.now()) > SIGNATURE_WINDOW_MS) return 'X-Timestamp is too far from the service’s time (GET /api/time)'
+    const message = Buffer.alloc(40)
+    message.writeBigUInt64BE(BigInt(h.timestamp), 0)
+    Buffer.from(key, 'hex').copy(message, 8)
+    if (!verifyEd25519(Buffer.from(key, 'hex'), message, Buffer.from(h.signature, 'hex'))) return 'X-Signature does not verify'
+    if (!(await acceptSignature(db, row.deviceId, key, h.timestamp)))
+      return 'this signed request was already used (X-Timestamp must increase)'
+    return null
   }
 
   const waiting = (row: TrmnlRow, refresh: number): DisplayAnswer => ({
@@ -391,7 +428,7 @@ export function createTrmnlService(deps: {
   /** Whether the pairing was claimed: there is a device to keep logs for. */
   const claimed = async (deviceId: string) => Boolean(await findDevice(db, deviceId))
 
-  return { setup, authenticate, display, imageFile, screen, sweep, checkSignature, desiredImage, claimed }
+  return { setup, authenticate, checkIdentity, display, imageFile, screen, sweep, checkSignature, desiredImage, claimed }
 }
 
 export type TrmnlService = ReturnType<typeof createTrmnlService>

@@ -1,4 +1,4 @@
-import { index, integer, pgTable, real, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import { bigint, index, integer, pgTable, real, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date', precision: 3 })
 
@@ -24,6 +24,10 @@ export const trmnlDevice = pgTable(
     /** The file name last answered, and the image the device last downloaded. */
     lastFilename: text('last_filename'),
     shownImageId: text('shown_image_id'),
+    /** The firmware's Ed25519 device key (raw, hex), bound at its first signed request; required from then on. */
+    publicKey: text('public_key'),
+    /** The newest X-Timestamp accepted (ms): a signed request is never accepted twice. */
+    lastSignedAt: bigint('last_signed_at', { mode: 'number' }),
     lastPolledAt: ts('last_polled_at'),
     /** When the next poll is due: now plus the refresh_rate it was answered (a sleep window makes it long). */
     nextPollAt: ts('next_poll_at'),

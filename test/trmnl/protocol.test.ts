@@ -2,6 +2,7 @@
 // every answer checked against what its parsers read (parse_response_api_setup.cpp,
 // parse_response_api_display.cpp): field names, types and status values. The BMP it downloads is
 // checked byte by byte.
+import { createPublicKey, generateKeyPairSync, type KeyObject, sign } from 'node:crypto'
 import { eq } from 'drizzle-orm'
 import sharp from 'sharp'
 import t, { type Test } from 'tap'
@@ -68,7 +69,7 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   const setup = await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.5.2', Model: 'og' })
   t.equal(setup.status, 200)
   // parse_response_api_setup.cpp reads status (int), api_key, friendly_id, image_url, filename (strings).
-  t.same(Object.keys(setup.body).sort(), ['api_key', 'filename', 'friendly_id', 'image_url', 'status'])
+  t.same(Object.keys(setup.body).sort(), ['api_key', 'auth_mode', 'filename', 'friendly_id', 'image_url', 'status'])
   t.equal(setup.body.status, 200)
   t.match(setup.body.api_key, /^[\w-]{32}$/)
   t.match(setup.body.friendly_id, /^[A-Z0-9]{4}-[A-Z0-9]{4}$/, 'friendly_id is the pairing code')
@@ -371,3 +372,53 @@ async function uploadKey(svc: TestApp, token: string): Promise<string> {
     await (await fetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })).json()
   ).key
 }
+
+t.test("the firmware's Ed25519 identity is bound at its first signed request and required from then on", async (t) => {
+  now = Date.parse('2026-06-01T12:00:00Z')
+  const svc = await startApp(t, { clock, env: { DEVICE_POLL_INTERVAL: '0' } })
+  const { token: owner } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl-ed'))
+  const s = (await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.7.0', Model: 'og' })).body
+  t.equal(s.auth_mode, 'ed25519', 'setup asks firmware with a device identity to sign')
+  await jsonCall(svc.url, '/api/device/validate', { token: owner, body: { pinCode: s.friendly_id, name: 'Signed' } })
+  const time = await get(svc, '/api/time', {})
+  t.ok(Math.abs(time.body.timestamp_ms - Date.now()) < 5000, "/api/time answers the service's time")
+  const at = Date.now()
+
+  const key = generateKeyPairSync('ed25519').privateKey
+  const other = generateKeyPairSync('ed25519').privateKey
+  /** What auth_signature.cpp sends: the 8-byte big-endian timestamp and the 32-byte key, signed. */
+  const signed = (k: KeyObject, ms: number, pubOf: KeyObject = k) => {
+    const spki = createPublicKey(pubOf).export({ format: 'der', type: 'spki' })
+    const pub = spki.subarray(spki.length - 32)
+    const message = Buffer.alloc(40)
+    message.writeBigUInt64BE(BigInt(ms), 0)
+    pub.copy(message, 8)
+    return { 'X-Public-Key': pub.toString('hex'), 'X-Signature': sign(null, message, k).toString('hex'), 'X-Timestamp': String(ms) }
+  }
+  const poll = (extra: Record<string, string>) => get(svc, '/api/display', displayHeaders(s.api_key, extra))
+
+  t.equal((await poll(signed(key, at))).body.status, 0, 'the first signed poll binds the key')
+  t.match(
+    await poll({}),
+    { status: 401, body: { code: 'UNAUTHORIZED', message: /signs its requests/ } },
+    'unsigned is refused from then on',
+  )
+  t.match(await poll(signed(key, at)), { status: 401, body: { message: /already used/ } }, 'a replayed header set is refused')
+  t.match(await poll(signed(other, at + 1)), { status: 401, body: { message: /not the key/ } }, 'another key is refused')
+  t.match(
+    await poll(signed(other, at + 2, key)),
+    { status: 401, body: { message: /does not verify/ } },
+    'a signature by another key is refused',
+  )
+  t.match(await poll(signed(key, at - 10 * 60_000)), { status: 401, body: { message: /too far/ } }, 'an old timestamp is refused')
+  t.match(await poll({ 'X-Public-Key': 'zz' }), { status: 401, body: { message: /go together/ } })
+  t.equal((await poll(signed(key, at + 3))).body.status, 0, 'a fresh signature by the bound key passes')
+  const log = await fetch(`${svc.url}/api/log`, { method: 'POST', headers: displayHeaders(s.api_key), body: '{"logs":[{"message":"x"}]}' })
+  t.equal(log.status, 401, '/api/log requires it too')
+  const logSigned = await fetch(`${svc.url}/api/log`, {
+    method: 'POST',
+    headers: displayHeaders(s.api_key, signed(key, at + 4)),
+    body: '{"logs":[{"message":"x"}]}',
+  })
+  t.equal(logSigned.status, 204)
+})
