@@ -3978,7 +3978,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A screen drawn for the device: its pairing code and QR link, or "paired" */
+        /** A screen drawn for the device: its pairing code and QR link, "paired", or its name (identify) */
         get: {
             parameters: {
                 query?: {
@@ -3987,7 +3987,7 @@ export interface paths {
                 };
                 header?: never;
                 path: {
-                    kind: "setup" | "paired";
+                    kind: "setup" | "paired" | "identify";
                     deviceId: string;
                 };
                 cookie?: never;

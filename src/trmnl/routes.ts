@@ -233,9 +233,9 @@ export async function trmnlRoutes(app: FastifyInstance, opts: { trmnl: TrmnlServ
       config: { auth: 'none' },
       schema: {
         tags,
-        summary: 'A screen drawn for the device: its pairing code and QR link, or "paired"',
+        summary: 'A screen drawn for the device: its pairing code and QR link, "paired", or its name (identify)',
         params: Type.Object({
-          kind: Type.Union([Type.Literal('setup'), Type.Literal('paired')]),
+          kind: Type.Union([Type.Literal('setup'), Type.Literal('paired'), Type.Literal('identify')]),
           deviceId: Type.String({ format: 'uuid' }),
         }),
         querystring: signed,
@@ -243,7 +243,7 @@ export async function trmnlRoutes(app: FastifyInstance, opts: { trmnl: TrmnlServ
       },
     },
     async (req, reply) => {
-      const { kind, deviceId } = req.params as { kind: 'setup' | 'paired'; deviceId: string }
+      const { kind, deviceId } = req.params as { kind: 'setup' | 'paired' | 'identify'; deviceId: string }
       await allowed(req, `/api/trmnl/screens/${kind}/${deviceId}`, async (own) => own === deviceId)
       const body = await trmnl.screen(kind, deviceId)
       if (!body) throw appError('DEVICE_NOT_FOUND')

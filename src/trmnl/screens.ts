@@ -57,3 +57,15 @@ export async function pairedScreen(profile: DisplayProfile, name: string): Promi
     ]),
   )
 }
+
+/** What identify shows: the frame's name, large, so its owner can tell which one it is. */
+export async function identifyScreen(profile: DisplayProfile, name: string): Promise<Buffer> {
+  const size = Math.round(profile.height / 6)
+  return bmp(
+    profile,
+    await svgScreen(profile, [
+      { text: 'This is', size: Math.round(size / 2) },
+      { text: name.slice(0, 30), size },
+    ]),
+  )
+}

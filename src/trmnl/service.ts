@@ -40,7 +40,7 @@ import {
   recordPoll,
   type TrmnlRow,
 } from './repository.js'
-import { pairedScreen, setupScreen } from './screens.js'
+import { identifyScreen, pairedScreen, setupScreen } from './screens.js'
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
 
@@ -308,14 +308,27 @@ export function createTrmnlService(deps: {
       filename = 'paired'
     }
 
-    // TRMNL's firmware takes no remote action from /api/display (its special_function is what a
-    // double press of its button does): a command is answered, as failed, rather than left waiting.
+    // A command waiting for the device is carried out the way polling firmware can: identify shows
+    // a screen naming the frame (its own file name, so it is drawn), refresh sends the image again
+    // under a new name, sleep answers a refresh_rate that long. The firmware takes no other remote
+    // action (its special_function is what a double press of its button does, the owner's setting).
     const cmd = await nextCommand(db, dev.id)
-    if (cmd)
-      await ackCommand(db, dev.id, cmd.id, {
-        ok: false,
-        error: `${cmd.command} is not available on TRMNL firmware (it polls, and takes no remote actions)`,
-      })
+    if (cmd) {
+      const tag = cmd.id.slice(0, 8)
+      let result: Record<string, unknown> = { ok: true, delivered: 'display' }
+      if (cmd.command === 'identify') {
+        image_url = signedUrl(`/api/trmnl/screens/identify/${dev.id}`)
+        filename = `identify-${tag}`
+      } else if (cmd.command === 'refresh') {
+        filename = `${filename}-r${tag}`
+      } else if (cmd.command === 'sleep' && Number.isInteger(cmd.args.seconds)) {
+        refresh = Math.max(1, Math.min(86_400, Number(cmd.args.seconds)))
+        result = { ...result, seconds: refresh }
+      } else {
+        result = { ok: false, error: `${cmd.command} is not available on TRMNL firmware (it polls, and restarts only by itself)` }
+      }
+      await ackCommand(db, dev.id, cmd.id, result)
+    }
 
     const offer = await deps
       .firmware()
@@ -327,6 +340,7 @@ export function createTrmnlService(deps: {
       batteryVoltage: h.batteryVoltage ?? row.batteryVoltage,
       firmware: firmware ?? null,
       lastFilename: filename,
+      nextPollAt: new Date(now.getTime() + refresh * 1000),
     })
     return {
       status: 0,
@@ -396,17 +410,19 @@ export function createTrmnlService(deps: {
     return { body: obj.body, contentType: variant.contentType }
   }
 
-  async function screen(kind: 'setup' | 'paired', deviceId: string) {
+  async function screen(kind: 'setup' | 'paired' | 'identify', deviceId: string) {
     const init = await findDeviceInit(db, deviceId)
     if (!init) return undefined
-    const dev = kind === 'paired' ? await findDevice(db, deviceId) : undefined
-    if (kind === 'paired' && !dev) return undefined
+    const dev = kind !== 'setup' ? await findDevice(db, deviceId) : undefined
+    if (kind !== 'setup' && !dev) return undefined
     const key = `${kind}|${deviceId}|${dev?.name ?? init.pinCode}`
     const cached = screens.get(key)
     if (cached) return cached
     const profile = { ...init.display, fit: 'cover' as const }
     const body = dev
-      ? await pairedScreen(dev.display, dev.name)
+      ? kind === 'identify'
+        ? await identifyScreen(dev.display, dev.name)
+        : await pairedScreen(dev.display, dev.name)
       : await setupScreen(profile, init.pinCode, `${deps.baseUrl}/pair?code=${encodeURIComponent(init.pinCode)}`)
     if (screens.size >= 200) screens.delete(screens.keys().next().value as string)
     screens.set(key, body)

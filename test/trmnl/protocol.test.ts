@@ -164,13 +164,38 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   const moved = `${svc.url}/api/trmnl/images/${crypto.randomUUID()}/${imageId}/bmp1${signedPath.search}`
   t.equal((await fetch(moved)).status, 401, 'a signature is for its own path only')
 
-  // The firmware takes no remote actions: a command is answered, as failed and saying why, not left waiting.
-  const cmd = await jsonCall(svc.url, `/api/device/${deviceId}/command`, { token: owner, body: { command: 'identify' } })
-  await get(svc, '/api/display', displayHeaders(key))
-  const cmds = (await jsonCall(svc.url, `/api/device/${deviceId}/events?limit=50`, { token: owner })).body.events as Array<{ type: string }>
-  t.ok(cmds.length > 0)
-  const [stored] = await svc.app.database.db.select().from(deviceCommand).where(eq(deviceCommand.id, cmd.body.commandId))
-  t.match(stored, { status: 'failed', result: { ok: false, error: /not available on TRMNL firmware/ } })
+  // Commands, as polling firmware can carry them out.
+  const command = async (body: Record<string, unknown>) => {
+    const sent = await jsonCall(svc.url, `/api/device/${deviceId}/command`, { token: owner, body })
+    const answer = (await get(svc, '/api/display', displayHeaders(key))).body
+    const [stored] = await svc.app.database.db.select().from(deviceCommand).where(eq(deviceCommand.id, sent.body.commandId))
+    return { answer, stored }
+  }
+  const identify = await command({ command: 'identify' })
+  t.match(
+    identify.answer,
+    { filename: /^identify-/, image_url: /\/api\/trmnl\/screens\/identify\// },
+    'identify: a screen naming the frame',
+  )
+  const named = Buffer.from(await (await fetch(identify.answer.image_url)).arrayBuffer())
+  checkBmp(t, named, 800, 480)
+  t.match(identify.stored, { status: 'acked', result: { ok: true } })
+  t.equal((await get(svc, '/api/display', displayHeaders(key))).body.filename, shows.body.filename, 'then the picture again')
+  const refresh = await command({ command: 'refresh' })
+  t.match(
+    refresh.answer.filename,
+    new RegExp(`^${shows.body.filename}-r`),
+    'refresh: the same picture under a new name, so it is drawn again',
+  )
+  const sleep = await command({ command: 'sleep', seconds: 120 })
+  t.equal(sleep.answer.refresh_rate, 120, 'sleep: back in that many seconds')
+  t.match(sleep.stored, { status: 'acked', result: { seconds: 120 } })
+  const reboot = await command({ command: 'reboot' })
+  t.match(
+    reboot.stored,
+    { status: 'failed', result: { ok: false, error: /not available on TRMNL firmware/ } },
+    'reboot: answered, as failed, saying why',
+  )
 
   // Logs go to the device's log store.
   const logged = await fetch(`${svc.url}/api/log`, {
