@@ -62,6 +62,20 @@ export function checkBmp(bmp: Buffer): { width: number; height: number } {
   return { width, height }
 }
 
+const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+
+/** What firmware 1.5.2 and later draws besides BMP: a PNG of 1, 2 or 4 bits of grey or palette. */
+export function checkPng(png: Buffer): { width: number; height: number; bitDepth: number } {
+  const fail = (why: string): never => {
+    throw new Error(`not an image the firmware draws: ${why}`)
+  }
+  if (png.length < 33 || !png.subarray(0, 8).equals(PNG_MAGIC) || png.subarray(12, 16).toString('latin1') !== 'IHDR') fail('not a PNG')
+  const bitDepth = png[24]!
+  const colourType = png[25]!
+  if (![1, 2, 4].includes(bitDepth) || ![0, 3].includes(colourType)) fail(`bit depth ${bitDepth}, colour type ${colourType}`)
+  return { width: png.readUInt32BE(16), height: png.readUInt32BE(20), bitDepth }
+}
+
 export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
   readonly opts: TrmnlSimOptions & Required<Pick<TrmnlSimOptions, 'model' | 'firmware' | 'volts'>>
   private readonly api: ServiceApi
@@ -225,11 +239,14 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
       const res = await fetch(body.image_url, { headers: this.headers(), signal: AbortSignal.timeout(30_000) })
       if (!res.ok) throw new Error(`the image answered ${res.status}`)
       const bytes = Buffer.from(await res.arrayBuffer())
-      checkBmp(bytes)
+      const png = bytes.subarray(0, 8).equals(PNG_MAGIC)
+      if (png && !this.drawsPng()) throw new Error('a PNG for firmware that draws only BMP')
+      if (png) checkPng(bytes)
+      else checkBmp(bytes)
       let file: string | undefined
       if (this.opts.outDir) {
         await mkdir(this.opts.outDir, { recursive: true })
-        file = join(this.opts.outDir, `${filename.replace(/[^\w.-]/g, '_')}.bmp`)
+        file = join(this.opts.outDir, `${filename.replace(/[^\w.-]/g, '_')}.${png ? 'png' : 'bmp'}`)
         await writeFile(file, bytes)
       }
       this.state!.filename = filename
@@ -238,6 +255,12 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
     }
     if (body.update_firmware === true && typeof body.firmware_url === 'string') this.emit('firmware-offer', { url: body.firmware_url })
     return refreshRate * 1000
+  }
+
+  /** PNG came with firmware 1.5.2. */
+  private drawsPng(): boolean {
+    const [major = 0, minor = 0, patch = 0] = this.opts.firmware.split(/[.-]/).map(Number)
+    return major > 1 || (major === 1 && (minor > 5 || (minor === 5 && patch >= 2)))
   }
 
   /** POST /api/log, as the firmware sends what it logged. */

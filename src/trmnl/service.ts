@@ -4,6 +4,7 @@
 // for MQTT frames), report battery and firmware with every poll, take identify and sleep as
 // special functions and firmware offers as update_firmware, and are online while they poll on time.
 import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
+import semver from 'semver'
 import type { Database } from '../db/client.js'
 import {
   ackCommand,
@@ -91,6 +92,13 @@ function profileFor(h: Pick<TrmnlHeaders, 'model' | 'width' | 'height'>): Displa
   // Unknown boards: their own size, within what e-paper panels come in (every pixel is drawn on each setup screen).
   const side = (v: number | undefined, d: number) => (v && v >= 16 && v <= 2048 ? v : d)
   return { width: side(h.width, 800), height: side(h.height, 480), palette: 'bw', fit: 'cover' }
+}
+
+/** Firmware 1.5.2 and later draws PNG (smaller on the air); older firmware gets the 1-bit BMP every version draws. */
+function formatFor(display: DisplayProfile, firmware: string | undefined): string {
+  const version = semver.coerce(firmware ?? '')
+  if (display.palette === 'bw') return version && semver.gte(version, '1.5.2') ? 'png1' : 'bmp1'
+  return mainVariant(display)
 }
 
 export type DisplayAnswer = {
@@ -297,7 +305,7 @@ export function createTrmnlService(deps: {
     let image_url: string
     let filename: string
     const imageId = dev.desiredImageId
-    const format = mainVariant(dev.display)
+    const format = formatFor(dev.display, firmware)
     const variant = imageId ? await findVariant(db, imageId, format) : undefined
     if (imageId && variant) {
       image_url = signedUrl(`/api/trmnl/images/${dev.id}/${imageId}/${format}`)

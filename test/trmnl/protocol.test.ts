@@ -6,6 +6,7 @@ import { createPublicKey, generateKeyPairSync, type KeyObject, sign } from 'node
 import { eq } from 'drizzle-orm'
 import sharp from 'sharp'
 import t, { type Test } from 'tap'
+import { checkPng } from '../../device-sim/index.js'
 import { deviceCommand, deviceInit } from '../../src/devices/tables.js'
 import { trmnlDevice } from '../../src/trmnl/tables.js'
 import { startApp, type TestApp } from '../helpers/app.js'
@@ -24,7 +25,8 @@ function displayHeaders(token: string, extra: Record<string, string> = {}) {
     'Access-Token': token,
     'Refresh-Rate': '900',
     'Battery-Voltage': '3.9',
-    'FW-Version': '1.5.2',
+    // Before 1.5.2: the BMP every firmware draws (1.5.2 and later get PNG, checked below).
+    'FW-Version': '1.4.8',
     Model: 'og',
     RSSI: '-61',
     Width: '800',
@@ -108,7 +110,7 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   t.type(first.body.refresh_rate, 'number')
   t.notOk('special_function' in first.body)
   const dev = (await jsonCall(svc.url, `/api/device/${deviceId}`, { token: owner })).body
-  t.match(dev, { isActive: true, name: 'Hall TRMNL', status: { battery: 75, firmware: '1.5.2' }, display: { width: 800, height: 480 } })
+  t.match(dev, { isActive: true, name: 'Hall TRMNL', status: { battery: 75, firmware: '1.4.8' }, display: { width: 800, height: 480 } })
 
   // An image sent from the app: black on top, white below, so the row order shows in the bytes.
   const png = await sharp({ create: { width: 800, height: 480, channels: 3, background: '#fff' } })
@@ -152,6 +154,14 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   )
   await eventually(async () => (await jsonCall(svc.url, `/api/device/${deviceId}`, { token: owner })).body.isSynced)
   t.pass('in sync once the device fetched the file it was given')
+  // Firmware 1.5.2 and later: the same picture as a 1-bit PNG, under its own file name.
+  const newer = (await get(svc, '/api/display', displayHeaders(key, { 'FW-Version': '1.5.2' }))).body
+  t.match(newer.filename, new RegExp(`^${imageId}-`))
+  t.not(newer.filename, shows.body.filename)
+  const asPng = Buffer.from(await (await fetch(newer.image_url, { headers: displayHeaders(key) })).arrayBuffer())
+  t.same(checkPng(asPng), { width: 800, height: 480, bitDepth: 1 }, 'a 1-bit PNG of the panel size')
+  t.ok(asPng.length < bmp.length, `smaller on the air (${asPng.length} bytes)`)
+  await get(svc, '/api/display', displayHeaders(key))
   // The device's own headers fetch it too, but nothing it was not given.
   const byHeaders = await fetch(`${svc.url}/api/trmnl/images/${deviceId}/${imageId}/bmp1`, { headers: displayHeaders(key) })
   t.equal(byHeaders.status, 200)
