@@ -260,7 +260,21 @@ t.test('in Chromium', { skip }, async (t) => {
     const shownId = await page.locator('img[data-image-id]').getAttribute('data-image-id')
     t.ok(shownId, 'the page shows the image the frame reports')
     t.equal(shownId, sim.shownImageId, 'the one the simulated frame shows')
-    t.ok(await page.evaluate(() => (document.querySelector('img[data-image-id]') as HTMLImageElement).naturalWidth > 0), 'and it loaded')
+    // The element is there before its bytes are: wait for the load (a broken image never gets a width).
+    const loaded = await page
+      .waitForFunction(
+        () => {
+          const img = document.querySelector('img[data-image-id]') as HTMLImageElement | null
+          return Boolean(img?.complete && img.naturalWidth > 0)
+        },
+        undefined,
+        { timeout: 15_000 },
+      )
+      .then(
+        () => true,
+        () => false,
+      )
+    t.ok(loaded, 'and it loaded')
 
     await page.getByRole('button', { name: 'Identify' }).click()
     await page.getByText('The frame acknowledged “identify”.').waitFor({ timeout: 20_000 })
