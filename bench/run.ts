@@ -6,7 +6,18 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Context, Scenario } from './lib/context.js'
-import { machine, markdown, resultsDir, TABLE_HEAD, tableRows, writeResult, type ScenarioResult } from './lib/report.js'
+import {
+  loadNote,
+  loadNow,
+  machine,
+  markdown,
+  QUIET_LOAD,
+  resultsDir,
+  TABLE_HEAD,
+  tableRows,
+  writeResult,
+  type ScenarioResult,
+} from './lib/report.js'
 import { broadcast, fanOut, outbox } from './scenarios/fan-out.js'
 import { connectStorm, sessions } from './scenarios/fleet-scale.js'
 import { getSession } from './scenarios/get-session.js'
@@ -78,10 +89,15 @@ async function main() {
     for (const [i, s] of selected.entries()) {
       ctx.log(`scenario ${s.name}`)
       const t0 = performance.now()
+      const loadBefore = loadNow()
       try {
         const r = await s.run(ctx)
         const seconds = Math.round((performance.now() - t0) / 1000)
-        writeResult(r, { env: { ...env, seconds } }, { quick: args.quick })
+        const load = loadNote(loadBefore, loadNow())
+        r.notes.push(load.note)
+        if (load.busy)
+          ctx.log(`warning: load average ${loadBefore} before ${s.name} (above ${QUIET_LOAD}): its figures flatter the slower side`)
+        writeResult(r, { env: { ...env, seconds, load: { before: loadBefore, after: loadNow() } } }, { quick: args.quick })
         done.push(r)
         console.log(markdown(r))
         ctx.log(`scenario ${s.name} done in ${seconds} s`)

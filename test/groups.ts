@@ -101,6 +101,7 @@ export const groups = {
       'broker/retained.test.ts',
       'broker/standalone.test.ts',
       'schedules/plan.test.ts',
+      'bench/report.test.ts',
     ],
   },
   'presence+auth-d': {

@@ -108,6 +108,21 @@ export function machine() {
   }
 }
 
+/** Above this 1-minute load average a machine is busy: a busy machine slows the faster side more, and flatters the slower one. */
+export const QUIET_LOAD = 1.5
+
+/** The 1-minute load average, rounded. */
+export const loadNow = () => Math.round(loadavg()[0]! * 100) / 100
+
+/** What a result says of the machine's load around it: a line for its notes, and whether it was busy before it started. */
+export function loadNote(before: number, after: number): { note: string; busy: boolean } {
+  const busy = before > QUIET_LOAD
+  return {
+    busy,
+    note: `Load average (1 min) ${before} before this scenario, ${after} after (its own work included)${busy ? `: **the machine was busy before it started (above ${QUIET_LOAD}); these figures flatter the slower side, rerun on a quiet machine**` : ''}.`,
+  }
+}
+
 export const resultsDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'results')
 
 /** Full runs write bench/results/<scenario>.json; --quick runs bench/results/quick/, so they never replace a full run's figures. */
