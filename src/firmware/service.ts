@@ -440,13 +440,18 @@ export function createFirmwareService(deps: {
     const ended = c.failed + c.succeeded
     if (ended < rollout.minAttempts || c.failed / ended <= rollout.maxFailureShare) return
     const at = deps.clock()
-    if (!(await haltRollout(db, release.model, channel, release.id, at))) return
-    deps.log.warn({ model: release.model, channel, version: release.version, ...c }, 'firmware rollout halted: too many failed updates')
-    await insertEvent(db, {
-      type: 'firmware.rollout_halted',
-      data: { model: release.model, channel, version: release.version, failed: c.failed, succeeded: c.succeeded },
+    // The halt and the withdrawal of untaken offers together: nobody sees a halted rollout whose offers still stand.
+    const withdrawn = await db.transaction(async (tx) => {
+      if (!(await haltRollout(tx, release.model, channel, release.id, at))) return null
+      await insertEvent(tx, {
+        type: 'firmware.rollout_halted',
+        data: { model: release.model, channel, version: release.version, failed: c.failed, succeeded: c.succeeded },
+      })
+      return withdrawOffers(tx, release.id, await untakenOffers(tx, release.id, channel), at)
     })
-    await withdraw(release.id, await untakenOffers(db, release.id, channel))
+    if (!withdrawn) return
+    deps.log.warn({ model: release.model, channel, version: release.version, ...c }, 'firmware rollout halted: too many failed updates')
+    await Promise.all(withdrawn.map((id) => clearOffer(id)))
   }
 
   return {
