@@ -87,6 +87,10 @@ async function main() {
     const prepared = await Promise.allSettled(selected.map((s) => s.prepare?.(ctx)))
     for (const [i, p] of prepared.entries()) if (p.status === 'rejected') console.error(`preparing ${selected[i]!.name} failed:`, p.reason)
     for (const [i, s] of selected.entries()) {
+      // The load average trails: the scenario before this one (or a build) still shows in it. Waiting
+      // for it to settle keeps one scenario's work out of the next one's figures.
+      const waited = await settleLoad()
+      if (waited) ctx.log(`waited ${waited} s for the load average to fall to ${QUIET_LOAD}`)
       ctx.log(`scenario ${s.name}`)
       const t0 = performance.now()
       const loadBefore = loadNow()
@@ -130,6 +134,13 @@ async function main() {
     console.error(`failed: ${failed.join(', ')}`)
     process.exitCode = 1
   }
+}
+
+/** Waits (at most 90 s) until the 1-minute load average is at most QUIET_LOAD; answers the seconds waited. */
+async function settleLoad(): Promise<number> {
+  const started = Date.now()
+  while (loadNow() > QUIET_LOAD && Date.now() - started < 90_000) await new Promise((r) => setTimeout(r, 5000))
+  return Math.round((Date.now() - started) / 1000)
 }
 
 // Children end with their IPC channel; Mosquitto is killed by an exit handler (lib/mosquitto.ts).
