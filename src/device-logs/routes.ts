@@ -6,7 +6,7 @@ import { Type } from 'typebox'
 import { principalOf } from '../auth/route-auth.js'
 import type { Database } from '../db/client.js'
 import { pageOf } from '../db/paging.js'
-import { requireAccess } from '../devices/access.js'
+import { requireAccess, requireDeviceSecret } from '../devices/access.js'
 import { matchesHash } from '../devices/codes.js'
 import { findDevice } from '../devices/repository.js'
 import { appError } from '../errors.js'
@@ -51,9 +51,7 @@ export async function deviceLogRoutes(fastify: FastifyInstance, opts: { db: Data
       },
     },
     async (req) => {
-      const secret = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1]
-      const dev = secret ? await findDevice(db, req.params.id) : undefined
-      if (!dev || !secret || !matchesHash(secret, dev.secretHash)) throw appError('UNAUTHORIZED', "The device's id and secret do not match")
+      const dev = await requireDeviceSecret(db, req.params.id, req.headers.authorization)
       const bytes = Number(req.headers['content-length'] ?? Buffer.byteLength(JSON.stringify(req.body)))
       const { refused, ...result } = await logs.ingest(dev.id, req.body, bytes)
       if (refused === 'too-large')

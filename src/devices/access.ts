@@ -2,7 +2,8 @@
 // admins manage, members read). Better Auth stores several roles as "admin,member".
 import type { Executor } from '../db/client.js'
 import { appError } from '../errors.js'
-import { findMemberRole, type DeviceRow } from './repository.js'
+import { matchesHash } from './codes.js'
+import { findDevice, findMemberRole, type DeviceRow } from './repository.js'
 
 export type DeviceAccess = 'manage' | 'read'
 
@@ -29,5 +30,16 @@ export async function requireAccess(db: Executor, dev: DeviceRow | undefined, us
   if (!dev || !access) throw appError('DEVICE_NOT_FOUND')
   if (need === 'manage' && access !== 'manage')
     throw appError('FORBIDDEN', 'Only the owner or an organization admin may change this device')
+  return dev
+}
+
+/**
+ * The device itself, over HTTP: `Authorization: Bearer <its secret>` (the MQTT password), for
+ * devices that talk to the service without MQTT. Throws 401 for anything else.
+ */
+export async function requireDeviceSecret(db: Executor, deviceId: string, authorization: string | undefined): Promise<DeviceRow> {
+  const secret = /^Bearer (\S+)$/.exec(authorization ?? '')?.[1]
+  const dev = secret ? await findDevice(db, deviceId) : undefined
+  if (!dev || !secret || !matchesHash(secret, dev.secretHash)) throw appError('UNAUTHORIZED', "The device's id and secret do not match")
   return dev
 }

@@ -8,7 +8,7 @@ import { Type } from 'typebox'
 import { principalOf } from '../auth/route-auth.js'
 import { findUserById } from '../auth/users-repository.js'
 import type { Database } from '../db/client.js'
-import { requireAccess, rolesOf } from '../devices/access.js'
+import { requireAccess, requireDeviceSecret, rolesOf } from '../devices/access.js'
 import { matchesHash } from '../devices/codes.js'
 import { findDevice } from '../devices/repository.js'
 import { appError } from '../errors.js'
@@ -344,9 +344,7 @@ export async function firmwareRoutes(fastify: FastifyInstance, opts: { db: Datab
       },
     },
     async (req) => {
-      const secret = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1]
-      const dev = secret ? await findDevice(db, req.params.id) : undefined
-      if (!dev || !secret || !matchesHash(secret, dev.secretHash)) throw appError('UNAUTHORIZED', "The device's id and secret do not match")
+      const dev = await requireDeviceSecret(db, req.params.id, req.headers.authorization)
       const offer = await firmware.currentOffer(dev.id)
       if (offer.version === null) throw appError('NO_FIRMWARE_OFFER')
       return offer
