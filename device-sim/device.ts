@@ -640,11 +640,14 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     this.logTimer = undefined
   }
 
-  /** A batch of what a frame would log: mostly routine, now and then a warning. */
-  sendLogs(count: number): void {
+  /**
+   * A batch of what a frame would log: mostly routine, now and then a warning. False (nothing
+   * sent) while it is not connected.
+   */
+  sendLogs(count: number): boolean {
     const c = this.client
     const id = this.state?.credentials?.username
-    if (!c?.connected || !id) return
+    if (!c?.connected || !id) return false
     const battery = round1(this.state!.battery)
     const entries: LogEntry[] = Array.from({ length: count }, (_, i) => {
       const n = this.stats.logs + i
@@ -659,6 +662,7 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
     this.stats.logs += count
     c.publish(uplinkTopic(id, 'log'), JSON.stringify(entries), { qos: 0 })
     this.emit('logs', { count })
+    return true
   }
 
   /** Messages are handled one at a time, in the order they arrived. */

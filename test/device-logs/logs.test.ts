@@ -171,7 +171,7 @@ t.test('the simulator sends log batches its owner reads (--log-rate)', async (t)
   t.teardown(() => dev.stop())
   await dev.start()
   // A batch now rather than in ten seconds: what the timer does.
-  dev.sendLogs(10)
+  t.ok(dev.sendLogs(10), 'sent while connected')
   const logs = await eventually(async () => {
     const body = (await jsonCall(svc.url, `/api/device/${dev.deviceId}/logs`, { token })).body
     return body.logs.length === 10 ? body : null

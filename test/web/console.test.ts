@@ -684,7 +684,8 @@ t.test('in Chromium', { skip }, async (t) => {
     t.match(await page.getByTestId('rollout-console-frame-stable').textContent(), /running/)
     await checkBothLayouts(t, page, 'firmware')
 
-    sim.sendLogs(6)
+    // The frame restarted into 1.1.0 a moment ago: a batch sent while it reconnects would go nowhere.
+    await eventually(async () => sim.sendLogs(6), 30_000)
     const mine = await newPage(browser, DESKTOP)
     t.teardown(() => mine.context.close())
     await signInWithPassword(mine.page, svc, owner)
@@ -694,10 +695,19 @@ t.test('in Chromium', { skip }, async (t) => {
       .getByText(/Runs 1\.1\.0/)
       .waitFor()
     t.match(await mine.page.getByTestId('firmware-state').textContent(), /Update to 1\.1\.0: installed/)
+    // The batch arrives while the page is open: Refresh shows it without a reload.
     await eventually(async () => {
-      await mine.page.reload()
-      return (await mine.page.locator('.logs li').count()) === 6
-    })
+      await mine.page.getByRole('button', { name: 'Refresh logs' }).click()
+      return mine.page
+        .locator('.logs li')
+        .nth(5)
+        .waitFor({ timeout: 2000 })
+        .then(
+          () => true,
+          () => false,
+        )
+    }, 30_000)
+    t.equal(await mine.page.locator('.logs li').count(), 6, 'all six entries')
     await mine.page.getByLabel('Contains').fill('heartbeat')
     await mine.page
       .locator('.logs li')

@@ -72,6 +72,8 @@ export function LogsCard({ deviceId }: { deviceId: string }) {
         }),
       ),
     getNextPageParam: (last) => last.nextCursor ?? undefined,
+    // A frame logs while its page is open: new entries show without a reload.
+    refetchInterval: 15_000,
   })
   const pages = logs.data?.pages ?? []
   const list = pages.flatMap((p) => p.logs)
@@ -96,6 +98,9 @@ export function LogsCard({ deviceId }: { deviceId: string }) {
         <Field label="Since">
           <input type="datetime-local" value={since} onChange={(e) => setSince(e.target.value)} />
         </Field>
+        <Button kind="secondary" busy={logs.isRefetching} onClick={() => void logs.refetch()}>
+          Refresh logs
+        </Button>
       </form>
       {logs.isPending ? <Loading what="logs" /> : null}
       {logs.isError ? <ErrorState error={logs.error} retry={() => void logs.refetch()} /> : null}
