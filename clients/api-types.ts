@@ -3833,6 +3833,8 @@ export interface paths {
                             image_url: string | null;
                             filename: string | null;
                             refresh_rate: number;
+                            /** @description The file names of the rotation playing now, the one shown first: the firmware keeps these in its image cache and drops the rest */
+                            playlist?: string[];
                             update_firmware: boolean;
                             firmware_url: string | null;
                             reset_firmware: boolean;

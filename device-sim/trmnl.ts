@@ -5,7 +5,7 @@
 // developers without the hardware (`npm run sim -- --protocol trmnl`) and for tests.
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { ServiceApi } from './api.js'
 
@@ -36,7 +36,9 @@ export type TrmnlSimEvents = {
   image: [{ filename: string; bytes: number; file?: string }]
   'firmware-offer': [{ url: string }]
   reset: []
-  poll: [{ status: number; filename: string | null; refreshRate: number }]
+  poll: [{ status: number; filename: string | null; refreshRate: number; playlist?: string[] }]
+  /** Cached images dropped because the live rotation (`playlist`) no longer names them. */
+  pruned: [{ filenames: string[] }]
   warning: [{ message: string }]
 }
 
@@ -84,6 +86,8 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
   private wake?: () => void
   private running?: Promise<void>
   private lastRefresh = 900
+  /** Images written to outDir, by file name: the cache the `playlist` answer prunes. */
+  private readonly cached = new Map<string, string>()
 
   constructor(opts: TrmnlSimOptions) {
     super()
@@ -143,7 +147,7 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
     if (!this.state?.identityKey) return {}
     const time = await this.json('/api/time').catch(() => undefined)
     const ms = Number(time?.body.timestamp_ms)
-    if (!time || time.status !== 200 || !ms) return {}
+    if (time?.status !== 200 || !ms) return {}
     const key = createPrivateKey(this.state.identityKey)
     const spki = createPublicKey(key).export({ format: 'der', type: 'spki' })
     const pub = spki.subarray(spki.length - 32)
@@ -223,7 +227,8 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
     if (status !== 200) throw new Error(`/api/display answered ${status}`)
     const refreshRate = Number(body.refresh_rate) || 900
     this.lastRefresh = refreshRate
-    this.emit('poll', { status: Number(body.status), filename: (body.filename as string | null) ?? null, refreshRate })
+    const playlist = Array.isArray(body.playlist) ? body.playlist.filter((f): f is string => typeof f === 'string') : undefined
+    this.emit('poll', { status: Number(body.status), filename: (body.filename as string | null) ?? null, refreshRate, playlist })
     if (body.reset_firmware === true) {
       this.state = { mac: this.state!.mac }
       await this.save()
@@ -248,13 +253,26 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
         await mkdir(this.opts.outDir, { recursive: true })
         file = join(this.opts.outDir, `${filename.replace(/[^\w.-]/g, '_')}.${png ? 'png' : 'bmp'}`)
         await writeFile(file, bytes)
+        this.cached.set(filename, file)
       }
       this.state!.filename = filename
       await this.save()
       this.emit('image', { filename, bytes: bytes.length, file })
     }
+    if (playlist) await this.prune(new Set(playlist))
     if (body.update_firmware === true && typeof body.firmware_url === 'string') this.emit('firmware-offer', { url: body.firmware_url })
     return refreshRate * 1000
+  }
+
+  /** As the firmware keeps its image cache: what the live rotation no longer names goes. */
+  private async prune(keep: ReadonlySet<string>) {
+    const gone = [...this.cached.keys()].filter((f) => !keep.has(f))
+    if (!gone.length) return
+    for (const f of gone) {
+      await rm(this.cached.get(f)!, { force: true })
+      this.cached.delete(f)
+    }
+    this.emit('pruned', { filenames: gone })
   }
 
   /** PNG came with firmware 1.5.2. */

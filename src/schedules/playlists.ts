@@ -2,11 +2,12 @@
 // rules (the owner and organization owners and admins change it, members read it, anyone else
 // gets 404). Every item is checked when added: an upload, image or prompt the caller may not see
 // is 404, as if it did not exist.
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import type { Database, Executor } from '../db/client.js'
 import { canManageWithRole } from '../devices/access.js'
 import { findMemberRole } from '../devices/repository.js'
 import { appError } from '../errors.js'
+import type { DisplayProfile } from '../images/profiles.js'
 import { findImage } from '../images/repository.js'
 import { findPrompt } from '../prompts/repository.js'
 import type { ObjectStore } from '../storage/store.js'
@@ -40,6 +41,19 @@ export type PlaylistInput = { name: string; mode: PlaylistMode; itemSeconds: num
 export type PlaylistPatch = Partial<Pick<PlaylistInput, 'name' | 'mode' | 'itemSeconds'>>
 
 type Access = 'manage' | 'read'
+
+/** Names a display profile: an upload is converted once per profile, remembered under this key. */
+export const profileKey = (p: DisplayProfile) => createHash('sha256').update(JSON.stringify(p)).digest('hex').slice(0, 16)
+
+/**
+ * The stored image an item shows on a display, when that is known before its turn: an image, or
+ * an upload already converted for the profile. A prompt's picture is generated at its turn.
+ */
+export function itemImageId(item: PlaylistItemRow, profile: DisplayProfile): string | undefined {
+  if (item.kind === 'image') return item.ref
+  if (item.kind === 'upload') return item.images[profileKey(profile)]
+  return undefined
+}
 type ResolvedItem = { kind: PlaylistItemKind; ref: string; model: string | null }
 
 async function accessTo(db: Executor, p: PlaylistRow, userId: string): Promise<Access | null> {

@@ -2,7 +2,6 @@
 // of it comes up: the item's image is sent exactly as a manual send would (converted for the
 // display, devices/{id}/image), a prompt item starts a generation charged like any other, and the
 // retained config tells the device its sleep windows and when the next change is.
-import { createHash } from 'node:crypto'
 import type { Database } from '../db/client.js'
 import { requireAccess } from '../devices/access.js'
 import { findDevice, findDevices, type DeviceRow } from '../devices/repository.js'
@@ -17,7 +16,7 @@ import type { DisplayProfile } from '../images/profiles.js'
 import { findImage, findVariants } from '../images/repository.js'
 import type { ObjectStore } from '../storage/store.js'
 import { checkPlan, itemIndex, PlanError, type SchedulePlan, turnAt } from './plan.js'
-import { requirePlaylist } from './playlists.js'
+import { itemImageId, profileKey, requirePlaylist } from './playlists.js'
 import {
   deleteSchedule,
   findPlaylists,
@@ -51,7 +50,6 @@ export type ScheduleDeps = {
 }
 
 /** A display profile's identity: an upload is converted once per distinct display. */
-const profileKey = (p: DisplayProfile) => createHash('sha256').update(JSON.stringify(p)).digest('hex').slice(0, 16)
 
 type Lists = Map<string, { playlist: PlaylistRow; items: PlaylistItemRow[] }>
 
@@ -202,7 +200,7 @@ export function createScheduleService(deps: ScheduleDeps) {
    * What one item shows on the device: the stored image to send (an upload converted for this
    * display the first time), or, for a prompt, the generation job started (it sends its image).
    */
-  async function show(memo: TurnMemo, dev: DeviceRow, playlist: PlaylistRow, item: PlaylistItemRow) {
+  async function show(memo: TurnMemo, dev: DeviceRow, item: PlaylistItemRow) {
     const profile = dev.display as DisplayProfile
     if (item.kind === 'prompt') {
       // Generated as whoever added the item: the prompt is theirs, and so is the price.
@@ -213,7 +211,7 @@ export function createScheduleService(deps: ScheduleDeps) {
       })
       return { jobId: job.id }
     }
-    const imageId = item.kind === 'image' ? item.ref : item.images[profileKey(profile)]
+    const imageId = itemImageId(item, profile)
     const stored = imageId ? await storedImage(memo, imageId) : undefined
     if (stored) return { stored }
     if (item.kind === 'image') throw appError('IMAGE_NOT_FOUND', 'the image was deleted')
@@ -266,7 +264,7 @@ export function createScheduleService(deps: ScheduleDeps) {
       current.playlistId = playlist.id
       current.itemId = item.id
       try {
-        const shown = await show(memo, dev, playlist, item)
+        const shown = await show(memo, dev, item)
         if ('stored' in shown && shown.stored) {
           current.imageId = shown.stored.image.id
           const by = { userId: row.userId, scheduled: { playlistId: playlist.id, itemId: item.id } }

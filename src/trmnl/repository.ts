@@ -1,6 +1,6 @@
 // The only module that reads or writes TRMNL devices' rows; and what their polls read of the
 // device, its commands and its image.
-import { and, asc, eq, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import type { Executor } from '../db/client.js'
 import { device, deviceCommand, deviceInit } from '../devices/tables.js'
 import { insertEvents } from '../events/repository.js'
@@ -42,6 +42,15 @@ export async function findVariant(db: Executor, imageId: string, format: string)
     .where(and(eq(imageVariant.imageId, imageId), eq(imageVariant.format, format)))
     .limit(1)
   return row
+}
+
+/** The variants of `format` among these images (those without one are left out). */
+export async function findVariantsOf(db: Executor, imageIds: string[], format: string) {
+  if (!imageIds.length) return []
+  return db
+    .select({ imageId: imageVariant.imageId, sha256: imageVariant.sha256 })
+    .from(imageVariant)
+    .where(and(inArray(imageVariant.imageId, imageIds), eq(imageVariant.format, format)))
 }
 
 /** Online again: marks the device active and records the connect; answers it when it was offline. */

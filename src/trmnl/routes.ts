@@ -47,6 +47,12 @@ const displayAnswer = Type.Object({
   image_url: nullableString,
   filename: nullableString,
   refresh_rate: Type.Integer(),
+  playlist: Type.Optional(
+    Type.Array(Type.String(), {
+      description:
+        'The file names of the rotation playing now, the one shown first: the firmware keeps these in its image cache and drops the rest',
+    }),
+  ),
   update_firmware: Type.Boolean(),
   firmware_url: nullableString,
   reset_firmware: Type.Boolean(),

@@ -23,13 +23,15 @@ import { mainVariant } from '../images/convert.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import type { PresenceChange } from '../mqtt/contract.js'
 import { verifyEd25519 } from '../firmware/signing.js'
-import { findSchedule } from '../schedules/repository.js'
+import { itemImageId } from '../schedules/playlists.js'
+import { findSchedule, listItems } from '../schedules/repository.js'
 import { scheduleInfo } from '../schedules/wire.js'
 import type { ObjectStore } from '../storage/store.js'
 import {
   earlierDevicesOf,
   findByApiKeyHash,
   findVariant,
+  findVariantsOf,
   insertTrmnlDevice,
   markOnline,
   markOverdue,
@@ -94,6 +96,12 @@ function profileFor(h: Pick<TrmnlHeaders, 'model' | 'width' | 'height'>): Displa
   return { width: side(h.width, 800), height: side(h.height, 480), palette: 'bw', fit: 'cover' }
 }
 
+/** At most this many names in a `playlist` answer: the firmware caches far fewer images. */
+const PLAYLIST_MAX_FILES = 50
+
+/** The name the firmware caches an image by: it changes with the bytes. */
+const fileName = (imageId: string, sha256: string) => `${imageId}-${sha256.slice(0, 12)}`
+
 /** Firmware 1.5.2 and later draws PNG (smaller on the air); older firmware gets the 1-bit BMP every version draws. */
 function formatFor(display: DisplayProfile, firmware: string | undefined): string {
   const version = semver.coerce(firmware ?? '')
@@ -106,6 +114,8 @@ export type DisplayAnswer = {
   image_url: string | null
   filename: string | null
   refresh_rate: number
+  /** Paired devices only: the file names of the live rotation. */
+  playlist?: string[]
   update_firmware: boolean
   firmware_url: string | null
   reset_firmware: boolean
@@ -237,13 +247,34 @@ export function createTrmnlService(deps: {
    * Seconds until the next poll: the service's rate, shortened to the device's next scheduled
    * change, stretched over a sleep window to its end (a battery frame sleeps through the night).
    */
-  async function refreshFor(deviceId: string, now: Date): Promise<number> {
-    const plan = scheduleInfo(await findSchedule(db, deviceId))
+  /** The refresh the device is asked for (until its next turn, or its wake-up), and the playlist playing now. */
+  async function planFor(deviceId: string, now: Date): Promise<{ refresh: number; playlistId: string | null }> {
+    const row = await findSchedule(db, deviceId)
+    const plan = scheduleInfo(row)
+    const playlistId = (row?.current?.state === 'playing' && row.current.playlistId) || null
     const until = (iso: string | null) => (iso ? Math.ceil((Date.parse(iso) - now.getTime()) / 1000) : Number.NaN)
     const asleep = until(plan?.sleepingUntil ?? null)
-    if (asleep > 0) return Math.min(asleep, 7 * 86_400)
+    if (asleep > 0) return { refresh: Math.min(asleep, 7 * 86_400), playlistId }
     const next = until(plan?.nextChangeAt ?? null)
-    return next > 0 ? Math.max(5, Math.min(deps.refreshSeconds, next)) : deps.refreshSeconds
+    return { refresh: next > 0 ? Math.max(5, Math.min(deps.refreshSeconds, next)) : deps.refreshSeconds, playlistId }
+  }
+
+  /**
+   * The `playlist` answer: the file names of the rotation playing now, as this device would get
+   * them (the firmware prunes its image cache to these), the file shown now first. A prompt's
+   * picture is new at each turn, so it has no name until then.
+   */
+  async function rotationFiles(playlistId: string | null, display: DisplayProfile, format: string, shown: string): Promise<string[]> {
+    const files = [shown]
+    if (!playlistId) return files
+    const ids = (await listItems(db, playlistId)).map((i) => itemImageId(i, display)).filter((id): id is string => Boolean(id))
+    const shas = new Map((await findVariantsOf(db, [...new Set(ids)], format)).map((v) => [v.imageId, v.sha256]))
+    for (const id of ids) {
+      const sha = shas.get(id)
+      const name = sha && fileName(id, sha)
+      if (name && !files.includes(name)) files.push(name)
+    }
+    return files.slice(0, PLAYLIST_MAX_FILES)
   }
 
   /** GET /api/display. */
@@ -283,7 +314,8 @@ export function createTrmnlService(deps: {
         })
       }
     } else if (!dev.secretHash) return reset(refresh)
-    refresh = await refreshFor(dev.id, now)
+    const plan = await planFor(dev.id, now)
+    refresh = plan.refresh
 
     const battery = batteryPercent(h)
     const firmware = h.fwVersion ?? row.firmware ?? undefined
@@ -310,7 +342,7 @@ export function createTrmnlService(deps: {
     if (imageId && variant) {
       image_url = signedUrl(`/api/trmnl/images/${dev.id}/${imageId}/${format}`)
       // The firmware skips the download when the name is the one it shows: the name changes with the bytes.
-      filename = `${imageId}-${variant.sha256.slice(0, 12)}`
+      filename = fileName(imageId, variant.sha256)
     } else {
       image_url = signedUrl(`/api/trmnl/screens/paired/${dev.id}`)
       filename = 'paired'
@@ -355,6 +387,7 @@ export function createTrmnlService(deps: {
       image_url,
       filename,
       refresh_rate: refresh,
+      playlist: await rotationFiles(plan.playlistId, dev.display, format, filename),
       update_firmware: Boolean(offer && offer.version !== null),
       firmware_url: offer && offer.version !== null ? offer.url : null,
       reset_firmware: false,

@@ -2,6 +2,7 @@
 // one account: both pair with a code, both show the same playlist, each through its own transport;
 // the polling one is asked to sleep through its sleep window.
 import t from 'tap'
+import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SimDevice, TrmnlSimDevice, type TrmnlSimEvents, checkBmp, resolveProfile } from '../../device-sim/index.js'
 import { startApp } from '../helpers/app.js'
@@ -29,7 +30,7 @@ function next<K extends keyof TrmnlSimEvents>(
   })
 }
 
-const now = Date.parse('2026-06-01T12:00:00Z')
+let now = Date.parse('2026-06-01T12:00:00Z')
 const clock = () => new Date(now)
 
 t.test('checkBmp refuses what the firmware would not draw', async (t) => {
@@ -73,7 +74,14 @@ t.test('an MQTT frame and a TRMNL device on one account show the same playlist',
     clock,
   })
   t.teardown(() => mqttFrame.stop())
-  const trmnl = new TrmnlSimDevice({ server: svc.url, name: 'hall', statePath: join(dir, 'hall.json'), claimToken: token, maxSleepMs: 100 })
+  const trmnl = new TrmnlSimDevice({
+    server: svc.url,
+    name: 'hall',
+    statePath: join(dir, 'hall.json'),
+    outDir: join(dir, 'hall-images'),
+    claimToken: token,
+    maxSleepMs: 100,
+  })
   t.teardown(() => trmnl.stop())
   const warnings: string[] = []
   trmnl.on('warning', (w) => warnings.push(w.message))
@@ -86,7 +94,10 @@ t.test('an MQTT frame and a TRMNL device on one account show the same playlist',
   const hall = devices.find((d) => d.name === 'hall')!
   t.ok(hall.isActive, 'the polling device is online')
 
-  const items = [{ kind: 'upload', key: await uploadPng(svc.url, token, 'black', 160, 120) }]
+  const items = [
+    { kind: 'upload', key: await uploadPng(svc.url, token, 'black', 160, 120) },
+    { kind: 'upload', key: await uploadPng(svc.url, token, 'white', 160, 120) },
+  ]
   const list = (await jsonCall(svc.url, '/api/playlists', { token, body: { name: 'Both', mode: 'sequential', itemSeconds: 3600, items } }))
     .body
   const day = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
@@ -105,6 +116,56 @@ t.test('an MQTT frame and a TRMNL device on one account show the same playlist',
   t.match((await trmnlImage).filename, new RegExp(`^${shown}-`), 'the same picture reaches the polling device, as its BMP')
   await eventually(async () => (await jsonCall(svc.url, `/api/device/${hall.id}`, { token })).body.isSynced)
   t.pass('and it is in sync once it fetched it')
+  const first = trmnl.filename!
+  t.same(
+    (await next(trmnl, 'poll')).playlist,
+    [first],
+    'playlist: the rotation as far as it has files (the second upload is converted at its turn)',
+  )
+
+  // The next turn: the second picture, and the rotation now names both files, the one shown first.
+  now += 3600_000
+  const second = next(trmnl, 'image')
+  await svc.app.scheduler!.tick()
+  const { filename } = await second
+  t.not(filename, first)
+  t.same((await next(trmnl, 'poll')).playlist, [filename, first], 'playlist: both files of the rotation')
+
+  // Another playlist: the device prunes what the rotation no longer names.
+  const other = (
+    await jsonCall(svc.url, '/api/playlists', {
+      token,
+      body: {
+        name: 'Grey',
+        mode: 'sequential',
+        itemSeconds: 3600,
+        items: [{ kind: 'upload', key: await uploadPng(svc.url, token, 'grey', 160, 120) }],
+      },
+    })
+  ).body
+  // Between the new plan and its first turn the rotation names only the file shown: pruning may come in two steps.
+  const pruned = new Set<string>()
+  trmnl.on('pruned', (p) => {
+    for (const f of p.filenames) pruned.add(f)
+  })
+  t.equal(
+    (
+      await jsonCall(svc.url, `/api/device/${hall.id}/schedule`, {
+        token,
+        method: 'PUT',
+        body: { timeZone: 'UTC', rules: [{ playlistId: other.id, days: day, from: '00:00', to: '24:00' }], sleep: [] },
+      })
+    ).status,
+    200,
+  )
+  await svc.app.scheduler!.tick()
+  await eventually(async () => pruned.size === 2)
+  t.same([...pruned].sort(), [filename, first].sort(), 'both files of the old rotation leave its cache')
+  t.same(
+    (await readdir(join(dir, 'hall-images'))).map((f) => f.replace(/\.(bmp|png)$/, '')),
+    [trmnl.filename],
+    'only the picture shown now is left',
+  )
 
   // A sleep window now: the polling device is told to come back when it ends.
   const sleep = await jsonCall(svc.url, `/api/device/${hall.id}/schedule`, {
@@ -113,7 +174,7 @@ t.test('an MQTT frame and a TRMNL device on one account show the same playlist',
     body: {
       timeZone: 'UTC',
       rules: [{ playlistId: list.id, days: day, from: '00:00', to: '24:00' }],
-      sleep: [{ from: '11:00', to: '13:00' }],
+      sleep: [{ from: '12:00', to: '14:00' }],
     },
   })
   t.equal(sleep.status, 200)

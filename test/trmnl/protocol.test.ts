@@ -108,6 +108,8 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
     reset_firmware: false,
   })
   t.type(first.body.refresh_rate, 'number')
+  // The optional playlist (the cache names of the live rotation): without a schedule, what it shows now.
+  t.same(first.body.playlist, ['paired'])
   t.notOk('special_function' in first.body)
   const dev = (await jsonCall(svc.url, `/api/device/${deviceId}`, { token: owner })).body
   t.match(dev, { isActive: true, name: 'Hall TRMNL', status: { battery: 75, firmware: '1.4.8' }, display: { width: 800, height: 480 } })
