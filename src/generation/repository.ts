@@ -55,6 +55,19 @@ export async function claimDueJobs(db: Executor, now: Date, limit: number, lease
   return db.select().from(generationJob).where(inArray(generationJob.id, ids))
 }
 
+/** When the next live job is due to be looked at (its poll, or the end of a lease on it); null when none is live. */
+export async function nextJobDueAt(db: Executor): Promise<Date | null> {
+  const [row] = await db
+    .select({
+      at: sql<
+        string | null
+      >`min(greatest(${generationJob.nextPollAt}, coalesce(${generationJob.leaseUntil}, ${generationJob.nextPollAt})))`,
+    })
+    .from(generationJob)
+    .where(inArray(generationJob.status, ['queued', 'running']))
+  return row?.at ? new Date(row.at) : null
+}
+
 /** Jobs a provider is working on for us (started there and not finished), across every instance. */
 export async function countStartedJobs(db: Executor, provider: string): Promise<number> {
   const [row] = await db

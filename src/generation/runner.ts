@@ -4,7 +4,7 @@
 // restart (the lease of a crashed runner simply expires).
 import type { Database } from '../db/client.js'
 import { ProviderError, type GenerationInput, type ImageProvider, type PollResult, type ProviderOutput } from './provider.js'
-import { claimDueJobs, countStartedJobs, updateJob, type JobRow } from './repository.js'
+import { claimDueJobs, countStartedJobs, nextJobDueAt, updateJob, type JobRow } from './repository.js'
 
 export type RunnerOptions = {
   tickMs: number
@@ -37,6 +37,9 @@ export const SUCCEED_HOLD_MS = 30_000
 export function backoffMs(attempt: number, opts: Pick<RunnerOptions, 'baseBackoffMs' | 'maxBackoffMs'>): number {
   return Math.min(opts.maxBackoffMs, opts.baseBackoffMs * 2 ** Math.min(attempt, 20))
 }
+
+/** The longest an idle runner sleeps before it looks at the table again. */
+const IDLE_MAX_MS = 5000
 
 export function createRunner(db: Database, providers: Map<string, ImageProvider>, opts: RunnerOptions, hooks: RunnerHooks) {
   const inFlight = new Map<string, number>()
@@ -153,46 +156,78 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
     working.add(p)
   }
 
+  /** A poke that came while a tick was under way: that tick may have looked before the new job existed. */
+  let again = false
+
   function tick(): Promise<void> {
-    if (stopped || ticking) return Promise.resolve()
+    if (stopped) return Promise.resolve()
+    if (ticking) {
+      again = true
+      return current ?? Promise.resolve()
+    }
     ticking = true
-    current = claim().finally(() => {
-      ticking = false
-    })
+    again = false
+    current = claim()
+      .then((claimed) => (claimed || again ? opts.tickMs : idleDelay()))
+      .then(
+        (delay) => schedule(delay),
+        () => schedule(opts.tickMs),
+      )
+      .finally(() => {
+        ticking = false
+      })
     return current
   }
 
-  async function claim(): Promise<void> {
+  /**
+   * Nothing was due: sleep until the next job is (a poll, a lease that runs out), at most
+   * IDLE_MAX_MS, so an idle service does not query the table four times a second. New jobs poke
+   * the runner of the instance that created them; the cap is for jobs left by another instance.
+   */
+  async function idleDelay(): Promise<number> {
+    const due = await nextJobDueAt(db).catch(() => null)
+    if (!due) return IDLE_MAX_MS
+    return Math.max(opts.tickMs, Math.min(IDLE_MAX_MS, due.getTime() - Date.now()))
+  }
+
+  /** Answers how many jobs it took in hand. */
+  async function claim(): Promise<number> {
+    let claimed = 0
     try {
       const now = new Date()
       for (const name of providers.keys()) {
         // Stopping: nothing more is claimed (what is already in hand finishes).
-        if (stopped) return
+        if (stopped) return claimed
         let free = opts.concurrency - (inFlight.get(name) ?? 0)
         if (free <= 0) continue
         // Polls of jobs already at the provider first; then new jobs, only while the provider has
         // fewer than `concurrency` of ours (two instances may each start one past it at once).
         const polls = await claimDueJobs(db, now, free, opts.leaseMs, { provider: name, started: true })
         for (const job of polls) take(name, job)
+        claimed += polls.length
         free -= polls.length
-        if (stopped) return
+        if (stopped) return claimed
         const room = opts.concurrency - (await countStartedJobs(db, name)) - (starting.get(name) ?? 0)
         const fresh = await claimDueJobs(db, now, Math.min(free, room), opts.leaseMs, { provider: name, started: false })
         for (const job of fresh) take(name, job)
+        claimed += fresh.length
       }
       // Jobs of a provider this instance lacks (its key was removed) end at their deadline, refunded.
-      if (stopped) return
-      for (const job of await claimDueJobs(db, now, 10, opts.leaseMs, { overdueOutside: [...providers.keys()] })) take(job.provider, job)
+      if (stopped) return claimed
+      for (const job of await claimDueJobs(db, now, 10, opts.leaseMs, { overdueOutside: [...providers.keys()] })) {
+        take(job.provider, job)
+        claimed += 1
+      }
     } catch (err) {
       hooks.log.error({ err }, 'generation runner tick failed')
     }
+    return claimed
   }
 
-  function schedule() {
+  function schedule(delay: number) {
     if (stopped) return
-    timer = setTimeout(() => {
-      void tick().finally(schedule)
-    }, opts.tickMs)
+    if (timer) clearTimeout(timer)
+    timer = setTimeout(() => void tick(), delay)
     timer.unref()
   }
 
@@ -204,7 +239,6 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
   return {
     start() {
       stopped = false
-      schedule()
       poke()
     },
     poke,
