@@ -3,7 +3,8 @@
 // the quantisation to a fixed palette and the BMP / palette-PNG bytes are ours (see dither.ts,
 // bmp.ts, png.ts for why).
 import { availableParallelism } from 'node:os'
-import sharp, { type Sharp } from 'sharp'
+import type { Sharp } from 'sharp'
+import { loadSharp } from './sharp.js'
 import { AppError, appError } from '../errors.js'
 import { ERRORS } from '../error-codes.js'
 import { encodeIndexedBmp } from './bmp.js'
@@ -82,6 +83,7 @@ export async function renderForDisplay(input: Buffer, profile: DisplayProfile): 
   }
   if (!Buffer.isBuffer(input) || input.length === 0) throw new ImageInputError('image is empty')
   try {
+    const sharp = await loadSharp()
     const { data, info } = await sharp(input, { limitInputPixels: MAX_INPUT_PIXELS })
       .rotate() // apply the EXIF orientation, so phone photos are upright
       .resize(width, height, { fit: profile.fit === 'contain' ? 'contain' : 'cover', position: 'centre', background: WHITE })
@@ -115,9 +117,9 @@ export async function encodeVariant(pixels: DisplayPixels, format: VariantFormat
     case 'png-acep7':
       return done(encodeIndexedPng(quantise(pixels, PALETTES.acep7), width, height, PALETTES.acep7))
     case 'jpeg':
-      return done(await fromRaw(pixels).jpeg({ quality: 85, mozjpeg: true }).toBuffer())
+      return done(await (await fromRaw(pixels)).jpeg({ quality: 85, mozjpeg: true }).toBuffer())
     case 'png':
-      return done(await fromRaw(pixels).png().toBuffer())
+      return done(await (await fromRaw(pixels)).png().toBuffer())
   }
 }
 
@@ -146,7 +148,8 @@ function quantise(pixels: DisplayPixels, palette: readonly Rgb[]): Uint8Array {
   return ditherToPalette(pixels.data, pixels.width, pixels.height, palette)
 }
 
-function fromRaw(pixels: DisplayPixels): Sharp {
+async function fromRaw(pixels: DisplayPixels): Promise<Sharp> {
+  const sharp = await loadSharp()
   return sharp(pixels.data, { raw: { width: pixels.width, height: pixels.height, channels: 3 } })
 }
 

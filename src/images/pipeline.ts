@@ -1,10 +1,10 @@
 // From original bytes to images a display can show: store the original at once (provider URLs
 // expire within the hour), convert for the device's profile, store each variant, record them.
 import { createHash, randomUUID } from 'node:crypto'
-import sharp from 'sharp'
 import type { Database } from '../db/client.js'
 import type { ObjectStore } from '../storage/store.js'
 import { createConversionQueue } from './convert.js'
+import { loadSharp } from './sharp.js'
 import type { DisplayProfile } from './profiles.js'
 import { insertImage, type ImageRow, type VariantRow } from './repository.js'
 
@@ -41,7 +41,7 @@ export async function storeImage(
     imageId?: string
   },
 ): Promise<StoredImage> {
-  const meta = await sharp(input.original).metadata()
+  const meta = await (await loadSharp())(input.original).metadata()
   const contentType = meta.format === 'jpeg' ? 'image/jpeg' : `image/${meta.format ?? 'png'}`
   const id = input.imageId ?? randomUUID()
   const originalKey = `images/${id}/original.${extFor[contentType] ?? 'bin'}`

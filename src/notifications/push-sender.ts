@@ -3,7 +3,6 @@
 // the subscription is gone for good; 429, 5xx and network errors are retried with capped
 // exponential backoff that honours Retry-After; anything else is a permanent failure.
 import type { Agent } from 'node:https'
-import webpush from 'web-push'
 import type { VapidKeys } from './vapid.js'
 
 export type Urgency = 'very-low' | 'low' | 'normal' | 'high'
@@ -68,6 +67,7 @@ export function createPushSender(o: PushSenderOptions) {
       let error: string | undefined
       let wait: number | undefined
       try {
+        const webpush = (await import('web-push')).default
         const res = await webpush.sendNotification(
           { endpoint: target.endpoint, keys: { p256dh: target.p256dh, auth: target.auth } },
           payload,

@@ -3,8 +3,7 @@
 // restart uses the same pair (browsers bind their subscriptions to the public key). The private
 // key is stored encrypted with a key derived from AUTH_SECRET, so a database dump alone cannot
 // sign pushes.
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto'
-import webpush from 'web-push'
+import { createCipheriv, createDecipheriv, createECDH, hkdfSync, randomBytes } from 'node:crypto'
 import { ConfigError } from '../config.js'
 import type { Database } from '../db/client.js'
 import { insertSettingOnce } from '../settings/repository.js'
@@ -31,6 +30,19 @@ function openPrivateKey(authSecret: string, sealed: string): string {
   return Buffer.concat([decipher.update(body!), decipher.final()]).toString('utf8')
 }
 
+/**
+ * A P-256 pair in the encoding web-push and browsers use: the uncompressed public point and the
+ * 32-byte private scalar, base64url (web-push itself is loaded only when the first push goes out).
+ */
+export function generateVapidKeys(): { publicKey: string; privateKey: string } {
+  const ecdh = createECDH('prime256v1')
+  ecdh.generateKeys()
+  const scalar = Buffer.alloc(32)
+  const raw = ecdh.getPrivateKey()
+  raw.copy(scalar, 32 - raw.length)
+  return { publicKey: ecdh.getPublicKey().toString('base64url'), privateKey: scalar.toString('base64url') }
+}
+
 export async function loadVapidKeys(opts: {
   db: Database
   configured?: VapidKeys
@@ -40,6 +52,7 @@ export async function loadVapidKeys(opts: {
   if (opts.configured) {
     // web-push validates the pair's encoding; a typo fails here at start, not at the first push.
     try {
+      const webpush = (await import('web-push')).default
       webpush.getVapidHeaders(
         'https://push.example',
         opts.configured.subject,
@@ -52,7 +65,7 @@ export async function loadVapidKeys(opts: {
     }
     return opts.configured
   }
-  const fresh = webpush.generateVAPIDKeys()
+  const fresh = generateVapidKeys()
   const proposed = JSON.stringify({ publicKey: fresh.publicKey, privateKey: sealPrivateKey(opts.authSecret, fresh.privateKey) })
   const stored = JSON.parse(await insertSettingOnce(opts.db, SETTING_KEY, proposed)) as { publicKey: string; privateKey: string }
   let privateKey: string

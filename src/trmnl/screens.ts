@@ -1,9 +1,8 @@
 // The screens the service draws itself for a TRMNL device, as the 1-bit BMP the original firmware
 // shows: the pairing screen (the code in large type and a QR code of the pairing link, for
 // firmware older than the pairing screen it paints itself) and "paired, nothing sent yet".
-import QRCode from 'qrcode'
-import sharp from 'sharp'
 import { encodeVariant, renderForDisplay } from '../images/convert.js'
+import { loadSharp } from '../images/sharp.js'
 import type { DisplayProfile } from '../images/profiles.js'
 
 const escapeXml = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`)
@@ -11,7 +10,7 @@ const escapeXml = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(
 async function svgScreen(profile: DisplayProfile, lines: Array<{ text: string; size: number }>, qr?: string): Promise<Buffer> {
   const { width, height } = profile
   const qrSide = qr ? Math.round(Math.min(width, height) * 0.45) : 0
-  const qrSvg = qr ? await QRCode.toString(qr, { type: 'svg', margin: 1, errorCorrectionLevel: 'M' }) : ''
+  const qrSvg = qr ? await (await import('qrcode')).default.toString(qr, { type: 'svg', margin: 1, errorCorrectionLevel: 'M' }) : ''
   const textWidth = width - qrSide
   let y = Math.round(height * 0.3)
   const texts = lines.map((l) => {
@@ -23,7 +22,7 @@ async function svgScreen(profile: DisplayProfile, lines: Array<{ text: string; s
     ? `<image x="${width - qrSide - Math.round(width * 0.03)}" y="${Math.round((height - qrSide) / 2)}" width="${qrSide}" height="${qrSide}" href="data:image/svg+xml;base64,${Buffer.from(qrSvg).toString('base64')}"/>`
     : ''
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><rect width="100%" height="100%" fill="#fff"/>${texts.join('')}${qrImage}</svg>`
-  return sharp(Buffer.from(svg)).png().toBuffer()
+  return (await loadSharp())(Buffer.from(svg)).png().toBuffer()
 }
 
 /** A screen as the device's BMP. */

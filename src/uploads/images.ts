@@ -1,7 +1,8 @@
 // What an upload really is, from its bytes (never its name or declared type), and a clean copy:
 // re-encoded by sharp, so EXIF (GPS, camera serials), XMP and comments are gone and the EXIF
 // orientation is applied to the pixels instead.
-import sharp, { type Metadata } from 'sharp'
+import type { Metadata } from 'sharp'
+import { loadSharp } from '../images/sharp.js'
 import { AppError, appError } from '../errors.js'
 
 export const acceptedContentTypes = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'image/avif'] as const
@@ -40,7 +41,7 @@ export async function cleanImage(input: Buffer): Promise<CleanImage> {
   try {
     // The header only (no pixels decoded), read without the limit so a too-large image is told
     // apart from one that is not an image: 413 below rather than 415.
-    meta = await sharp(input, { limitInputPixels: false }).metadata()
+    meta = await (await loadSharp())(input, { limitInputPixels: false }).metadata()
   } catch {
     throw unsupported()
   }
@@ -51,7 +52,7 @@ export async function cleanImage(input: Buffer): Promise<CleanImage> {
   }
   const animated = (meta.pages ?? 1) > 1 && (format.ext === 'gif' || format.ext === 'webp')
   try {
-    let img = sharp(input, { limitInputPixels: MAX_PIXELS, animated })
+    let img = (await loadSharp())(input, { limitInputPixels: MAX_PIXELS, animated })
     // Orientation 1 is upright; animations carry no EXIF orientation.
     if (!animated && meta.orientation && meta.orientation > 1) img = img.rotate()
     // sharp writes no metadata unless asked (no withMetadata/keepExif here).
@@ -73,7 +74,7 @@ export async function cleanImage(input: Buffer): Promise<CleanImage> {
         break
     }
     const body = await img.toBuffer()
-    const out = await sharp(body).metadata()
+    const out = await (await loadSharp())(body).metadata()
     return { ...format, body, width: out.width ?? 0, height: out.pageHeight ?? out.height ?? 0 }
   } catch (err) {
     if (err instanceof AppError) throw err

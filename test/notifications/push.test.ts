@@ -15,6 +15,7 @@ import { waitForMail } from '../helpers/outbox.js'
 import { startPushService, type PushService, type TestSubscription } from '../helpers/push-service.js'
 import webpush from 'web-push'
 import { serviceSetting } from '../../src/settings/tables.js'
+import { generateVapidKeys } from '../../src/notifications/vapid.js'
 
 type Person = { token: string; id: string; email: string }
 type Report = {
@@ -89,6 +90,18 @@ const send = (who: Person, body: Record<string, unknown>) => api<Report>('POST',
 const listSubs = async (who: Person) =>
   (await api<{ subscriptions: Array<{ id: string; endpoint: string }> }>('GET', '/api/notifications/subscriptions', who)).body.subscriptions
 const message = (r: { plaintext: string | null }) => JSON.parse(r.plaintext ?? 'null') as Message
+
+t.test('generated VAPID pairs have the encoding web-push and browsers take', async (t) => {
+  // One private scalar in 256 starts with a zero byte: 500 pairs meet a few of those.
+  const bad: string[] = []
+  for (let i = 0; i < 500; i++) {
+    const k = generateVapidKeys()
+    if (Buffer.from(k.publicKey, 'base64url').length !== 65 || Buffer.from(k.privateKey, 'base64url').length !== 32)
+      bad.push(JSON.stringify(k))
+    else webpush.getVapidHeaders('https://push.example', 'mailto:a@example.com', k.publicKey, k.privateKey, 'aes128gcm')
+  }
+  t.same(bad, [], 'a 65-byte public point and a 32-byte private scalar every time, and web-push signs with each')
+})
 
 t.test('the VAPID public key is served', async (t) => {
   const res = await api<{ publicKey: string }>('GET', '/api/notifications/vapid-public-key')

@@ -3,7 +3,7 @@
 // is exercised like a remote provider. No network, no key.
 // Failure injection (documented, for tests and demos): a prompt starting with "!fail" fails.
 import { createHash } from 'node:crypto'
-import sharp from 'sharp'
+import { loadSharp } from '../../images/sharp.js'
 import type { GenerationInput, ImageProvider, PollResult, ProviderJob, StartResult } from '../provider.js'
 
 /** A small deterministic PRNG (mulberry32): the same seed draws the same picture. */
@@ -48,6 +48,7 @@ function drawSvg(input: Pick<GenerationInput, 'prompt' | 'width' | 'height' | 's
 }
 
 export async function renderLocalImage(input: Pick<GenerationInput, 'prompt' | 'width' | 'height' | 'seed'>): Promise<Buffer> {
+  const sharp = await loadSharp()
   return sharp(Buffer.from(drawSvg(input)))
     .png()
     .toBuffer()
