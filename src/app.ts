@@ -13,7 +13,7 @@ import { closeUnusedConnectionsOnClose } from './http/connections.js'
 import { sessionRecordSchema, userRecordSchema } from './auth/session-shape.js'
 import { sessionRoutes } from './auth/session-routes.js'
 import type { Config } from './config.js'
-import { openDatabase, type DatabaseHandle } from './db/client.js'
+import { initPgliteDir, openDatabase, type DatabaseHandle } from './db/client.js'
 import { errorBodySchema, installErrorHandling } from './errors.js'
 import { registerRateLimit } from './http/rate-limit.js'
 import { createMailer, type Mailer } from './mail/mailer.js'
@@ -135,7 +135,12 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   installSchemaCompilers(app, shared)
   installJsonParser(app)
 
-  const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  if (!config.databaseUrl) await initPgliteDir(config.dataDir)
+  const database = openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    pgliteSharedBuffers: config.pgliteSharedBuffers,
+  })
   app.decorate('database', database)
   app.addHook('onClose', async () => database.close())
   await database.migrate()

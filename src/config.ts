@@ -48,6 +48,11 @@ const envSchema = z.object({
   BASE_URL: optionalUrl,
   DATA_DIR: z.string().default('./data'),
   DATABASE_URL: optionalUrl,
+  // The embedded database's page cache (PostgreSQL's shared_buffers; PGlite's own default is 128MB).
+  PGLITE_SHARED_BUFFERS: z
+    .string()
+    .regex(/^[1-9]\d*(kB|MB|GB)$/, 'PGLITE_SHARED_BUFFERS is a size such as 32MB')
+    .default('32MB'),
   REDIS_URL: optionalUrl,
   // Also the start of the broker's pub/sub topics, where + and # would be wildcards.
   REDIS_PREFIX: z
@@ -309,6 +314,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     baseUrl,
     dataDir,
     databaseUrl: e.DATABASE_URL,
+    pgliteSharedBuffers: e.PGLITE_SHARED_BUFFERS,
     redisUrl: e.REDIS_URL,
     redisPrefix: e.REDIS_PREFIX,
     mqttPort: e.MQTT_PORT,

@@ -40,6 +40,7 @@ t.test('defaults', async (t) => {
   t.equal(c.baseUrl, 'http://localhost:3000', 'a wildcard HOST becomes localhost in the public URL')
   t.equal(c.dataDir, dir)
   t.equal(c.databaseUrl, undefined, 'PGlite unless DATABASE_URL is set')
+  t.equal(c.pgliteSharedBuffers, '32MB', "a smaller page cache than PGlite's 128MB")
   t.equal(c.redisUrl, undefined)
   t.equal(c.redisPrefix, 'dps:')
   t.equal(c.mqttPort, 1883)
@@ -82,6 +83,13 @@ t.test('the MQTT limits reach the broker as set (their effect: test/broker/serve
     inboundRate: 11,
     inboundBurst: 13,
   })
+})
+
+t.test('PGLITE_SHARED_BUFFERS is a PostgreSQL size', async (t) => {
+  const dir = await tempDir(t)
+  t.equal(loadConfig({ DATA_DIR: dir, AUTH_SECRET: SECRET, PGLITE_SHARED_BUFFERS: '128MB' }).pgliteSharedBuffers, '128MB')
+  for (const bad of ['32', '32 MB', '0MB', '32MB; drop table x', '-1MB'])
+    expectConfigError(t, { DATA_DIR: dir, AUTH_SECRET: SECRET, PGLITE_SHARED_BUFFERS: bad }, /PGLITE_SHARED_BUFFERS/)
 })
 
 t.test('DATA_DIR defaults to ./data, resolved to an absolute path', async (t) => {

@@ -133,6 +133,7 @@ export const groups = {
       'devices/access.test.ts',
       'devices/lifecycle.test.ts',
       'db/device-foreign-keys.test.ts',
+      'db/pglite-init.test.ts',
       'openapi/client.test.ts',
       'firmware/rollout.test.ts',
       'auth/revocation-race-password.test.ts',

@@ -1,6 +1,8 @@
 // One drizzle database for the whole process: PGlite on disk by default, PostgreSQL when configured.
-import { mkdirSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { PGlite } from '@electric-sql/pglite'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
@@ -8,7 +10,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import postgres from 'postgres'
-import { fileURLToPath } from 'node:url'
+import { fromRoot } from '../paths.js'
 import * as authTables from './schema.js'
 import * as deviceTables from '../devices/tables.js'
 import * as eventTables from '../events/tables.js'
@@ -53,9 +55,30 @@ export type DatabaseHandle = {
   close(): Promise<void>
 }
 
-export const migrationsFolder = fileURLToPath(new URL('../../migrations', import.meta.url))
+export const migrationsFolder = fromRoot('migrations')
 
-export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): DatabaseHandle {
+const pgliteDir = (dataDir: string) => join(dataDir, 'pglite')
+
+/**
+ * Creates the embedded database's files (initdb) when the data folder has none, in a child
+ * process: initdb grows PGlite's memory to about 750 MiB, which a process never gives back, so
+ * the service opens the finished folder at its running size instead (about 150 MiB).
+ */
+export async function initPgliteDir(dataDir: string): Promise<void> {
+  const dir = pgliteDir(dataDir)
+  if (existsSync(join(dir, 'PG_VERSION'))) return
+  mkdirSync(dir, { recursive: true })
+  const module = import.meta.resolve('@electric-sql/pglite')
+  const script = `import { PGlite } from ${JSON.stringify(module)}
+const db = new PGlite(${JSON.stringify(dir)})
+await db.query('select 1')
+await db.close()`
+  await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { timeout: 120_000 }).catch((err) => {
+    throw new Error(`could not create the embedded database in ${dir}: ${(err as { stderr?: string }).stderr || (err as Error).message}`)
+  })
+}
+
+export function openDatabase(opts: { databaseUrl?: string; dataDir: string; pgliteSharedBuffers?: string }): DatabaseHandle {
   if (opts.databaseUrl) {
     const sql = postgres(opts.databaseUrl, { max: 10, onnotice: () => {} })
     const db = drizzlePostgres(sql, { schema })
@@ -66,9 +89,12 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): D
       close: () => sql.end({ timeout: 5 }),
     }
   }
-  const dir = join(opts.dataDir, 'pglite')
+  const dir = pgliteDir(opts.dataDir)
   mkdirSync(dir, { recursive: true })
-  const client = new PGlite(dir)
+  const client = new PGlite(
+    dir,
+    opts.pgliteSharedBuffers ? { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${opts.pgliteSharedBuffers}`] } : {},
+  )
   const db = drizzlePglite(client, { schema })
   return {
     db: db as unknown as Database,
