@@ -2,6 +2,7 @@
 // hook, so this must be registered before any route: every route added later (by any module) is
 // in the document without being listed here. Better Auth's own document is merged in.
 import { readFileSync } from 'node:fs'
+import { fromRoot } from '../paths.js'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifySchema, HTTPMethods } from 'fastify'
@@ -20,7 +21,7 @@ const compatForwards: Array<[HTTPMethods, string]> = [
   ['POST', '/account-info'],
 ]
 
-const packageVersion = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+const packageVersion = (JSON.parse(readFileSync(fromRoot('package.json'), 'utf8')) as { version: string }).version
 
 const description = `Every HTTP operation of the service: ours (device module, …) and Better Auth's (under ${AUTH_BASE_PATH}, and the interface's account paths at the root).
 

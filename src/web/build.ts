@@ -2,11 +2,11 @@
 // `npm ci && npm start` serves it with no extra command, and tests get a current one.
 import { mkdir, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fromRoot } from '../paths.js'
 import { promisify } from 'node:util'
 import { brotliCompress, constants, gzip } from 'node:zlib'
 
-const webRoot = fileURLToPath(new URL('../../web/', import.meta.url))
+const webRoot = `${fromRoot('web')}/`
 export const webDist = join(webRoot, 'dist')
 const STAMP = '.built'
 

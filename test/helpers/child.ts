@@ -1,7 +1,9 @@
-// The real entry point, as `npm start` runs it: node with tsx's loader on src/server.ts, in its
+// The real entry point, as `npm start` runs it: src/server.ts bundled into dist/ and run by node, in its
 // own process, so a test can stop it the way an operator or a crash would (SIGTERM, SIGKILL).
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
 import postgres from 'postgres'
 
 type Tap = { teardown(fn: () => unknown): void }
@@ -58,13 +60,28 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, HOST: '127.0.0.1', LOG_LEVEL: 'info', MQTT_PORT: '0', ...extra }
 }
 
+let built: string | undefined
+
+/**
+ * The service as `npm start` runs it: bundled by scripts/build.mjs and run by plain node. Built
+ * once per test process, into a folder of its own (test files run in parallel), removed at exit.
+ */
+function builtServer(): string {
+  if (built) return built
+  const outdir = join('dist', `.test-${process.pid}`)
+  execFileSync(process.execPath, ['scripts/build.mjs', '--outdir', outdir, 'src/server.ts'], { cwd: root, stdio: 'pipe' })
+  process.once('exit', () => rmSync(join(root, outdir), { recursive: true, force: true }))
+  built = join(outdir, 'server.js')
+  return built
+}
+
 /**
  * Starts the service. It runs in its own process group, so the teardown can stop it and anything
- * it started; node with tsx's loader rather than the tsx CLI, which is a parent process that
- * relays signals to its child (a relayed SIGINT was once lost: exit 130, our handler never ran).
+ * it started; plain node on the built bundle, as `npm start` runs it, rather than through npm,
+ * whose shell does not pass every signal on.
  */
 export function startServiceProcess(t: Tap, env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, [builtServer()], {
     cwd: root,
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
