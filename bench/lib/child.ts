@@ -17,10 +17,10 @@ export async function startChild(
     env: opts.env ?? process.env,
     // BENCH_CPU_PROF=DIR: V8 CPU profiles of our server (open them in Chrome DevTools).
     execArgv: [
-      '--import',
-      'tsx',
+      // A bundle (our server, see lib/ours.ts) runs on plain node; TypeScript files through tsx.
+      ...(file.endsWith('.ts') ? ['--import', 'tsx'] : []),
       ...(opts.execArgv ?? []),
-      ...(process.env.BENCH_CPU_PROF && file.endsWith('ours.ts') ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+      ...(process.env.BENCH_CPU_PROF && /ours\.(ts|js)$/.test(file) ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
     ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })

@@ -1,5 +1,6 @@
 // Starts our service (bench/servers/ours.ts) in a child process on loopback with a temporary
 // DATA_DIR: embedded defaults (PGlite, in-process broker) unless a database or Redis URL is given.
+import { execFileSync } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -11,7 +12,23 @@ import { freePort } from './ports.js'
 export type Cred = { id: string; secret: string }
 export type Ours = Child & { url: string; httpPort: number; mqttPort: number; dataDir: string }
 
-const SERVER = fileURLToPath(new URL('../servers/ours.ts', import.meta.url))
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+
+let built: string | undefined
+/**
+ * Our server as `npm start` runs the service: bundled by scripts/build.mjs and run by plain node
+ * (no TypeScript loader in the measured process). Built once per benchmark run.
+ */
+function server(): string {
+  if (!built) {
+    execFileSync(process.execPath, ['scripts/build.mjs', '--outdir', 'dist/bench', 'bench/servers/ours.ts'], {
+      cwd: ROOT,
+      stdio: 'inherit',
+    })
+    built = join(ROOT, 'dist', 'bench', 'ours.js')
+  }
+  return built
+}
 
 /** Device ids and 256-bit secrets, as pairing would issue them. */
 export function makeCreds(n: number): Cred[] {
@@ -55,7 +72,7 @@ export async function startOurs(opts: OursOptions): Promise<Ours> {
     ...(opts.redisUrl ? { REDIS_URL: opts.redisUrl, REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:` } : {}),
     ...opts.env,
   })
-  const child = await startChild(SERVER, { env, execArgv: opts.execArgv, readyTimeoutMs: 120_000 })
+  const child = await startChild(server(), { env, execArgv: opts.execArgv, readyTimeoutMs: 120_000 })
   return Object.assign(child, {
     url: `http://127.0.0.1:${port}`,
     httpPort: port,
