@@ -57,6 +57,8 @@ Options:
   --firmware VERSION    firmware version reported (default 1.0.0-sim; an installed update replaces it)
   --ota-fail STEP       fail firmware updates on purpose: download, verify (a changed byte) or install
   --pair-attempts N     give up after N expired or denied pairings (default 0: start over forever)
+  --reset               forget the saved pairing and pair anew (a state file paired with another
+                        --server is otherwise left alone, and the simulator exits naming both)
   --no-qr               do not print the QR code
   --no-preview          do not draw received images in the terminal
   -q, --quiet           print only problems (and the pairing code)
@@ -76,7 +78,7 @@ Exit codes:
   3  service unreachable when starting (nothing answered at --server)
   4  pairing expired or was denied --pair-attempts times
   5  the claim token was refused (not a valid session, or not allowed)
-  6  the state file cannot be read or written
+  6  the state file cannot be read or written, or holds a pairing with another --server
 `
 
 export class UsageError extends Error {
@@ -146,6 +148,7 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
         firmware: { type: 'string' },
         'ota-fail': { type: 'string' },
         'pair-attempts': { type: 'string' },
+        reset: { type: 'boolean' },
         'no-qr': { type: 'boolean' },
         'no-preview': { type: 'boolean' },
         quiet: { type: 'boolean', short: 'q' },
@@ -200,6 +203,7 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
       logsPerMinute: int('log-rate', values['log-rate'], 0, 6000),
       statusIntervalMs: statusInterval === undefined ? undefined : statusInterval * 1000,
       pairAttempts: int('pair-attempts', values['pair-attempts'], 0, 1_000_000),
+      reset: Boolean(values.reset),
     },
     name,
     state: resolve(values.state ?? (fleet ? join('.display-sim', `${name}-fleet`) : join('.display-sim', `${name}.json`))),

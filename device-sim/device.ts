@@ -28,7 +28,16 @@ import {
 import { ApiError, ServiceApi, UnreachableError, type DeviceInfo } from './api.js'
 import type { DisplayProfile } from './profiles.js'
 import { manifestOf, verifyManifest } from '../src/firmware/signing.js'
-import { freshState, loadState, remember, saveState, type Credentials, type PendingPairing, type SimState } from './state.js'
+import {
+  freshState,
+  loadState,
+  remember,
+  saveState,
+  StateFileError,
+  type Credentials,
+  type PendingPairing,
+  type SimState,
+} from './state.js'
 
 export type SimDeviceOptions = {
   /** The service's HTTP base URL. */
@@ -61,6 +70,8 @@ export type SimDeviceOptions = {
   subackTimeoutMs?: number
   /** Give up (PairingFailedError) after this many expired or denied pairings; 0 = never. */
   pairAttempts?: number
+  /** Forget the saved pairing (of whatever server) and pair anew: the only way a saved pairing is dropped on purpose. */
+  reset?: boolean
   /** Log entries sent per minute on devices/{id}/up/log, in a batch every 10 s; 0 (the default) sends none. */
   logsPerMinute?: number
   /** The time the device goes by for its schedule's sleep (tests share the service's moved clock). */
@@ -329,11 +340,17 @@ export class SimDevice extends EventEmitter<SimDeviceEvents> {
   private async loadOrCreate(): Promise<SimState> {
     const saved = await loadState(this.opts.statePath)
     const server = this.api.server
-    if (saved && saved.server.replace(/\/+$/, '') !== server) {
-      this.emit('warning', {
-        message: `state file ${this.opts.statePath} belongs to ${saved.server}; pairing with ${server} as a new device`,
-      })
-    } else if (saved) {
+    const elsewhere = saved && saved.server.replace(/\/+$/, '') !== server
+    if (saved?.credentials && elsewhere && !this.opts.reset) {
+      // A mistyped --server must not cost the pairing: nothing is written, the user decides.
+      throw new StateFileError(
+        `${this.opts.statePath} holds the pairing with ${saved.server} (device ${saved.credentials.username}), but --server is ${server}. ` +
+          `Check --server, or add --reset to forget that pairing and pair with ${server} as a new device.`,
+      )
+    }
+    if (saved?.credentials && this.opts.reset) {
+      this.emit('warning', { message: `--reset: forgetting the pairing with ${saved.server} (device ${saved.credentials.username})` })
+    } else if (saved && !elsewhere) {
       if (saved.credentials && JSON.stringify(saved.display) !== JSON.stringify(this.opts.display)) {
         this.emit('warning', {
           message: `keeping the paired display profile ${describe(saved.display)}; delete ${this.opts.statePath} to pair with ${describe(this.opts.display)}`,

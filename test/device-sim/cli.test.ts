@@ -126,6 +126,18 @@ t.test('a run pairs with a claim token, prints what arrives and stops on Ctrl-C'
   t.equal(r.stderr, '', 'no problems reported')
   const state = await loadState(statePath)
   t.ok(state?.credentials?.password, 'the credentials are kept for the next run')
+
+  // A mistyped --server: the pairing is kept, and the simulator says what to do.
+  const typo = 'http://127.0.0.1:9'
+  const wrong = await run(['--server', typo, '--state', statePath, '--no-qr'], { cwd: dir })
+  t.equal(wrong.code, EXIT.STATE_FILE, 'exit code 6')
+  t.match(wrong.stderr, new RegExp(`holds the pairing with ${svc.url}.*--server is ${typo}.*add --reset`))
+  t.same((await loadState(statePath))?.credentials, state?.credentials, 'the saved pairing is untouched')
+  // --reset is the explicit way to pair anew (here with a service that is not there: exit 3).
+  const reset = await run(['--server', typo, '--state', statePath, '--no-qr', '--reset'], { cwd: dir })
+  t.equal(reset.code, EXIT.UNREACHABLE)
+  t.match(reset.stdout + reset.stderr, /--reset: forgetting the pairing with/)
+  t.notOk((await loadState(statePath))?.credentials, 'with --reset the old pairing is forgotten')
 })
 
 t.test(
