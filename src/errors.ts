@@ -81,6 +81,12 @@ function isRefusedValue(err: unknown): boolean {
  */
 const isGoneReference = (err: unknown) => sqlState(err) === '23503'
 
+/** Fastify's message, and for a value outside a list the list itself: "must be equal to one of the allowed values" alone leaves the caller guessing. */
+function validationMessage(err: FastifyError): string {
+  const allowed = err.validation?.find((v) => v.keyword === 'enum')?.params?.allowedValues
+  return Array.isArray(allowed) ? `${err.message}: ${allowed.map((v) => JSON.stringify(v)).join(', ')}` : err.message
+}
+
 /** Answers a request no route matched, or returns false to let it be a 404 (the console's deep links). */
 export type NotFoundFallback = (req: FastifyRequest, reply: FastifyReply) => Promise<boolean>
 
@@ -91,7 +97,7 @@ export function installErrorHandling(app: FastifyInstance): { setNotFoundFallbac
       return reply.code(err.statusCode).headers(err.headers).send({ message: err.message, code: err.code })
     }
     if (err.validation) {
-      return reply.code(400).send({ message: err.message, code: 'VALIDATION_ERROR' })
+      return reply.code(400).send({ message: validationMessage(err), code: 'VALIDATION_ERROR' })
     }
     const mapped = err.code ? fastifyCodes[err.code] : undefined
     if (mapped) return reply.code(mapped[0]).send({ message: err.message, code: mapped[1] })

@@ -299,7 +299,15 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
         body: Type.Object(
           {
             command: StringEnum(deviceCommandNames),
-            seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86400, description: 'for sleep: how long to stay away' })),
+            args: Type.Optional(
+              Type.Object(
+                { seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86400, description: 'for sleep: how long to stay away' })) },
+                { additionalProperties: false, description: 'as the device gets them in the MQTT message {commandId, command, args}' },
+              ),
+            ),
+            seconds: Type.Optional(
+              Type.Integer({ minimum: 1, maximum: 86400, description: 'for sleep: the same as args.seconds (accepted for older clients)' }),
+            ),
           },
           { additionalProperties: false },
         ),
@@ -315,8 +323,12 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
     },
     async (req, reply) => {
       const who = principalOf(req)
-      const { command, seconds } = req.body
-      if (command === 'sleep' && !seconds) throw appError('VALIDATION_ERROR', 'sleep needs seconds')
+      const { command } = req.body
+      const seconds = req.body.args?.seconds ?? req.body.seconds
+      if (req.body.args?.seconds && req.body.seconds && req.body.args.seconds !== req.body.seconds)
+        throw appError('VALIDATION_ERROR', 'seconds and args.seconds differ: send one of them')
+      if (command === 'sleep' && !seconds) throw appError('VALIDATION_ERROR', 'sleep needs args.seconds')
+      if (command !== 'sleep' && seconds) throw appError('VALIDATION_ERROR', `${command} takes no seconds (only sleep does)`)
       const row = await devices.sendCommand(who.userId, req.params.id, command, command === 'sleep' ? { seconds } : {})
       return reply.code(202).send({ commandId: row.id, status: row.status, command: row.command })
     },

@@ -218,7 +218,7 @@ function Commands({ device }: { device: Device }) {
       data(
         await api.POST('/api/device/{id}/command', {
           params: { path: { id: device.id } },
-          body: command === 'sleep' ? { command, seconds } : { command },
+          body: command === 'sleep' ? { command, args: { seconds } } : { command },
         }),
       ),
     onSuccess: (res, command) => {
