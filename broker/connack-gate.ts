@@ -5,9 +5,13 @@
 import type { Aedes, Client } from 'aedes'
 import { connackSent, wrapDelivery } from './aedes-internals.js'
 
+type Waiting = Array<{ run: () => void; drop: () => void }>
+
 /** Installs the gate on a broker; `hold` must be called for each client before its subscriptions are restored (preConnect). */
 export function connackGate(aedes: Aedes): { hold(client: Client): void } {
-  const held = new WeakMap<Client, Array<{ run: () => void; drop: () => void }>>()
+  // Held clients: null until a delivery has to wait (most never do), then what waits. The list and
+  // its close listener are made only then, so a connection that waits for nothing costs an entry.
+  const held = new WeakMap<Client, Waiting | null>()
 
   aedes.on('connackSent', (_packet, client) => {
     const waiting = held.get(client)
@@ -15,19 +19,28 @@ export function connackGate(aedes: Aedes): { hold(client: Client): void } {
     for (const w of waiting ?? []) w.run()
   })
 
+  /** Refused, or gone before its CONNACK: the publishers waiting on these deliveries go on. */
+  function dropOnClose(client: Client, waiting: Waiting) {
+    client.conn.once('close', () => {
+      if (held.get(client) !== waiting) return
+      held.delete(client)
+      for (const w of waiting) w.drop()
+    })
+  }
+
   return {
     hold(client) {
-      const waiting: Array<{ run: () => void; drop: () => void }> = []
-      held.set(client, waiting)
+      held.set(client, null)
       wrapDelivery(client, (deliver) => (packet, cb) => {
-        if (connackSent(client) || !held.has(client)) return deliver(packet, cb)
+        // Once its connection has closed, a client is no longer held (as after its CONNACK).
+        if (connackSent(client) || !held.has(client) || (client.conn as { closed?: boolean }).closed) return deliver(packet, cb)
+        let waiting = held.get(client)
+        if (!waiting) {
+          waiting = []
+          held.set(client, waiting)
+          dropOnClose(client, waiting)
+        }
         waiting.push({ run: () => deliver(packet, cb), drop: cb })
-      })
-      // Refused, or gone before its CONNACK: the publishers waiting on these deliveries go on.
-      client.conn.once('close', () => {
-        if (held.get(client) !== waiting) return
-        held.delete(client)
-        for (const w of waiting) w.drop()
       })
     },
   }

@@ -9,7 +9,7 @@
 //    negative PUBACK) and delivered to nobody; a client that keeps exceeding it is disconnected.
 import mqttPacket from 'mqtt-packet'
 import type { Client } from 'aedes'
-import { parserOf, subscriptionsOf } from './aedes-internals.js'
+import { parserOf, subscriptionsOf, type PacketParser } from './aedes-internals.js'
 
 export type InboundLimits = {
   /** Filters one client may hold; 0 = no cap. */
@@ -90,88 +90,159 @@ function widenSubacks() {
   } as typeof write
 }
 
-/** Installs the checks on one client's parser (see the top of this file). */
-export function guardPackets(client: Client, limits: InboundLimits, stats: GuardStats) {
-  widenSubacks()
-  const parser = parserOf(client)
-  const conn = client.conn
-  const asked = new Set<string>()
-  const bucket = { tokens: limits.inboundBurst, at: Date.now() }
-  const strikes = { windowStart: Date.now(), dropped: 0, count: 0 }
-  const emit = parser.emit
-  const windowMs = limits.inboundStrikeWindowMs ?? STRIKE_WINDOW_MS
+/**
+ * What one server checks on every connection: its limits, where it counts what it refused, and
+ * what it does with a packet over the size limit (optional: guardPackets alone leaves the size be).
+ */
+export type PacketGuard = {
+  limits: InboundLimits
+  stats: GuardStats
+  /** Largest remaining length accepted; 0 or absent = no limit. */
+  maxPacketSize?: number
+  /** Told when a packet over maxPacketSize closes the connection, before the parser errors. */
+  onTooLarge?: (client: Client) => void
+}
 
-  /** False when the client has been over its rate for STRIKES_TO_CLOSE windows in a row. */
-  function admitPublish(packet: Packet): boolean {
+const GUARD = Symbol('packet guard')
+
+/**
+ * One client's state, on its parser (the only thing per connection: the checks themselves are
+ * installed once on the parser's prototype). Plain fields, so that an idle connection holds one
+ * small object rather than a set of closures, and the filter set only once the client subscribes.
+ */
+class ClientGuard {
+  /** Filters asked for on this connection, granted or not (created by the first SUBSCRIBE). */
+  asked: Set<string> | undefined = undefined
+  /** Token bucket of the inbound PUBLISH rate. */
+  tokens: number
+  at: number
+  /** The current strike window: when it started and how many messages it dropped; strikes in a row. */
+  windowStart: number
+  dropped = 0
+  strikes = 0
+  /** Once the connection is being closed, what the parser still holds from the same read is not handled. */
+  closing = false
+  constructor(
+    readonly client: Client,
+    readonly conn: object,
+    readonly guard: PacketGuard,
+  ) {
     const now = Date.now()
-    if (now - strikes.windowStart >= windowMs) {
-      // A window with drops is a strike; a quiet one (or a gap of more than one) clears them.
-      strikes.count = strikes.dropped > 0 && now - strikes.windowStart < 2 * windowMs ? strikes.count + 1 : 0
-      strikes.windowStart = now
-      strikes.dropped = 0
-    }
-    bucket.tokens = Math.min(limits.inboundBurst, bucket.tokens + ((now - bucket.at) / 1000) * limits.inboundRate)
-    bucket.at = now
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1
-      return true
-    }
-    ;(packet as Marked)[OVER_RATE] = true
-    stats.rateDropped += 1
-    strikes.dropped += 1
-    return strikes.count + 1 < STRIKES_TO_CLOSE
+    this.tokens = guard.limits.inboundBurst
+    this.at = now
+    this.windowStart = now
   }
+}
 
-  function capSubscriptions(packet: Packet) {
-    const subs = packet.subscriptions ?? []
-    const topics = subs.map((s) => s.topic)
-    if (new Set(topics).size !== topics.length && packet.messageId !== undefined) {
-      let pending = owed.get(conn)
-      if (!pending) owed.set(conn, (pending = new Map()))
-      pending.set(packet.messageId, topics)
-    }
-    if (limits.maxSubscriptions <= 0) return
-    const held = subscriptionsOf(client)
-    // Held now: asked for on this connection, or restored with a persistent session.
-    let total = asked.size
-    for (const f in held) if (!asked.has(f)) total += 1
-    const capped = new Set<string>()
-    for (const sub of subs) {
-      if (!capped.has(sub.topic) && (asked.has(sub.topic) || held[sub.topic])) continue
-      if (capped.has(sub.topic) || total >= limits.maxSubscriptions) {
-        // Every occurrence: aedes keeps the last of duplicate filters.
-        capped.add(sub.topic)
-        ;(sub as Marked)[CAPPED] = true
-        stats.subscriptionsCapped += 1
-      } else {
-        asked.add(sub.topic)
-        total += 1
-      }
-    }
-  }
+type GuardedParser = PacketParser & { [GUARD]?: ClientGuard }
 
-  // Once the connection is being closed, what the parser still holds from the same read is not handled.
-  let closing = false
-  const close = (parser: unknown, reason: string) => {
-    closing = true
-    return emit.call(parser, 'error', new Error(reason))
+/** False when the client has been over its rate for STRIKES_TO_CLOSE windows in a row. */
+function admitPublish(g: ClientGuard, packet: Packet): boolean {
+  const { limits, stats } = g.guard
+  const windowMs = limits.inboundStrikeWindowMs ?? STRIKE_WINDOW_MS
+  const now = Date.now()
+  if (now - g.windowStart >= windowMs) {
+    // A window with drops is a strike; a quiet one (or a gap of more than one) clears them.
+    g.strikes = g.dropped > 0 && now - g.windowStart < 2 * windowMs ? g.strikes + 1 : 0
+    g.windowStart = now
+    g.dropped = 0
   }
-  parser.emit = function guarded(event: string | symbol, ...args: unknown[]) {
-    if (event === 'packet') {
-      if (closing) return false
-      const packet = args[0] as Packet
-      const field = nulField(packet)
-      if (field) {
-        stats.nulClosed += 1
-        return close(this, `the ${field} contains U+0000 (MQTT-1.5.3-2)`)
-      }
-      if (packet.cmd === 'publish' && limits.inboundRate > 0 && !admitPublish(packet)) {
-        stats.rateClosed += 1
-        return close(this, `over ${limits.inboundRate} messages per second for ${(STRIKES_TO_CLOSE * windowMs) / 1000} s`)
-      }
-      if (packet.cmd === 'subscribe') capSubscriptions(packet)
-      if (packet.cmd === 'unsubscribe') for (const f of packet.unsubscriptions ?? []) asked.delete(f)
+  g.tokens = Math.min(limits.inboundBurst, g.tokens + ((now - g.at) / 1000) * limits.inboundRate)
+  g.at = now
+  if (g.tokens >= 1) {
+    g.tokens -= 1
+    return true
+  }
+  ;(packet as Marked)[OVER_RATE] = true
+  stats.rateDropped += 1
+  g.dropped += 1
+  return g.strikes + 1 < STRIKES_TO_CLOSE
+}
+
+function capSubscriptions(g: ClientGuard, packet: Packet) {
+  const { limits, stats } = g.guard
+  const subs = packet.subscriptions ?? []
+  const topics = subs.map((s) => s.topic)
+  if (new Set(topics).size !== topics.length && packet.messageId !== undefined) {
+    let pending = owed.get(g.conn)
+    if (!pending) owed.set(g.conn, (pending = new Map()))
+    pending.set(packet.messageId, topics)
+  }
+  if (limits.maxSubscriptions <= 0) return
+  const asked = (g.asked ??= new Set())
+  const held = subscriptionsOf(g.client)
+  // Held now: asked for on this connection, or restored with a persistent session.
+  let total = asked.size
+  for (const f in held) if (!asked.has(f)) total += 1
+  const capped = new Set<string>()
+  for (const sub of subs) {
+    if (!capped.has(sub.topic) && (asked.has(sub.topic) || held[sub.topic])) continue
+    if (capped.has(sub.topic) || total >= limits.maxSubscriptions) {
+      // Every occurrence: aedes keeps the last of duplicate filters.
+      capped.add(sub.topic)
+      ;(sub as Marked)[CAPPED] = true
+      stats.subscriptionsCapped += 1
+    } else {
+      asked.add(sub.topic)
+      total += 1
     }
+  }
+}
+
+function closeFor(g: ClientGuard, parser: PacketParser, emit: PacketParser['emit'], reason: string): boolean {
+  g.closing = true
+  return emit.call(parser, 'error', new Error(reason))
+}
+
+const patchedParsers = new WeakSet<object>()
+
+/**
+ * Installs the checks on the prototype of mqtt-packet's parser, once: a parser without a client
+ * guard (an MQTT client's, or a connection not yet guarded) behaves exactly as before.
+ */
+function patchParser(proto: PacketParser) {
+  if (patchedParsers.has(proto)) return
+  patchedParsers.add(proto)
+  const emit = proto.emit
+  const parseLength = proto._parseLength
+  proto.emit = function guardedEmit(this: GuardedParser, event: string | symbol, ...args: unknown[]) {
+    const g = this[GUARD]
+    if (g === undefined || event !== 'packet') return emit.call(this, event, ...args)
+    if (g.closing) return false
+    const { limits, stats } = g.guard
+    const packet = args[0] as Packet
+    const field = nulField(packet)
+    if (field) {
+      stats.nulClosed += 1
+      return closeFor(g, this, emit, `the ${field} contains U+0000 (MQTT-1.5.3-2)`)
+    }
+    if (packet.cmd === 'publish' && limits.inboundRate > 0 && !admitPublish(g, packet)) {
+      stats.rateClosed += 1
+      const windowMs = limits.inboundStrikeWindowMs ?? STRIKE_WINDOW_MS
+      return closeFor(g, this, emit, `over ${limits.inboundRate} messages per second for ${(STRIKES_TO_CLOSE * windowMs) / 1000} s`)
+    }
+    if (packet.cmd === 'subscribe') capSubscriptions(g, packet)
+    if (packet.cmd === 'unsubscribe' && g.asked) for (const f of packet.unsubscriptions ?? []) g.asked.delete(f)
     return emit.call(this, event, ...args)
   }
+  /** Refuses a packet as soon as its fixed header announces a length over the limit. */
+  proto._parseLength = function guardedParseLength(this: GuardedParser) {
+    const done = parseLength.call(this)
+    const g = this[GUARD]
+    const max = g?.guard.maxPacketSize
+    if (done && max && this.packet.length > max) {
+      g.guard.onTooLarge?.(g.client)
+      this._emitError(new Error(`packet of ${this.packet.length} bytes exceeds the ${max} byte limit`))
+      return false
+    }
+    return done
+  }
+}
+
+/** Installs the checks on one client's parser (see the top of this file). */
+export function guardPackets(client: Client, guard: PacketGuard) {
+  widenSubacks()
+  const parser = parserOf(client) as GuardedParser
+  patchParser(Object.getPrototypeOf(parser) as PacketParser)
+  parser[GUARD] = new ClientGuard(client, client.conn, guard)
 }

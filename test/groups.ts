@@ -95,6 +95,7 @@ export const groups = {
       'notifications/push-service.test.ts',
       'broker/acl.test.ts',
       'broker/aedes-internals.test.ts',
+      'broker/patches.test.ts',
       'broker/batching.test.ts',
       'broker/packet-guard.test.ts',
       'broker/server-limits.test.ts',

@@ -1,7 +1,7 @@
 // What the device broker knows of each connection, shared by its hooks (device-broker.ts),
 // presence.ts and uplink.ts; in a module of its own so that none of them imports another for it.
 import type { DeviceOwner } from './credentials.js'
-import type { DisconnectReason, DownlinkKind } from './contract.js'
+import { downlinkKinds, type DisconnectReason, type DownlinkKind } from './contract.js'
 
 export type ClientMeta = {
   kind: 'device' | 'app'
@@ -14,6 +14,21 @@ export type ClientMeta = {
   owner?: DeviceOwner
   /** Apps: the session they connected with; a revoked one ends the connection (revalidateApps). */
   sessionId?: string
-  /** Devices: whether the broker had a session for it at CONNACK, and the downlink kinds already sent again on this connection. */
-  session?: { resumed: boolean; resent: Set<DownlinkKind>; timer?: NodeJS.Timeout; maxAcked: number }
+  /**
+   * Devices: whether the broker had a session for it at CONNACK, and the downlink kinds already
+   * sent again on this connection (a bit per kind, see resentHas: a Set per connection cost ~230
+   * bytes of every idle session).
+   */
+  session?: { resumed: boolean; resent: number; timer: NodeJS.Timeout | undefined; maxAcked: number }
 }
+
+const kindBit = (kind: DownlinkKind) => 1 << downlinkKinds.indexOf(kind)
+/** Whether `kind` is among the `resent` bits. */
+export const resentHas = (resent: number, kind: DownlinkKind) => (resent & kindBit(kind)) !== 0
+/** `resent` with `kinds` added. */
+export const resentWith = (resent: number, kinds: Iterable<DownlinkKind>) => {
+  for (const k of kinds) resent |= kindBit(k)
+  return resent
+}
+/** How many kinds `resent` holds. */
+export const resentCount = (resent: number) => downlinkKinds.filter((k) => resentHas(resent, k)).length

@@ -6,7 +6,7 @@ import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
 import { batchedAccessCheck, batchedLookup, checkCredentials, mayPublish, maySubscribe, type Identity } from './credentials.js'
 import type { DeviceLink } from '../devices/sessions.js'
-import type { ClientMeta } from './client-meta.js'
+import { resentCount, resentHas, resentWith, type ClientMeta } from './client-meta.js'
 import type { DownlinkHooks } from './downlink-hooks.js'
 import { nodesHoldingDevices, releaseNodeConnections } from '../devices/repository.js'
 import { insertEvents } from '../events/repository.js'
@@ -181,7 +181,8 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
               meta.set(client, { kind: 'app', subject: userId, connectionId: newConnectionId(), sessionId: check.session?.id })
               return done(null, true)
             }
-            const deviceId = check.identity.deviceId
+            // The client id is the device id (checkCredentials): one string for both, not a copy from the database row.
+            const deviceId = check.identity.deviceId === client.id ? client.id : check.identity.deviceId
             const previous = current.get(deviceId)
             if (previous && previous !== client && !previous.closed) {
               const m = meta.get(previous)
@@ -189,7 +190,16 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
               withoutWill(previous)
             }
             current.set(deviceId, client)
-            meta.set(client, { kind: 'device', subject: deviceId, connectionId: newConnectionId(), owner: check.device })
+            // Every field set now (same shape for all, none added later): no separate property store per client.
+            meta.set(client, {
+              kind: 'device',
+              subject: deviceId,
+              connectionId: newConnectionId(),
+              reason: undefined,
+              owner: check.device,
+              sessionId: undefined,
+              session: undefined,
+            })
             // The broker sets the will: a device that drops off is shown offline to everyone.
             setPendingWill(client, {
               cmd: 'publish',
@@ -258,7 +268,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
   aedes.on('connackSent', (packet, client) => {
     const m = meta.get(client)
     if (m?.kind === 'device')
-      m.session = { resumed: Boolean((packet as { sessionPresent?: boolean }).sessionPresent), resent: new Set(), maxAcked: 0 }
+      m.session = { resumed: Boolean((packet as { sessionPresent?: boolean }).sessionPresent), resent: 0, timer: undefined, maxAcked: 0 }
   })
   aedes.on('clientReady', (client) => {
     const m = meta.get(client)
@@ -299,7 +309,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     const session = m.session
     if (!session || !downlink) return
     clearTimeout(session.timer)
-    const fresh = [...subscribedKinds(client, m.subject)].filter((k) => !session.resent.has(k))
+    const fresh = [...subscribedKinds(client, m.subject)].filter((k) => !resentHas(session.resent, k))
     if (!fresh.length) return
     // From the SUBACK on, a live publish reaches the device: the resend must not send it again.
     downlink.expectResend(m.subject, true)
@@ -309,8 +319,8 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
         downlink.expectResend(m.subject, false)
         return
       }
-      const kinds = new Set([...subscribedKinds(client, m.subject)].filter((k) => !session.resent.has(k)))
-      for (const k of kinds) session.resent.add(k)
+      const kinds = new Set([...subscribedKinds(client, m.subject)].filter((k) => !resentHas(session.resent, k)))
+      session.resent = resentWith(session.resent, kinds)
       if (!kinds.size) {
         downlink.expectResend(m.subject, false)
         return
@@ -329,7 +339,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
         })
     }
     // Every kind there is: no reason to wait for more.
-    if (settleMs === 0 || fresh.length + session.resent.size === downlinkKinds.length) run()
+    if (settleMs === 0 || fresh.length + resentCount(session.resent) === downlinkKinds.length) run()
     else session.timer = setTimeout(run, settleMs)
   }
 

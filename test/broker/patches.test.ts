@@ -1,0 +1,39 @@
+// The changes carried in patches/ (applied by patch-package on npm install): if a patch stops
+// applying, npm ci fails; if an upgrade makes one moot or undoes it, this file says which.
+import { readdirSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import t from 'tap'
+
+const require = createRequire(import.meta.url)
+
+t.test('every patch is for the installed version of its package', async (t) => {
+  const patches = readdirSync(new URL('../../patches/', import.meta.url)).filter((f) => f.endsWith('.patch'))
+  t.ok(patches.length > 0)
+  for (const file of patches) {
+    const [, name, version] = /^(.+)\+(\d+\.\d+\.\d+)\.patch$/.exec(file.replace(/^(@[^+]+)\+/, '$1/')) ?? []
+    t.equal(require(`${name}/package.json`).version, version, `${file}: ${name} is still ${version}`)
+  }
+})
+
+t.test('mqtt-packet: the parser holds a plain BufferList and, after CONNECT, only what it reads again', async (t) => {
+  const mqttPacket = require('mqtt-packet') as typeof import('mqtt-packet')
+  const parser = mqttPacket.parser({ protocolVersion: 4 }) as unknown as { _list: { pipe?: unknown }; settings: Record<string, unknown> }
+  t.equal(parser._list.constructor.name, 'BufferList', "bl's BufferList")
+  t.equal(typeof parser._list.pipe, 'undefined', 'not the stream (a Duplex, about 1 KiB more per connection)')
+  const connect = mqttPacket.generate({
+    cmd: 'connect',
+    protocolId: 'MQTT',
+    protocolVersion: 4,
+    clean: true,
+    clientId: 'device-1',
+    keepalive: 30,
+    username: 'device-1',
+    password: Buffer.from('the secret'),
+  })
+  const seen: Array<{ cmd: string; password?: Buffer }> = []
+  ;(parser as unknown as NodeJS.EventEmitter).on('packet', (p) => seen.push(p))
+  ;(parser as unknown as { parse(b: Buffer): void }).parse(connect)
+  t.equal(seen[0]?.cmd, 'connect')
+  t.equal(seen[0]?.password?.toString(), 'the secret', 'the packet itself is whole')
+  t.same(Object.keys(parser.settings).sort(), ['bridgeMode', 'protocolVersion'], 'the parser no longer keeps the password')
+})
