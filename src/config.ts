@@ -318,6 +318,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisUrl: e.REDIS_URL,
     redisPrefix: e.REDIS_PREFIX,
     mqttPort: e.MQTT_PORT,
+    /**
+     * MQTT_PORT left at its default: a first run beside another broker on 1883 (Mosquitto) then
+     * takes the next free port and says so, instead of failing (an explicit MQTT_PORT must be free).
+     */
+    mqttPortIsDefault: !env.MQTT_PORT,
     authSecret: e.AUTH_SECRET ?? persistentValue(dataDir, 'auth-secret', () => randomBytes(32).toString('base64url')),
     adminEmails: e.ADMIN_EMAILS.map((s) => s.toLowerCase()),
     trustedOrigins: e.TRUSTED_ORIGINS,
@@ -434,6 +439,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       autoApproveUserEmail: e.DEVICE_AUTO_APPROVE_USER_EMAIL?.toLowerCase(),
       /** The MQTT URL handed to devices with their credentials. */
       mqttPublicUrl: e.MQTT_PUBLIC_URL ?? `mqtt://${new URL(baseUrl).hostname}:${e.MQTT_PORT}`,
+      /** Derived from MQTT_PORT (and so follows the port taken when the default one is busy). */
+      mqttPublicUrlIsDefault: !e.MQTT_PUBLIC_URL,
     },
     mqtt: {
       external: e.MQTT_EXTERNAL_URL

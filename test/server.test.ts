@@ -64,6 +64,28 @@ t.test('Ctrl-C (SIGINT) shuts down cleanly too', async (t) => {
   t.notMatch(run.output, /"level":(50|60)/, 'no error or fatal log lines')
 })
 
+t.test('MQTT_PORT left at its default beside another broker on 1883: the next free port, said in the log', async (t) => {
+  // Mosquitto holds 1883 on this machine and in CI; where nothing does, this test holds it.
+  const blocker: Server = createServer()
+  await new Promise<void>((resolve) => {
+    blocker.once('error', () => resolve())
+    blocker.listen(1883, '127.0.0.1', () => {
+      t.teardown(() => new Promise<void>((done) => blocker.close(() => done())))
+      resolve()
+    })
+  })
+  const port = await freePort()
+  const srv = startServer({ PORT: String(port), MQTT_PORT: '' }, /public URL/)
+  await srv.ready
+  const line = await srv.waitFor(/MQTT port 1883 is in use[^"]*/)
+  const taken = Number(/listening on (\d+) instead/.exec(line)?.[1])
+  t.ok(taken > 1883 && taken <= 1899, `it took ${taken}`)
+  t.match(line, /Set MQTT_PORT to choose a port/)
+  t.match(await srv.waitFor(/MQTT listening on mqtt:\/\/\S+/), `MQTT listening on mqtt://127.0.0.1:${taken}`)
+  srv.child.kill('SIGTERM')
+  t.equal((await srv.closed).code, 0)
+})
+
 t.test('with the HTTP port taken it exits non-zero naming PORT', async (t) => {
   const port = await freePort()
   const blocker: Server = createServer()

@@ -80,7 +80,7 @@ export async function startBroker(
   broker.server.attachWebSocket(app.server, '/mqtt')
   app.addHook('onReady', async () => {
     try {
-      app.mqttPort = await broker.listen(config.mqttPort, config.host)
+      app.mqttPort = await listenMqtt(broker, config, app.log)
       if (config.mqtt.tls) app.mqttTlsPort = await broker.listenTls(config.mqtt.tls.port, config.host)
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
@@ -97,4 +97,33 @@ export async function startBroker(
     await cluster?.close()
   })
   return broker
+}
+
+/** Ports tried after the default 1883 when it is taken and MQTT_PORT was not set. */
+const FALLBACK_PORTS = 16
+
+/**
+ * Listens on MQTT_PORT. Left at its default and taken (another broker on this machine), the next
+ * free port above it is used, the log says which, and devices are given it in their credentials
+ * (unless MQTT_PUBLIC_URL names the URL devices use).
+ */
+async function listenMqtt(broker: DeviceBroker, config: Config, log: { warn: (msg: string) => void }): Promise<number> {
+  try {
+    return await broker.listen(config.mqttPort, config.host)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || !config.mqttPortIsDefault) throw err
+  }
+  for (let port = config.mqttPort + 1; port <= config.mqttPort + FALLBACK_PORTS; port++) {
+    try {
+      const bound = await broker.listen(port, config.host)
+      if (config.devices.mqttPublicUrlIsDefault) config.devices.mqttPublicUrl = config.devices.mqttPublicUrl.replace(/:\d+$/, `:${bound}`)
+      log.warn(
+        `MQTT port ${config.mqttPort} is in use (another MQTT broker, such as Mosquitto, runs here): listening on ${bound} instead, and devices are told so. Set MQTT_PORT to choose a port.`,
+      )
+      return bound
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err
+    }
+  }
+  throw Object.assign(new Error(`MQTT ports ${config.mqttPort}–${config.mqttPort + FALLBACK_PORTS} are all in use`), { code: 'EADDRINUSE' })
 }

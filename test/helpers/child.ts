@@ -57,7 +57,10 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
     if (/^(DATABASE_URL|REDIS_URL|REDIS_PREFIX|PORT|HOST|BASE_URL|DATA_DIR|NODE_OPTIONS|TAP.*|_TAP.*)$/.test(k)) continue
     env[k] = v
   }
-  return { ...env, HOST: '127.0.0.1', LOG_LEVEL: 'info', MQTT_PORT: '0', ...extra }
+  const out: Record<string, string> = { ...env, HOST: '127.0.0.1', LOG_LEVEL: 'info', MQTT_PORT: '0', ...extra }
+  // An empty value in `extra` leaves the variable unset (its default applies).
+  for (const [k, v] of Object.entries(extra)) if (v === '') delete out[k]
+  return out
 }
 
 let built: string | undefined
