@@ -93,7 +93,12 @@ export type AppOptions = {
 
 export async function buildApp(config: Config, opts: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: { level: config.logLevel },
+    logger: {
+      level: config.logLevel,
+      ...(config.logPretty
+        ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' } } }
+        : {}),
+    },
     // Fastify also accepts a hop count at runtime; its typings omit it.
     trustProxy: config.trustProxy as boolean | string[],
     bodyLimit: config.bodyLimit,

@@ -85,6 +85,15 @@ t.test('the MQTT limits reach the broker as set (their effect: test/broker/serve
   })
 })
 
+t.test('LOG_FORMAT: readable lines on a terminal, JSON otherwise, or as set', async (t) => {
+  const dir = await tempDir(t)
+  const base = { DATA_DIR: dir, AUTH_SECRET: SECRET }
+  t.equal(loadConfig(base).logPretty, Boolean(process.stdout.isTTY), 'by whether stdout is a terminal')
+  t.equal(loadConfig({ ...base, LOG_FORMAT: 'pretty' }).logPretty, true)
+  t.equal(loadConfig({ ...base, LOG_FORMAT: 'json' }).logPretty, false)
+  expectConfigError(t, { ...base, LOG_FORMAT: 'xml' }, /LOG_FORMAT/)
+})
+
 t.test('PGLITE_SHARED_BUFFERS is a PostgreSQL size', async (t) => {
   const dir = await tempDir(t)
   t.equal(loadConfig({ DATA_DIR: dir, AUTH_SECRET: SECRET, PGLITE_SHARED_BUFFERS: '128MB' }).pgliteSharedBuffers, '128MB')

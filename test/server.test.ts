@@ -52,6 +52,17 @@ t.test('starts, logs its real address, serves, and exits 0 on SIGTERM', async (t
   await t.rejects(fetch(`http://127.0.0.1:${port}/ok`), 'the port is released')
 })
 
+t.test('LOG_FORMAT=pretty: one readable line per entry (what a terminal gets by default)', async (t) => {
+  const port = await freePort()
+  const srv = startServer({ PORT: String(port), LOG_FORMAT: 'pretty' }, /public URL/)
+  await srv.ready
+  srv.child.kill('SIGTERM')
+  const run = await srv.closed
+  t.equal(run.code, 0)
+  t.match(run.output, /\[\d\d:\d\d:\d\d(\.\d+)?\] INFO: HTTP listening on http:\/\/127\.0\.0\.1:\d+/, 'time, level and message, no JSON')
+  t.notMatch(run.output, /\{"level":30/)
+})
+
 t.test('Ctrl-C (SIGINT) shuts down cleanly too', async (t) => {
   const port = await freePort()
   const srv = startServer({ PORT: String(port) }, /public URL/)
