@@ -336,7 +336,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     balanceChanged: () => sessionCache.clearAll(),
   })
   await app.register(imageRoutes, { db: database.db, storage })
-  await app.register(demoRoutes, { db: database.db, storage, baseUrl: config.baseUrl })
+  if (config.demoEnabled) await app.register(demoRoutes, { db: database.db, storage, baseUrl: config.baseUrl })
   // Unfinished jobs (from before a restart too) are picked up once the app is ready.
   app.addHook('onReady', async () => generation.start())
   producers.push(() => generation.close())

@@ -134,6 +134,8 @@ const envSchema = z.object({
     .max(1024 * 1024 * 1024)
     .default(10 * 1024 * 1024),
   LOG_LEVEL: z.enum(logLevels).default('info'),
+  // GET /api/demo draws and stores an image for anyone, unauthenticated (rate-limited): off for a public server.
+  DEMO_ENABLED: z.enum(['true', 'false']).default('true'),
   // pretty: one readable line per entry (pino-pretty); json: one JSON object per line, for log collectors.
   LOG_FORMAT: z.enum(['pretty', 'json']).optional(),
   SESSION_CACHE_TTL_MS: z.coerce.number().int().min(0).max(300_000).default(30_000),
@@ -415,6 +417,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     uploads: { maxBytes: e.UPLOAD_MAX_BYTES },
     logLevel: e.LOG_LEVEL,
+    demoEnabled: e.DEMO_ENABLED === 'true',
     /** Readable lines on a terminal, JSON anywhere else (a pipe, a file, journald), unless LOG_FORMAT says. */
     logPretty: e.LOG_FORMAT ? e.LOG_FORMAT === 'pretty' : Boolean(process.stdout.isTTY),
     bodyLimit: e.BODY_LIMIT,

@@ -120,3 +120,12 @@ t.test('GET /api/demo runs the pipeline without an account', async (t) => {
   t.ok(Number(refused.headers.get('retry-after')) > 0, 'with Retry-After')
   t.equal(((await refused.json()) as { code: string }).code, 'TOO_MANY_REQUESTS')
 })
+
+t.test('DEMO_ENABLED=false: a public server has no open demo', async (t) => {
+  const svc = await startApp(t, { env: { DEMO_ENABLED: 'false' } })
+  const res = await fetch(`${svc.url}/api/demo`)
+  t.equal(res.status, 404)
+  t.match(await res.json(), { code: 'NOT_FOUND' })
+  const doc = (await (await fetch(`${svc.url}/docs/json`)).json()) as { paths: Record<string, unknown> }
+  t.notOk('/api/demo' in doc.paths, 'nor does its API document list one')
+})
