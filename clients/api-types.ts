@@ -13,28 +13,7 @@ export interface paths {
             cookie?: never;
         };
         /** Interactive documentation of this API (Swagger UI), served from this service with no outside assets */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description text/html */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/html": string;
-                    };
-                };
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDocs"];
         put?: never;
         post?: never;
         delete?: never;
@@ -51,30 +30,7 @@ export interface paths {
             cookie?: never;
         };
         /** This document, as the docs page loads it */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OpenAPI 3.1 document */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDocsJson"];
         put?: never;
         post?: never;
         delete?: never;
@@ -91,28 +47,7 @@ export interface paths {
             cookie?: never;
         };
         /** This document in YAML */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OpenAPI 3.1 document */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/x-yaml": string;
-                    };
-                };
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDocsYaml"];
         put?: never;
         post?: never;
         delete?: never;
@@ -132,30 +67,7 @@ export interface paths {
          * This OpenAPI 3.1 document
          * @description Generated from the route schemas and merged with Better Auth’s document. Feed it to a client generator (see clients/ in the repository).
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OpenAPI 3.1 document */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getOpenapiJson"];
         put?: never;
         post?: never;
         delete?: never;
@@ -172,35 +84,7 @@ export interface paths {
             cookie?: never;
         };
         /** Get the current session */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            session: components["schemas"]["Session"];
-                            user: components["schemas"]["User"];
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getGetSession"];
         put?: never;
         post?: never;
         delete?: never;
@@ -217,34 +101,7 @@ export interface paths {
             cookie?: never;
         };
         /** Error page */
-        get: {
-            parameters: {
-                query?: {
-                    error?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description text/html */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/html": string;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getError"];
         put?: never;
         post?: never;
         delete?: never;
@@ -261,127 +118,13 @@ export interface paths {
             cookie?: never;
         };
         /** Firmware releases with their counts (admins only) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description the device model, as devices give it at pairing */
-                    model?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            releases: {
-                                id: string;
-                                model: string;
-                                version: string;
-                                /** @enum {string} */
-                                channel: "stable" | "beta";
-                                notes: string;
-                                sha256: string;
-                                size: number;
-                                /** @description Ed25519 over the manifest, base64 */
-                                signature: string;
-                                /** Format: date-time */
-                                createdAt: string;
-                                counts: {
-                                    offered: number;
-                                    /** @description offered and not yet ended */
-                                    pending: number;
-                                    /** @description the device then reported the version in up/status */
-                                    succeeded: number;
-                                    failed: number;
-                                    /** @description offers taken back, not yet taken up, when the rollout halted */
-                                    withdrawn: number;
-                                };
-                            }[];
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAdminFirmware"];
         put?: never;
         /**
          * Upload a firmware release (admins only)
          * @description multipart/form-data: the fields `model`, `version` (semver), `channel` (stable | beta), `notes` (optional), then one file part. The service stores the image, computes its SHA-256 and size and signs its manifest with its Ed25519 key.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "multipart/form-data": {
-                        model: string;
-                        version: string;
-                        /** @enum {string} */
-                        channel: "stable" | "beta";
-                        notes?: string;
-                        /** Format: binary */
-                        file: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Created */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            model: string;
-                            version: string;
-                            /** @enum {string} */
-                            channel: "stable" | "beta";
-                            notes: string;
-                            sha256: string;
-                            size: number;
-                            /** @description Ed25519 over the manifest, base64 */
-                            signature: string;
-                            /** Format: date-time */
-                            createdAt: string;
-                            counts: {
-                                offered: number;
-                                /** @description offered and not yet ended */
-                                pending: number;
-                                /** @description the device then reported the version in up/status */
-                                succeeded: number;
-                                failed: number;
-                                /** @description offers taken back, not yet taken up, when the rollout halted */
-                                withdrawn: number;
-                            };
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                409: components["responses"]["Conflict"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAdminFirmware"];
         delete?: never;
         options?: never;
         head?: never;
@@ -396,97 +139,11 @@ export interface paths {
             cookie?: never;
         };
         /** One release: its counts and every device offered it, with its progress (admins only) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            model: string;
-                            version: string;
-                            /** @enum {string} */
-                            channel: "stable" | "beta";
-                            notes: string;
-                            sha256: string;
-                            size: number;
-                            /** @description Ed25519 over the manifest, base64 */
-                            signature: string;
-                            /** Format: date-time */
-                            createdAt: string;
-                            counts: {
-                                offered: number;
-                                /** @description offered and not yet ended */
-                                pending: number;
-                                /** @description the device then reported the version in up/status */
-                                succeeded: number;
-                                failed: number;
-                                /** @description offers taken back, not yet taken up, when the rollout halted */
-                                withdrawn: number;
-                            };
-                        } & {
-                            devices: {
-                                deviceId: string;
-                                name: string;
-                                firmware: string | null;
-                                state: ("offered" | "downloading" | "verifying" | "installing" | "succeeded" | "failed" | "withdrawn") | null;
-                                reason: string | null;
-                                offeredAt: string | null;
-                                updatedAt: string | null;
-                            }[];
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAdminFirmwareById"];
         put?: never;
         post?: never;
         /** Delete a release nothing uses (admins only) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description No Content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                409: components["responses"]["Conflict"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        delete: operations["deleteAdminFirmwareById"];
         options?: never;
         head?: never;
         patch?: never;
@@ -500,55 +157,7 @@ export interface paths {
             cookie?: never;
         };
         /** Every rollout with its counts (admins only) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            rollouts: {
-                                model: string;
-                                /** @enum {string} */
-                                channel: "stable" | "beta";
-                                version: string | null;
-                                releaseId: string;
-                                percent: number;
-                                paused: boolean;
-                                haltedAt: string | null;
-                                maxFailureShare: number;
-                                minAttempts: number;
-                                /** Format: date-time */
-                                updatedAt: string;
-                                counts: {
-                                    offered: number;
-                                    /** @description offered and not yet ended */
-                                    pending: number;
-                                    /** @description the device then reported the version in up/status */
-                                    succeeded: number;
-                                    failed: number;
-                                    /** @description offers taken back, not yet taken up, when the rollout halted */
-                                    withdrawn: number;
-                                };
-                            }[];
-                        };
-                    };
-                };
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAdminFirmwareRollouts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -569,77 +178,7 @@ export interface paths {
          * Set a model's rollout on a channel: target version, share of devices, pause or resume (admins only)
          * @description Devices are in when a bucket of their id (0–99) is below `percent`, so raising it only adds devices. A new target or `paused: false` lifts a halt. The answer says how many devices were offered the release by this change.
          */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description the device model, as devices give it at pairing */
-                    model: string;
-                    channel: "stable" | "beta";
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description a semantic version (1.4.0, 2.0.0-beta.1) */
-                        version: string;
-                        percent: number;
-                        paused?: boolean;
-                        /** @description halt above this share of failed attempts */
-                        maxFailureShare?: number;
-                        /** @description ended attempts before a halt is considered */
-                        minAttempts?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            model: string;
-                            /** @enum {string} */
-                            channel: "stable" | "beta";
-                            version: string | null;
-                            releaseId: string;
-                            percent: number;
-                            paused: boolean;
-                            haltedAt: string | null;
-                            maxFailureShare: number;
-                            minAttempts: number;
-                            /** Format: date-time */
-                            updatedAt: string;
-                            counts: {
-                                offered: number;
-                                /** @description offered and not yet ended */
-                                pending: number;
-                                /** @description the device then reported the version in up/status */
-                                succeeded: number;
-                                failed: number;
-                                /** @description offers taken back, not yet taken up, when the rollout halted */
-                                withdrawn: number;
-                            };
-                        } & {
-                            offeredNow: number;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                409: components["responses"]["Conflict"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        put: operations["putAdminFirmwareRolloutsByModelByChannel"];
         post?: never;
         delete?: never;
         options?: never;
@@ -659,59 +198,7 @@ export interface paths {
          * Set a device's firmware channel, or pin it to a version (admins only)
          * @description A pin is offered whatever the device runs, an older version included; `pinnedVersion: null` lifts it.
          */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        channel?: "stable" | "beta";
-                        pinnedVersion?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            deviceId: string;
-                            model: string | null;
-                            running: string | null;
-                            /** @enum {string} */
-                            channel: "stable" | "beta";
-                            pinnedVersion: string | null;
-                            offer: {
-                                releaseId: string;
-                                version: string;
-                                state: ("offered" | "downloading" | "verifying" | "installing" | "succeeded" | "failed" | "withdrawn") | null;
-                                reason: string | null;
-                                offeredAt: string | null;
-                                updatedAt: string | null;
-                            } | null;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        put: operations["putAdminDevicesByIdFirmware"];
         post?: never;
         delete?: never;
         options?: never;
@@ -727,48 +214,7 @@ export interface paths {
             cookie?: never;
         };
         /** What a device runs, its channel and pin, and its current offer */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            deviceId: string;
-                            model: string | null;
-                            running: string | null;
-                            /** @enum {string} */
-                            channel: "stable" | "beta";
-                            pinnedVersion: string | null;
-                            offer: {
-                                releaseId: string;
-                                version: string;
-                                state: ("offered" | "downloading" | "verifying" | "installing" | "succeeded" | "failed" | "withdrawn") | null;
-                                reason: string | null;
-                                offeredAt: string | null;
-                                updatedAt: string | null;
-                            } | null;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDeviceByIdFirmware"];
         put?: never;
         post?: never;
         delete?: never;
@@ -788,43 +234,7 @@ export interface paths {
          * The device's current firmware offer with a fresh download link
          * @description For a device whose offer's link expired: `Authorization: Bearer <the device's secret>`. 404 when nothing is offered.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            releaseId: string;
-                            model: string;
-                            version: string;
-                            url: string;
-                            /** Format: date-time */
-                            urlExpiresAt: string;
-                            sha256: string;
-                            size: number;
-                            signature: string;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDeviceByIdFirmwareOffer"];
         put?: never;
         post?: never;
         delete?: never;
@@ -841,35 +251,7 @@ export interface paths {
             cookie?: never;
         };
         /** The Ed25519 public key firmware releases are signed with */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            algorithm: "Ed25519";
-                            /** @description raw 32 bytes, base64 */
-                            publicKey: string;
-                            /** @description what is signed */
-                            manifest: string;
-                        };
-                    };
-                };
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getFirmwarePublicKey"];
         put?: never;
         post?: never;
         delete?: never;
@@ -891,70 +273,7 @@ export interface paths {
          * Init remote device
          * @description Called by the device (no account). Starts pairing and returns the codes to show. Fields this service does not know are ignored (here and in `display`), so a newer firmware pairs with an older service.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        display: {
-                            width: number;
-                            height: number;
-                            /** @enum {string} */
-                            palette: "bw" | "gray4" | "spectra6" | "acep7" | "color";
-                            /**
-                             * @default cover
-                             * @enum {string}
-                             */
-                            fit?: "cover" | "contain";
-                            /** @description also send small images (≤ 64 KiB) inline, base64, in the MQTT message */
-                            inline?: boolean;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                        model?: string;
-                        firmware?: string;
-                        manufacturer?: string;
-                        serial?: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            deviceId: string;
-                            /** @description secret the device polls with */
-                            deviceCode: string;
-                            /** Format: uuid */
-                            userCode: string;
-                            pinCode: string;
-                            verification_uri: string;
-                            verification_uri_complete: string;
-                            /** Format: date-time */
-                            expires_at: string;
-                            expires_in?: number;
-                            interval: number;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postDeviceInit"];
         delete?: never;
         options?: never;
         head?: never;
@@ -974,58 +293,7 @@ export interface paths {
          * Validate device credentials
          * @description The signed-in user claims the device showing this pinCode (or userCode from its QR code).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description XXXX-XXXX, case and dash ignored */
-                        pinCode?: string;
-                        /** Format: uuid */
-                        userCode?: string;
-                        name: string;
-                        icon?: string;
-                        /** @description hex colour #RRGGBB */
-                        color?: string;
-                        description?: string;
-                        selectedModel?: string;
-                        organizationId?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            success: boolean;
-                            status: string;
-                            eventId: string;
-                            organization_id?: string | null;
-                            device: components["schemas"]["DeviceDetail"];
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                409: components["responses"]["Conflict"];
-                410: components["responses"]["Gone"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postDeviceValidate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1042,48 +310,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Deny a pairing request */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description XXXX-XXXX, case and dash ignored */
-                        pinCode?: string;
-                        /** Format: uuid */
-                        userCode?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            success?: boolean;
-                            status?: string;
-                            deviceId?: string;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                409: components["responses"]["Conflict"];
-                410: components["responses"]["Gone"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postDeviceDeny"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1103,41 +330,7 @@ export interface paths {
          * Get the initialisation record of a device
          * @description Polled by the device. Once approved, the answer carries the MQTT credentials exactly once. Fields this service does not know are ignored.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        deviceId: string;
-                        deviceCode: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            responses: {
-                /** @description Device initialisation record */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DeviceInitRecord"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postDeviceGetInitDevice"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1157,45 +350,7 @@ export interface paths {
          * Disconnect device
          * @description Revokes the device secret and ends its MQTT session. The device can pair again.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        deviceId: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            success?: boolean;
-                            message?: string;
-                            kicked?: boolean;
-                            device?: components["schemas"]["Device"];
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postDeviceDisconnect"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1216,44 +371,7 @@ export interface paths {
          * Delete a device
          * @description Permanently deletes a device and everything that hangs off it.
          */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        deviceId: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            success: boolean;
-                            message: string;
-                            device: components["schemas"]["Device"];
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        delete: operations["deleteDeviceDelete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1270,39 +388,7 @@ export interface paths {
          * The caller's devices and those of an organization
          * @description Newest first. Organization devices come from `organizationId` (the caller must be a member) or else the session's active organization; a JWT has no active organization, so it names one.
          */
-        get: {
-            parameters: {
-                query?: {
-                    organizationId?: string;
-                    limit?: number;
-                    cursor?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            devices: components["schemas"]["DeviceDetail"][];
-                            /** @description pass as `cursor` for the next page */
-                            nextCursor: string | null;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDevice"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1319,80 +405,14 @@ export interface paths {
             cookie?: never;
         };
         /** Get a device */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DeviceDetail"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDeviceById"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
         /** Change a device */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name?: string;
-                        icon?: string;
-                        /** @description hex colour #RRGGBB */
-                        color?: string;
-                        description?: string;
-                        selectedModel?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DeviceDetail"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        patch: operations["patchDeviceById"];
         trace?: never;
     };
     "/api/device/{id}/command": {
@@ -1408,49 +428,7 @@ export interface paths {
          * Send a command to a device
          * @description Published with QoS 1 to devices/{id}/cmd; a sleeping device gets it when it reconnects. Its ack is recorded against the command id.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        command: "identify" | "refresh" | "reboot" | "sleep";
-                        /** @description for sleep: how long to stay away */
-                        seconds?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Accepted */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            commandId: string;
-                            status: string;
-                            command?: string;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postDeviceByIdCommand"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1465,39 +443,7 @@ export interface paths {
             cookie?: never;
         };
         /** A device's events, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    limit?: number;
-                    cursor?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            events: components["schemas"]["Event"][];
-                            nextCursor: string | null;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDeviceByIdEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1514,54 +460,7 @@ export interface paths {
             cookie?: never;
         };
         /** Messages sent to a device, newest first, and whether each arrived */
-        get: {
-            parameters: {
-                query?: {
-                    limit?: number;
-                    /** @description only messages with a lower seq (the previous page’s nextBefore) */
-                    before?: number;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            messages: {
-                                /** @description the device's sequence number; the MQTT message carries it as `seq` */
-                                seq: number;
-                                /** @enum {string} */
-                                kind: "prompt" | "image" | "config" | "cmd" | "ota";
-                                /**
-                                 * @description pending until the device acknowledges it; superseded when a newer config or image replaced it first
-                                 * @enum {string}
-                                 */
-                                status: "pending" | "delivered" | "superseded";
-                                /** Format: date-time */
-                                createdAt: string;
-                                /** Format: date-time */
-                                deliveredAt: string | null;
-                            }[];
-                            nextBefore: number | null;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDeviceByIdDownlink"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1581,32 +480,7 @@ export interface paths {
          * Where a device's pairing link leads: the console's pairing screen
          * @description Redirects to /pair in the web console, carrying the code (`userCode` from `user_code`, or `code`).
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description the code from the QR link (a UUID) */
-                    user_code?: string;
-                    /** @description the pin code the display shows (XXXX-XXXX) */
-                    code?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description to /pair */
-                302: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                400: components["responses"]["BadRequest"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDevicePage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1628,48 +502,7 @@ export interface paths {
          * Authentication and ACL hook for an external MQTT broker
          * @description Protected by `Authorization: Bearer <MQTT_AUTH_SECRET>`. Without a topic it authenticates; with topic and action it authorizes.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        clientid: string;
-                        username?: string;
-                        password?: string;
-                        topic?: string;
-                        /** @enum {string} */
-                        action?: "publish" | "subscribe";
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            result: "allow" | "deny" | "ignore";
-                            is_superuser?: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        post: operations["postDeviceMqttAuth"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1684,31 +517,7 @@ export interface paths {
             cookie?: never;
         };
         /** The VAPID public key, for the browser's pushManager.subscribe({ applicationServerKey }) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description base64url, 65-byte uncompressed P-256 point */
-                            publicKey: string;
-                        };
-                    };
-                };
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getNotificationsVapidPublicKey"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1725,150 +534,15 @@ export interface paths {
             cookie?: never;
         };
         /** The caller's push subscriptions */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            subscriptions: {
-                                id: string;
-                                endpoint: string;
-                                /** Format: date-time */
-                                expirationTime: string | null;
-                                userAgent: string | null;
-                                /** Format: date-time */
-                                createdAt: string;
-                                /** Format: date-time */
-                                lastSuccessAt: string | null;
-                            }[];
-                        };
-                    };
-                };
-                401: components["responses"]["Unauthorized"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getNotificationsSubscriptions"];
         put?: never;
         /**
          * Subscribe this browser to notifications
          * @description The body is the browser's PushSubscription as JSON (subscription.toJSON()). Subscribing an endpoint again updates it (201 the first time, 200 after).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        endpoint: string;
-                        expirationTime?: number | null;
-                        keys: {
-                            p256dh: string;
-                            auth: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            endpoint: string;
-                            /** Format: date-time */
-                            expirationTime: string | null;
-                            userAgent: string | null;
-                            /** Format: date-time */
-                            createdAt: string;
-                            /** Format: date-time */
-                            lastSuccessAt: string | null;
-                        };
-                    };
-                };
-                /** @description Created */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            endpoint: string;
-                            /** Format: date-time */
-                            expirationTime: string | null;
-                            userAgent: string | null;
-                            /** Format: date-time */
-                            createdAt: string;
-                            /** Format: date-time */
-                            lastSuccessAt: string | null;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postNotificationsSubscriptions"];
         /** Unsubscribe one of your push subscriptions, by id or endpoint */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        id?: string;
-                        endpoint?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            success: boolean;
-                            id: string;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        delete: operations["deleteNotificationsSubscriptions"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1887,64 +561,7 @@ export interface paths {
          * Send notification via the push-notification service
          * @description Sends to every push subscription of the target user: yourself by default, the owner of `deviceId` (a device you may see), or `userId` (admins only, or yourself). Subscriptions the push service answers 404/410 for are removed. The JSON message must fit the protocol's 4 KiB encrypted body (413 otherwise).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        title: string;
-                        body: string;
-                        /** @description opened when the notification is clicked: a path or an http(s) URL */
-                        url?: string;
-                        deviceId?: string;
-                        userId?: string;
-                        /** @enum {string} */
-                        urgency?: "very-low" | "low" | "normal" | "high";
-                        /** @description seconds the push service keeps an undelivered message */
-                        ttl?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            userId: string;
-                            sent: number;
-                            failed: number;
-                            /** @description subscriptions removed because the push service no longer knows them */
-                            removed: number;
-                            results: {
-                                subscriptionId: string;
-                                endpointOrigin?: string;
-                                /** @enum {string} */
-                                status: "sent" | "gone" | "failed";
-                                statusCode: number | null;
-                                attempts: number;
-                                error?: string;
-                            }[];
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postNotificationsSend"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1959,98 +576,14 @@ export interface paths {
             cookie?: never;
         };
         /** What you are notified about */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description notify when an image generation finishes or fails */
-                            generationResults: boolean;
-                            /** @description notify when a device goes online or offline */
-                            devicePresence: boolean;
-                            /** @description notify when a device’s battery falls under 15 % (again only after it was above 25 %) */
-                            batteryLow: boolean;
-                            /** @description notify when a device has not reported for three of its report intervals */
-                            deviceSilent: boolean;
-                            /** @description notify when a firmware update of a device failed */
-                            firmwareFailed: boolean;
-                        };
-                    };
-                };
-                401: components["responses"]["Unauthorized"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getNotificationsPreferences"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
         /** Change what you are notified about */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description notify when an image generation finishes or fails */
-                        generationResults?: boolean;
-                        /** @description notify when a device goes online or offline */
-                        devicePresence?: boolean;
-                        /** @description notify when a device’s battery falls under 15 % (again only after it was above 25 %) */
-                        batteryLow?: boolean;
-                        /** @description notify when a device has not reported for three of its report intervals */
-                        deviceSilent?: boolean;
-                        /** @description notify when a firmware update of a device failed */
-                        firmwareFailed?: boolean;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description notify when an image generation finishes or fails */
-                            generationResults: boolean;
-                            /** @description notify when a device goes online or offline */
-                            devicePresence: boolean;
-                            /** @description notify when a device’s battery falls under 15 % (again only after it was above 25 %) */
-                            batteryLow: boolean;
-                            /** @description notify when a device has not reported for three of its report intervals */
-                            deviceSilent: boolean;
-                            /** @description notify when a firmware update of a device failed */
-                            firmwareFailed: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        patch: operations["patchNotificationsPreferences"];
         trace?: never;
     };
     "/api/upload": {
@@ -2066,56 +599,7 @@ export interface paths {
          * Upload file to object storage
          * @description multipart/form-data with exactly one file part (any field name). The type is read from the bytes: PNG, JPEG, WebP, GIF and AVIF are accepted (415 otherwise). The image is re-encoded without metadata (EXIF orientation applied) and stored under a key of your own.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "multipart/form-data": {
-                        /**
-                         * Format: binary
-                         * @description the image (one file part; any field name works)
-                         */
-                        file: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Created */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description uploads/<userId>/<uuid>.<ext> */
-                            key: string;
-                            /** @description a signed link to the stored image */
-                            url: string;
-                            /** Format: date-time */
-                            urlExpiresAt: string;
-                            /** @description bytes as stored (after metadata was stripped) */
-                            size: number;
-                            /** @enum {string} */
-                            contentType: "image/png" | "image/jpeg" | "image/webp" | "image/gif" | "image/avif";
-                            width: number;
-                            height: number;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["UnprocessableEntity"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postUpload"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2130,38 +614,7 @@ export interface paths {
             cookie?: never;
         };
         /** A fresh signed link to one of your uploads */
-        get: {
-            parameters: {
-                query: {
-                    key: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            key: string;
-                            url: string;
-                            /** Format: date-time */
-                            urlExpiresAt: string;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getUploadUrl"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2183,50 +636,7 @@ export interface paths {
          * A presigned PUT for a direct upload to object storage
          * @description PUT the bytes to `url` with the given headers, then call POST /api/upload/complete with the key: the file is checked and cleaned like a multipart upload.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        contentType: "image/png" | "image/jpeg" | "image/webp" | "image/gif" | "image/avif";
-                        size: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            key: string;
-                            url: string;
-                            /** @enum {string} */
-                            method: "PUT";
-                            headers: {
-                                [key: string]: string;
-                            };
-                            /** Format: date-time */
-                            expiresAt: string;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postUploadPresign"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2243,53 +653,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Finish a direct upload */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        key: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Created */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description uploads/<userId>/<uuid>.<ext> */
-                            key: string;
-                            /** @description a signed link to the stored image */
-                            url: string;
-                            /** Format: date-time */
-                            urlExpiresAt: string;
-                            /** @description bytes as stored (after metadata was stripped) */
-                            size: number;
-                            /** @enum {string} */
-                            contentType: "image/png" | "image/jpeg" | "image/webp" | "image/gif" | "image/avif";
-                            width: number;
-                            height: number;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["UnprocessableEntity"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postUploadComplete"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2309,55 +673,7 @@ export interface paths {
          * Send an uploaded image to a device
          * @description Converts one of your uploads for the device's display (size, palette, dithering) like a generated image and publishes it to devices/{id}/image. Needs the right to manage the device (its owner, or an admin of its organization).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        key: string;
-                        deviceId: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            imageId: string;
-                            deviceId: string;
-                            /** @description what the device was sent on devices/{id}/image */
-                            image: {
-                                imageId?: string;
-                                url?: string;
-                                format?: string;
-                                width?: number;
-                                height?: number;
-                                bytes?: number;
-                                sha256?: string;
-                                contentType?: string;
-                            };
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postUploadSend"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2372,58 +688,7 @@ export interface paths {
             cookie?: never;
         };
         /** The page an invitation e-mail links to: sign in, then accept */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description text/html */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/html": string;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                /** @description Not Found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": string;
-                    };
-                };
-                /** @description Conflict */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": string;
-                    };
-                };
-                /** @description Gone */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": string;
-                    };
-                };
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAcceptInvitationById"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2445,55 +710,7 @@ export interface paths {
          * Accept organization invitation
          * @description Accepts an invitation for the signed-in user; their e-mail must be the invitation's and verified.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        invitationId: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            success: boolean;
-                            organization: {
-                                id: string;
-                                name: string;
-                                slug: string;
-                            };
-                            member: {
-                                id: string;
-                                organizationId: string;
-                                userId: string;
-                                role: string;
-                            };
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                409: components["responses"]["Conflict"];
-                410: components["responses"]["Gone"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postInvitationsAccept"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2513,38 +730,7 @@ export interface paths {
          * Create a new prompt
          * @description Stores the prompt; when a device is named it is published to devices/{id}/prompt.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["PromptInput"];
-                };
-            };
-            responses: {
-                /** @description Created */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Prompt"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postPrompts"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2562,39 +748,7 @@ export interface paths {
          * Get prompts by device ID
          * @description Newest first, cursor-paginated.
          */
-        get: {
-            parameters: {
-                query?: {
-                    limit?: number;
-                    cursor?: string;
-                };
-                header?: never;
-                path: {
-                    deviceId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            prompts: components["schemas"]["Prompt"][];
-                            nextCursor: string | null;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getPromptsDeviceByDeviceId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2611,28 +765,7 @@ export interface paths {
             cookie?: never;
         };
         /** Prompt templates, usable by name when creating a prompt */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["PromptTemplates"];
-                    };
-                };
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getPromptsTemplates"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2654,39 +787,7 @@ export interface paths {
          * Generate image with the image-generation provider
          * @description Starts a job and answers 202 at once; poll GET /api/generate/{id}. The model price is taken from the balance now and refunded if the job fails or is canceled.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["ImageGenerationRequest"];
-                };
-            };
-            responses: {
-                /** @description The image-generation response: the job and, once it succeeded, its result. */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ImageGenerationResponse"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                402: components["responses"]["PaymentRequired"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postGenerate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2701,33 +802,7 @@ export interface paths {
             cookie?: never;
         };
         /** Poll for generation result */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The image-generation response: the job and, once it succeeded, its result. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ImageGenerationResponse"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getGenerateById"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2749,34 +824,7 @@ export interface paths {
          * Cancel a generation job
          * @description The price is refunded.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The image-generation response: the job and, once it succeeded, its result. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ImageGenerationResponse"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                409: components["responses"]["Conflict"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postGenerateByIdCancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2791,36 +839,7 @@ export interface paths {
             cookie?: never;
         };
         /** Models, their prices and whether this service can use them */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            models?: {
-                                id?: string;
-                                title?: string;
-                                provider?: string;
-                                price?: string;
-                                available?: boolean;
-                            }[];
-                        };
-                    };
-                };
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getModels"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2837,41 +856,7 @@ export interface paths {
             cookie?: never;
         };
         /** The caller's balance and its latest ledger entries */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            balance?: string;
-                            ledger?: {
-                                id?: string;
-                                amount?: string;
-                                balanceAfter?: string;
-                                reason?: string;
-                                jobId?: string | null;
-                                note?: string | null;
-                                /** Format: date-time */
-                                created_at?: string;
-                            }[];
-                        };
-                    };
-                };
-                401: components["responses"]["Unauthorized"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getCredits"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2890,46 +875,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Credit a user's balance (admins only) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        userId: string;
-                        /** @description positive credits, at most two decimals */
-                        amount: string;
-                        note?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            userId?: string;
-                            balance?: string;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAdminCredits"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2944,40 +890,7 @@ export interface paths {
             cookie?: never;
         };
         /** An image file: the original or a display format (bmp1, png1, png-gray4, png-spectra6, png-acep7, jpeg, png) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                    format: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description image bytes */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/octet-stream": string;
-                    };
-                };
-                /** @description not modified */
-                304: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                400: components["responses"]["BadRequest"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getImagesByIdByFormat"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2997,42 +910,7 @@ export interface paths {
          * Demo API endpoint
          * @description A sample generation end to end with the local provider: no account, no key.
          */
-        get: {
-            parameters: {
-                query?: {
-                    prompt?: string;
-                    palette?: "bw" | "gray4" | "spectra6" | "acep7" | "color";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            prompt: string;
-                            model: string;
-                            profile: components["schemas"]["DisplayProfile"];
-                            result: components["schemas"]["ImageGenerationResult"];
-                            cached?: boolean;
-                            steps: {
-                                step?: string;
-                                ms?: number;
-                            }[];
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDemo"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3049,95 +927,13 @@ export interface paths {
             cookie?: never;
         };
         /** Your playlists and those of your organizations */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            playlists: components["schemas"]["Playlist"][];
-                        };
-                    };
-                };
-                401: components["responses"]["Unauthorized"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getPlaylists"];
         put?: never;
         /**
          * Create a playlist
          * @description With its items (at most 500), all checked before anything is stored.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name: string;
-                        /**
-                         * @description sequential: in order, round and round; shuffle: a new order each round
-                         * @enum {string}
-                         */
-                        mode: "sequential" | "shuffle";
-                        /** @description how long each item shows; at least SCHEDULE_MIN_SECONDS */
-                        itemSeconds: number;
-                        /** @description the organization that owns it (you must be its owner or admin) */
-                        organizationId?: string;
-                        items?: ({
-                            /** @enum {string} */
-                            kind: "upload";
-                            key: string;
-                        } | {
-                            /** @enum {string} */
-                            kind: "image";
-                            imageId: string;
-                        } | {
-                            /** @enum {string} */
-                            kind: "prompt";
-                            promptId: string;
-                            /** @enum {string} */
-                            model?: "local" | "flux-schnell" | "fal-flux-schnell" | "flux-pro" | "gpt-image-1";
-                        })[];
-                    };
-                };
-            };
-            responses: {
-                /** @description Created */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Playlist"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                409: components["responses"]["Conflict"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postPlaylists"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3152,112 +948,18 @@ export interface paths {
             cookie?: never;
         };
         /** Get a playlist with its items */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Playlist"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getPlaylistsById"];
         put?: never;
         post?: never;
         /**
          * Delete a playlist
          * @description 409 while a device's schedule names it.
          */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description No Content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                409: components["responses"]["Conflict"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        delete: operations["deletePlaylistsById"];
         options?: never;
         head?: never;
         /** Rename a playlist or change its mode or time per item */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name?: string;
-                        /**
-                         * @description sequential: in order, round and round; shuffle: a new order each round
-                         * @enum {string}
-                         */
-                        mode?: "sequential" | "shuffle";
-                        /** @description how long each item shows; at least SCHEDULE_MIN_SECONDS */
-                        itemSeconds?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Playlist"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        patch: operations["patchPlaylistsById"];
         trace?: never;
     };
     "/api/playlists/{id}/items": {
@@ -3270,60 +972,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Add an item to a playlist */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description An upload of yours (its key), a stored image of yours (from generation history), or a prompt of yours generated afresh each time it comes up (charged like any generation). */
-                        item: {
-                            /** @enum {string} */
-                            kind: "upload";
-                            key: string;
-                        } | {
-                            /** @enum {string} */
-                            kind: "image";
-                            imageId: string;
-                        } | {
-                            /** @enum {string} */
-                            kind: "prompt";
-                            promptId: string;
-                            /** @enum {string} */
-                            model?: "local" | "flux-schnell" | "fal-flux-schnell" | "flux-pro" | "gpt-image-1";
-                        };
-                        /** @description where it goes (0 = first); the end when left out */
-                        position?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Created */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Playlist"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                409: components["responses"]["Conflict"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postPlaylistsByIdItems"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3341,35 +990,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Remove an item from a playlist */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                    itemId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Playlist"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        delete: operations["deletePlaylistsByIdItemsByItemId"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3384,43 +1005,7 @@ export interface paths {
         };
         get?: never;
         /** Reorder a playlist's items */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description every item of the playlist, once, in the new order */
-                        itemIds: string[];
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Playlist"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        put: operations["putPlaylistsByIdOrder"];
         post?: never;
         delete?: never;
         options?: never;
@@ -3436,119 +1021,18 @@ export interface paths {
             cookie?: never;
         };
         /** A device's schedule, what it says now and when that next changes */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DeviceSchedule"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDeviceByIdSchedule"];
         /**
          * Set a device's schedule
          * @description Rules may not overlap (400 names the two); sleep windows win over rules. Times are local to `timeZone`; a window whose `to` is not after its `from` ends the next day.
          */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description IANA time zone, e.g. Europe/Berlin */
-                        timeZone: string;
-                        rules: {
-                            playlistId: string;
-                            days: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[];
-                            /** @description local time HH:MM (24:00 as an end only) */
-                            from: string;
-                            /** @description local time HH:MM (24:00 as an end only) */
-                            to: string;
-                        }[];
-                        sleep: {
-                            /** @description local time HH:MM (24:00 as an end only) */
-                            from: string;
-                            /** @description local time HH:MM (24:00 as an end only) */
-                            to: string;
-                        }[];
-                    };
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DeviceSchedule"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        put: operations["putDeviceByIdSchedule"];
         post?: never;
         /**
          * Remove a device's schedule
          * @description What it shows stays; nothing more is sent on a schedule.
          */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description No Content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        delete: operations["deleteDeviceByIdSchedule"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3562,116 +1046,13 @@ export interface paths {
             cookie?: never;
         };
         /** A device's log entries, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description this level and above */
-                    level?: "debug" | "info" | "warn" | "error";
-                    since?: string;
-                    until?: string;
-                    /** @description text the message contains (case-insensitive) */
-                    q?: string;
-                    limit?: number;
-                    cursor?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            logs: {
-                                id: string;
-                                /** Format: date-time */
-                                at: string;
-                                /** Format: date-time */
-                                receivedAt: string;
-                                /** @enum {string} */
-                                level: "debug" | "info" | "warn" | "error";
-                                message: string;
-                                fields: {
-                                    [key: string]: unknown;
-                                } | null;
-                            }[];
-                            nextCursor: string | null;
-                            counts: {
-                                accepted: number;
-                                /** @description past the device’s rate */
-                                droppedRate: number;
-                                /** @description entries (or whole batches) over a size limit */
-                                droppedSize: number;
-                                /** @description not log entries */
-                                droppedInvalid: number;
-                                /** @description kept entries removed later for the count or age limit */
-                                pruned: number;
-                            };
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDeviceByIdLogs"];
         put?: never;
         /**
          * Send a batch of log entries as the device
          * @description For devices without MQTT (the same as devices/{id}/up/log): `Authorization: Bearer <the device's secret>`. At most 100 entries and 64 KiB a batch; each `{at, level, message, fields?}`. What is refused is counted, and the answer says how much.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            /** @description log entries: {at (ISO or epoch ms), level (debug | info | warn | error), message, fields?} */
-            requestBody: {
-                content: {
-                    "application/json": unknown[];
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accepted: number;
-                            /** @description past the device’s rate */
-                            droppedRate: number;
-                            /** @description entries (or whole batches) over a size limit */
-                            droppedSize: number;
-                            /** @description not log entries */
-                            droppedInvalid: number;
-                            /** @description kept entries removed later for the count or age limit */
-                            pruned: number;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postDeviceByIdLogs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3689,55 +1070,7 @@ export interface paths {
          * A TRMNL device asks to pair
          * @description Headers `ID` (MAC), `FW-Version`, `Model`. Every call starts a new pending pairing with a new `api_key` (a MAC is printed on the box: it proves nothing). `friendly_id` is the code the owner types to claim it (POST /api/device/validate).
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description the MAC address */
-                    id?: string;
-                    "access-token"?: string;
-                    "fw-version"?: string;
-                    model?: string;
-                    width?: string;
-                    height?: string;
-                    "refresh-rate"?: string;
-                    "battery-voltage"?: string;
-                    "percent-charged"?: string;
-                    rssi?: string;
-                    "x-public-key"?: string;
-                    "x-signature"?: string;
-                    "x-timestamp"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            status: number;
-                            /**
-                             * @description firmware with a device identity signs its requests from now on
-                             * @enum {string}
-                             */
-                            auth_mode: "ed25519";
-                            api_key: string;
-                            friendly_id: string;
-                            image_url: string;
-                            filename: string;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getSetup"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3754,30 +1087,7 @@ export interface paths {
             cookie?: never;
         };
         /** The service’s time, which a TRMNL device signs its requests with */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            timestamp_ms: number;
-                        };
-                    };
-                };
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getTime"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3797,57 +1107,7 @@ export interface paths {
          * A TRMNL device asks what to show
          * @description Headers `ID`, `Access-Token`, and its report: `Battery-Voltage`, `FW-Version`, `RSSI`, `Refresh-Rate`, `Width`, `Height`, `Model`. `filename` changes only when the image does.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description the MAC address */
-                    id?: string;
-                    "access-token"?: string;
-                    "fw-version"?: string;
-                    model?: string;
-                    width?: string;
-                    height?: string;
-                    "refresh-rate"?: string;
-                    "battery-voltage"?: string;
-                    "percent-charged"?: string;
-                    rssi?: string;
-                    "x-public-key"?: string;
-                    "x-signature"?: string;
-                    "x-timestamp"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description 0, or 202 while nobody has claimed the device */
-                            status: number;
-                            image_url: string | null;
-                            filename: string | null;
-                            refresh_rate: number;
-                            /** @description The file names of the rotation playing now, the one shown first: the firmware keeps these in its image cache and drops the rest */
-                            playlist?: string[];
-                            update_firmware: boolean;
-                            firmware_url: string | null;
-                            reset_firmware: boolean;
-                            friendly_id?: string;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDisplay"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3869,53 +1129,7 @@ export interface paths {
          * A TRMNL device sends its log
          * @description `{logs: [{id, message, created_at (epoch seconds), level, …}]}`, kept with the device’s logs under their limits.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description the MAC address */
-                    id?: string;
-                    "access-token"?: string;
-                    "fw-version"?: string;
-                    model?: string;
-                    width?: string;
-                    height?: string;
-                    "refresh-rate"?: string;
-                    "battery-voltage"?: string;
-                    "percent-charged"?: string;
-                    rssi?: string;
-                    "x-public-key"?: string;
-                    "x-signature"?: string;
-                    "x-timestamp"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        logs: unknown[];
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            responses: {
-                /** @description No Content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postLog"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3933,38 +1147,7 @@ export interface paths {
          * An image as the device shows it (the exact bytes its firmware checks)
          * @description Fetching it (GET, not HEAD) marks the device as showing it.
          */
-        get: {
-            parameters: {
-                query?: {
-                    exp?: string;
-                    sig?: string;
-                };
-                header?: never;
-                path: {
-                    deviceId: string;
-                    id: string;
-                    format: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/octet-stream": string;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getTrmnlImagesByDeviceIdByIdByFormat"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3981,37 +1164,7 @@ export interface paths {
             cookie?: never;
         };
         /** A screen drawn for the device: its pairing code and QR link, "paired", or its name (identify) */
-        get: {
-            parameters: {
-                query?: {
-                    exp?: string;
-                    sig?: string;
-                };
-                header?: never;
-                path: {
-                    kind: "setup" | "paired" | "identify";
-                    deviceId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/octet-stream": string;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getTrmnlScreensByKindByDeviceId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4044,89 +1197,9 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    code?: string;
-                    error?: string;
-                    device_id?: string;
-                    error_description?: string;
-                    state?: string;
-                    user?: string;
-                    iss?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Redirect to the callbackURL given at sign-in (or its errorCallbackURL) */
-                302: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthCallbackById"];
         put?: never;
-        post: {
-            parameters: {
-                query?: {
-                    code?: string;
-                    error?: string;
-                    device_id?: string;
-                    error_description?: string;
-                    state?: string;
-                    user?: string;
-                    iss?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": {
-                        code?: string;
-                        error?: string;
-                        device_id?: string;
-                        error_description?: string;
-                        state?: string;
-                        user?: string;
-                        iss?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Redirect to the callbackURL given at sign-in (or its errorCallbackURL) */
-                302: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthCallbackById"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4244,41 +1317,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description Verify the email of the user */
-        get: {
-            parameters: {
-                query: {
-                    /** @description The token to verify the email */
-                    token: string;
-                    /** @description The URL to redirect to after email verification */
-                    callbackURL?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            user: components["schemas"]["AuthUser"];
-                            /** @description Indicates if the email was verified successfully */
-                            status: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthVerifyEmail"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4449,44 +1488,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Revoke a single session */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": {
-                        /** @description The token to revoke */
-                        token: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Indicates if the session was revoked successfully */
-                            status: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthRevokeSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4503,41 +1505,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Revoke all sessions for the user */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": Record<string, never>;
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Indicates if all sessions were revoked successfully */
-                            status: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthRevokeSessions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4554,41 +1522,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Revoke all other sessions for the user except the current one */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": Record<string, never>;
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Indicates if all other sessions were revoked successfully */
-                            status: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthRevokeOtherSessions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4637,43 +1571,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description Callback to complete user deletion with verification token */
-        get: {
-            parameters: {
-                query?: {
-                    token?: string;
-                    callbackURL?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description User successfully deleted */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Indicates if the deletion was successful */
-                            success: boolean;
-                            /**
-                             * @description Confirmation message
-                             * @enum {string}
-                             */
-                            message: "User deleted";
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthDeleteUserCallback"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4692,43 +1590,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Unlink an account */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The Better Auth account ID to unlink */
-                        accountId: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            status?: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthUnlinkAccount"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4745,66 +1607,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Refresh the access token using a refresh token */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The Better Auth account ID */
-                        accountId: string;
-                        /** @description The user ID associated with the account */
-                        userId?: string;
-                    } | {
-                        /**
-                         * @description Select the current OAuth account from its signed cookie
-                         * @enum {unknown}
-                         */
-                        useAccountCookie: true;
-                        /** @description The user ID associated with the account */
-                        userId?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Access token refreshed successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            tokenType?: string;
-                            idToken?: string;
-                            accessToken?: string;
-                            refreshToken?: string;
-                            /** Format: date-time */
-                            accessTokenExpiresAt?: string;
-                            /** Format: date-time */
-                            refreshTokenExpiresAt?: string;
-                        };
-                    };
-                };
-                /** @description Invalid refresh token or provider configuration */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthRefreshToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4821,63 +1624,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Get a valid access token, doing a refresh if needed */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The Better Auth account ID */
-                        accountId: string;
-                        /** @description The user ID associated with the account */
-                        userId?: string;
-                    } | {
-                        /**
-                         * @description Select the current OAuth account from its signed cookie
-                         * @enum {unknown}
-                         */
-                        useAccountCookie: true;
-                        /** @description The user ID associated with the account */
-                        userId?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description A Valid access token */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            tokenType?: string;
-                            idToken?: string;
-                            accessToken?: string;
-                            /** Format: date-time */
-                            accessTokenExpiresAt?: string;
-                        };
-                    };
-                };
-                /** @description Invalid refresh token or provider configuration */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthGetAccessToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4892,47 +1639,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description Get the account info provided by the provider */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            user: {
-                                name?: string;
-                                email?: string | null;
-                                image?: string;
-                                emailVerified: boolean;
-                            };
-                            account: {
-                                id: string;
-                                providerId: string;
-                                accountId: string;
-                            };
-                            data: {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthAccountInfo"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4949,35 +1656,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description Check if the API is working */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description API is working */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Indicates if the API is working */
-                            ok: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthOk"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4994,32 +1673,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description Displays an error page */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/html": string;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthError"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5190,32 +1844,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": unknown;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthAdminStopImpersonating"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5300,44 +1929,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Check if the user has permission */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": {
-                        /** @description The permission to check */
-                        permissions: Record<string, never>;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error?: string;
-                            success: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthAdminHasPermission"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5354,53 +1946,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Create an organization */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The name of the organization */
-                        name: string;
-                        /** @description The slug of the organization */
-                        slug: string;
-                        /** @description The user id of the organization creator. If not provided, the current user will be used. Should only be used by admins or when called by the server. server-only. Eg: "user-id" */
-                        userId?: string;
-                        /** @description The logo of the organization */
-                        logo?: string | null;
-                        /** @description The metadata of the organization */
-                        metadata?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Whether to keep the current active organization active after creating a new one. Eg: true */
-                        keepCurrentActiveOrganization?: boolean;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Organization"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationCreate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5417,53 +1963,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Update an organization */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /** @description The name of the organization */
-                            name?: string;
-                            /** @description The slug of the organization */
-                            slug?: string;
-                            /** @description The logo of the organization */
-                            logo?: string | null;
-                            /** @description The metadata of the organization */
-                            metadata?: {
-                                [key: string]: unknown;
-                            };
-                        };
-                        /** @description The organization ID. Eg: "org-id" */
-                        organizationId?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Organization"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationUpdate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5480,41 +1980,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Delete an organization */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The organization id to delete */
-                        organizationId: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": string;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationDelete"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5580,32 +2046,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description List all organizations */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Organization"][];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthOrganizationList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5640,41 +2081,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The ID of the invitation to cancel */
-                        invitationId: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": unknown;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationCancelInvitation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5691,44 +2098,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Accept an invitation to an organization */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The ID of the invitation to accept */
-                        invitationId: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            invitation?: Record<string, never>;
-                            member?: Record<string, never>;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationAcceptInvitation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5743,45 +2113,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description Get an invitation by ID */
-        get: {
-            parameters: {
-                query?: {
-                    id?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            email: string;
-                            role: string;
-                            organizationId: string;
-                            inviterId: string;
-                            status: string;
-                            expiresAt: string;
-                            organizationName: string;
-                            organizationSlug: string;
-                            inviterEmail: string;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthOrganizationGetInvitation"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5800,44 +2132,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Reject an invitation to an organization */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The ID of the invitation to reject */
-                        invitationId: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            invitation?: Record<string, never>;
-                            member?: Record<string, never> | null;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationRejectInvitation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5851,34 +2146,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    organizationId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": unknown;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthOrganizationListInvitations"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5895,37 +2163,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description Get the member details of the active organization */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            userId: string;
-                            organizationId: string;
-                            role: string;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthOrganizationGetActiveMember"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5943,41 +2181,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The organization slug to check. Eg: "my-org" */
-                        slug: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": unknown;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationCheckSlug"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5994,50 +2198,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Remove a member from an organization */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The ID or email of the member to remove */
-                        memberIdOrEmail: string;
-                        /** @description The ID of the organization to remove the member from. If not provided, the active organization will be used. Eg: "org-id" */
-                        organizationId?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            member: {
-                                id: string;
-                                userId: string;
-                                organizationId: string;
-                                role: string;
-                            };
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationRemoveMember"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6070,41 +2231,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The organization Id for the member to leave. Eg: "organization-id" */
-                        organizationId: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": unknown;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationLeave"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6119,47 +2246,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description List all invitations a user has received */
-        get: {
-            parameters: {
-                query?: {
-                    email?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            email: string;
-                            role: string;
-                            organizationId: string;
-                            organizationName: string;
-                            /** @description The ID of the user who created the invitation */
-                            inviterId: string;
-                            /** @description The ID of the team associated with the invitation */
-                            teamId?: string | null;
-                            status: string;
-                            expiresAt: string;
-                            createdAt: string;
-                        }[];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthOrganizationListUserInvitations"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6175,42 +2262,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    limit?: string | number;
-                    offset?: string | number;
-                    sortBy?: string;
-                    sortDirection?: "asc" | "desc";
-                    filterField?: string;
-                    filterValue?: (((string | number) | boolean) | string[]) | number[];
-                    filterOperator?: "eq" | "ne" | "lt" | "lte" | "gt" | "gte" | "in" | "not_in" | "contains" | "starts_with" | "ends_with";
-                    organizationId?: string;
-                    organizationSlug?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": unknown;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthOrganizationListMembers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6226,36 +2278,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    userId?: string;
-                    organizationId?: string;
-                    organizationSlug?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": unknown;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthOrganizationGetActiveMemberRole"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6274,60 +2297,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Create a new team within an organization */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The name of the team. Eg: "my-team" */
-                        name: string;
-                        /** @description The organization ID which the team will be created in. Defaults to the active organization. Eg: "organization-id" */
-                        organizationId?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Team created successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Unique identifier of the created team */
-                            id: string;
-                            /** @description Name of the team */
-                            name: string;
-                            /** @description ID of the organization the team belongs to */
-                            organizationId: string;
-                            /**
-                             * Format: date-time
-                             * @description Timestamp when the team was created
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description Timestamp when the team was last updated
-                             */
-                            updatedAt: string;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationCreateTeam"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6342,51 +2312,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description List all teams in an organization */
-        get: {
-            parameters: {
-                query?: {
-                    organizationId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Teams retrieved successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Unique identifier of the team */
-                            id: string;
-                            /** @description Name of the team */
-                            name: string;
-                            /** @description ID of the organization the team belongs to */
-                            organizationId: string;
-                            /**
-                             * Format: date-time
-                             * @description Timestamp when the team was created
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description Timestamp when the team was last updated
-                             */
-                            updatedAt: string;
-                        }[];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthOrganizationListTeams"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6405,49 +2331,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Remove a team from an organization */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The team ID of the team to remove. Eg: "team-id" */
-                        teamId: string;
-                        /** @description The organization ID which the team falls under. If not provided, it will default to the user's active organization. Eg: "organization-id" */
-                        organizationId?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Team removed successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Confirmation message indicating successful removal
-                             * @enum {string}
-                             */
-                            message: "Team removed successfully.";
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationRemoveTeam"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6464,62 +2348,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Update an existing team in an organization */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The ID of the team to be updated. Eg: "team-id" */
-                        teamId: string;
-                        data: {
-                            name?: string;
-                            organizationId?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Team updated successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Unique identifier of the updated team */
-                            id: string;
-                            /** @description Updated name of the team */
-                            name: string;
-                            /** @description ID of the organization the team belongs to */
-                            organizationId: string;
-                            /**
-                             * Format: date-time
-                             * @description Timestamp when the team was created
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description Timestamp when the team was last updated
-                             */
-                            updatedAt: string;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationUpdateTeam"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6536,41 +2365,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Set the active team for the current active organization */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The team id to set as active. It can be null to unset the active team */
-                        teamId?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Team"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationSetActiveTeam"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6585,35 +2380,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description List teams for a user. Without parameters, returns teams for the current user across every organization they belong to. Pass `organizationId` to scope the result to a specific organization. Pass `userId` to list teams for another member; this requires `member:update` permission in the target organization (the explicit `organizationId` if provided, otherwise the session's active organization). */
-        get: {
-            parameters: {
-                query?: {
-                    userId?: string;
-                    organizationId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Teams retrieved successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Team"][];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthOrganizationListUserTeams"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6630,46 +2397,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description List the members of the given team. */
-        get: {
-            parameters: {
-                query?: {
-                    teamId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Teams retrieved successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Unique identifier of the team member */
-                            id: string;
-                            /** @description The user ID of the team member */
-                            userId: string;
-                            /** @description The team ID of the team the team member is in */
-                            teamId: string;
-                            /**
-                             * Format: date-time
-                             * @description Timestamp when the team member was created
-                             */
-                            createdAt: string;
-                        }[];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthOrganizationListTeamMembers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6688,57 +2416,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description The newly created member */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The team the user should be a member of. */
-                        teamId: string;
-                        /** @description The user Id which represents the user to be added as a member. */
-                        userId: string;
-                        /** @description The organization ID which the team falls under. If not provided, it will default to the user's active organization. */
-                        organizationId?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Team member created successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Unique identifier of the team member */
-                            id: string;
-                            /** @description The user ID of the team member */
-                            userId: string;
-                            /** @description The team ID of the team the team member is in */
-                            teamId: string;
-                            /**
-                             * Format: date-time
-                             * @description Timestamp when the team member was created
-                             */
-                            createdAt: string;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationAddTeamMember"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6755,51 +2433,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Remove a member from a team */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The team the user should be removed from. */
-                        teamId: string;
-                        /** @description The user which should be removed from the team. */
-                        userId: string;
-                        /** @description The organization ID which the team falls under. If not provided, it will default to the user's active organization. */
-                        organizationId?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Team member removed successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Confirmation message indicating successful removal
-                             * @enum {string}
-                             */
-                            message: "Team member removed successfully.";
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationRemoveTeamMember"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6816,49 +2450,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Check if the user has permission */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": {
-                        /**
-                         * @deprecated
-                         * @description The permission to check
-                         */
-                        permission?: Record<string, never>;
-                        /** @description The permission to check */
-                        permissions: Record<string, never>;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error?: string;
-                            success: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthOrganizationHasPermission"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6872,32 +2464,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": unknown;
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthMultiSessionListDeviceSessions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6916,43 +2483,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Set the active session */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The session token to set as active */
-                        sessionToken: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            session?: components["schemas"]["AuthSession"];
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthMultiSessionSetActive"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6969,43 +2500,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Revoke a device session */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The session token to revoke */
-                        sessionToken: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            status?: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthMultiSessionRevoke"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7090,52 +2585,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Verify email with OTP */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Email address to verify */
-                        email: string;
-                        /** @description OTP to verify */
-                        otp: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * @description Indicates if the verification was successful
-                             * @enum {boolean}
-                             */
-                            status: true;
-                            /** @description Session token if autoSignInAfterVerification is enabled, otherwise null */
-                            token: string | null;
-                            user: components["schemas"]["AuthUser"];
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthEmailOtpVerifyEmail"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7320,32 +2770,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description List all passkeys for the authenticated user */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Passkeys retrieved successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Passkey"][];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthPasskeyListUserPasskeys"];
         put?: never;
         post?: never;
         delete?: never;
@@ -7364,44 +2789,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Delete a specific passkey */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The ID of the passkey to delete. Eg: "some-passkey-id" */
-                        id: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Passkey deleted successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Indicates whether the deletion was successful */
-                            status: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthPasskeyDeletePasskey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7418,45 +2806,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Update a specific passkey's name */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The ID of the passkey which will be updated. Eg: "passkey-id" */
-                        id: string;
-                        /** @description The new name which the passkey will be updated to. Eg: "my-new-passkey-name" */
-                        name: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Passkey updated successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            passkey: components["schemas"]["Passkey"];
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthPasskeyUpdatePasskey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7507,130 +2857,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Create a new API key for a user */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The configuration ID to use for the API key. If not provided, the default configuration will be used. */
-                        configId?: string;
-                        /** @description Name of the Api Key */
-                        name?: string;
-                        /** @description Expiration time of the Api Key in seconds */
-                        expiresIn?: number | null;
-                        /** @description Prefix of the Api Key */
-                        prefix?: string;
-                        /** @description Remaining number of requests. Server side only */
-                        remaining?: number | null;
-                        metadata?: unknown;
-                        /** @description Amount to refill the remaining count of the Api Key. server-only. Eg: 100 */
-                        refillAmount?: number;
-                        /** @description Interval to refill the Api Key in milliseconds. server-only. Eg: 1000 */
-                        refillInterval?: number;
-                        /** @description The duration in milliseconds where each request is counted. Once the `maxRequests` is reached, the request will be rejected until the `timeWindow` has passed, at which point the `timeWindow` will be reset. server-only. Eg: 1000 */
-                        rateLimitTimeWindow?: number;
-                        /** @description Maximum amount of requests allowed within a window. Once the `maxRequests` is reached, the request will be rejected until the `timeWindow` has passed, at which point the `timeWindow` will be reset. server-only. Eg: 100 */
-                        rateLimitMax?: number;
-                        /** @description Whether the key has rate limiting enabled. server-only. Eg: true */
-                        rateLimitEnabled?: boolean;
-                        /** @description Permissions of the Api Key. */
-                        permissions?: {
-                            [key: string]: string[];
-                        };
-                        /** @description User Id of the user that the Api Key belongs to. server-only. Eg: "user-id" */
-                        userId?: string;
-                        /** @description Organization Id of the organization that the Api Key belongs to. Eg: 'org-id' */
-                        organizationId?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description API key created successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Unique identifier of the API key */
-                            id: string;
-                            /**
-                             * Format: date-time
-                             * @description Creation timestamp
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description Last update timestamp
-                             */
-                            updatedAt: string;
-                            /** @description Name of the API key */
-                            name?: string | null;
-                            /** @description Prefix of the API key */
-                            prefix?: string | null;
-                            /** @description Starting characters of the key (if configured) */
-                            start?: string | null;
-                            /** @description The full API key (only returned on creation) */
-                            key: string;
-                            /** @description Whether the key is enabled */
-                            enabled: boolean;
-                            /**
-                             * Format: date-time
-                             * @description Expiration timestamp
-                             */
-                            expiresAt?: string | null;
-                            /** @description ID of the reference owning the key */
-                            referenceId: string;
-                            /**
-                             * Format: date-time
-                             * @description Last refill timestamp
-                             */
-                            lastRefillAt?: string | null;
-                            /**
-                             * Format: date-time
-                             * @description Last request timestamp
-                             */
-                            lastRequest?: string | null;
-                            /** @description Metadata associated with the key */
-                            metadata?: {
-                                [key: string]: unknown;
-                            } | null;
-                            /** @description Maximum requests in time window */
-                            rateLimitMax?: number | null;
-                            /** @description Rate limit time window in milliseconds */
-                            rateLimitTimeWindow?: number | null;
-                            /** @description Remaining requests */
-                            remaining?: number | null;
-                            /** @description Amount to refill */
-                            refillAmount?: number | null;
-                            /** @description Refill interval in milliseconds */
-                            refillInterval?: number | null;
-                            /** @description Whether rate limiting is enabled */
-                            rateLimitEnabled: boolean;
-                            /** @description Current request count in window */
-                            requestCount: number;
-                            /** @description Permissions associated with the key */
-                            permissions?: {
-                                [key: string]: string[];
-                            } | null;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthApiKeyCreate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7645,96 +2872,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description Retrieve an existing API key by ID */
-        get: {
-            parameters: {
-                query?: {
-                    configId?: string;
-                    id?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description API key retrieved successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description ID */
-                            id: string;
-                            /** @description The name of the key */
-                            name?: string | null;
-                            /** @description Shows the first few characters of the API key, including the prefix. This allows you to show those few characters in the UI to make it easier for users to identify the API key. */
-                            start?: string | null;
-                            /** @description The API Key prefix. Stored as plain text. */
-                            prefix?: string | null;
-                            /** @description The owner of the user id */
-                            userId: string;
-                            /** @description The interval in milliseconds between refills of the `remaining` count. Example: 3600000 // refill every hour (3600000ms = 1h) */
-                            refillInterval?: number | null;
-                            /** @description The amount to refill */
-                            refillAmount?: number | null;
-                            /**
-                             * Format: date-time
-                             * @description The last refill date
-                             */
-                            lastRefillAt?: string | null;
-                            /**
-                             * @description Sets if key is enabled or disabled
-                             * @default true
-                             */
-                            enabled: boolean;
-                            /** @description Whether the key has rate limiting enabled */
-                            rateLimitEnabled: boolean;
-                            /** @description The duration in milliseconds */
-                            rateLimitTimeWindow?: number | null;
-                            /** @description Maximum amount of requests allowed within a window */
-                            rateLimitMax?: number | null;
-                            /** @description The number of requests made within the rate limit time window */
-                            requestCount: number;
-                            /** @description Remaining requests (every time api key is used this should updated and should be updated on refill as well) */
-                            remaining?: number | null;
-                            /**
-                             * Format: date-time
-                             * @description When last request occurred
-                             */
-                            lastRequest?: string | null;
-                            /**
-                             * Format: date-time
-                             * @description Expiry date of a key
-                             */
-                            expiresAt?: string | null;
-                            /**
-                             * Format: date-time
-                             * @description created at
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description updated at
-                             */
-                            updatedAt: string;
-                            /** @description Extra metadata about the apiKey */
-                            metadata?: {
-                                [key: string]: unknown;
-                            } | null;
-                            /** @description Permissions for the api key (stored as JSON string) */
-                            permissions?: string | null;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthApiKeyGet"];
         put?: never;
         post?: never;
         delete?: never;
@@ -7753,129 +2891,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Update an existing API key by ID */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The configuration ID to use for the API key lookup. If not provided, the default configuration will be used. */
-                        configId?: string;
-                        /** @description The id of the Api Key */
-                        keyId: string;
-                        /** @description The id of the user which the api key belongs to. server-only. Eg: "some-user-id" */
-                        userId?: string;
-                        /** @description The name of the key */
-                        name?: string;
-                        /** @description Whether the Api Key is enabled or not */
-                        enabled?: boolean;
-                        /** @description The number of remaining requests */
-                        remaining?: number;
-                        /** @description The refill amount */
-                        refillAmount?: number;
-                        /** @description The refill interval */
-                        refillInterval?: number;
-                        metadata?: unknown;
-                        /** @description Expiration time of the Api Key in seconds */
-                        expiresIn?: number | null;
-                        /** @description Whether the key has rate limiting enabled. */
-                        rateLimitEnabled?: boolean;
-                        /** @description The duration in milliseconds where each request is counted. server-only. Eg: 1000 */
-                        rateLimitTimeWindow?: number;
-                        /** @description Maximum amount of requests allowed within a window. Once the `maxRequests` is reached, the request will be rejected until the `timeWindow` has passed, at which point the `timeWindow` will be reset. server-only. Eg: 100 */
-                        rateLimitMax?: number;
-                        /** @description Update the permissions on the API Key. server-only. */
-                        permissions?: {
-                            [key: string]: string[];
-                        } | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description API key updated successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description ID */
-                            id: string;
-                            /** @description The name of the key */
-                            name?: string | null;
-                            /** @description Shows the first few characters of the API key, including the prefix. This allows you to show those few characters in the UI to make it easier for users to identify the API key. */
-                            start?: string | null;
-                            /** @description The API Key prefix. Stored as plain text. */
-                            prefix?: string | null;
-                            /** @description The owner of the user id */
-                            userId: string;
-                            /** @description The interval in milliseconds between refills of the `remaining` count. Example: 3600000 // refill every hour (3600000ms = 1h) */
-                            refillInterval?: number | null;
-                            /** @description The amount to refill */
-                            refillAmount?: number | null;
-                            /**
-                             * Format: date-time
-                             * @description The last refill date
-                             */
-                            lastRefillAt?: string | null;
-                            /**
-                             * @description Sets if key is enabled or disabled
-                             * @default true
-                             */
-                            enabled: boolean;
-                            /** @description Whether the key has rate limiting enabled */
-                            rateLimitEnabled: boolean;
-                            /** @description The duration in milliseconds */
-                            rateLimitTimeWindow?: number | null;
-                            /** @description Maximum amount of requests allowed within a window */
-                            rateLimitMax?: number | null;
-                            /** @description The number of requests made within the rate limit time window */
-                            requestCount: number;
-                            /** @description Remaining requests (every time api key is used this should updated and should be updated on refill as well) */
-                            remaining?: number | null;
-                            /**
-                             * Format: date-time
-                             * @description When last request occurred
-                             */
-                            lastRequest?: string | null;
-                            /**
-                             * Format: date-time
-                             * @description Expiry date of a key
-                             */
-                            expiresAt?: string | null;
-                            /**
-                             * Format: date-time
-                             * @description created at
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description updated at
-                             */
-                            updatedAt: string;
-                            /** @description Extra metadata about the apiKey */
-                            metadata?: {
-                                [key: string]: unknown;
-                            } | null;
-                            /** @description Permissions for the api key (stored as JSON string) */
-                            permissions?: string | null;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthApiKeyUpdate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7892,44 +2908,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Delete an existing API key */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": {
-                        /** @description The id of the API key to delete */
-                        keyId: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description API key deleted successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Indicates if the API key was successfully deleted */
-                            success: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postAuthApiKeyDelete"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7944,108 +2923,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description List all API keys for the authenticated user or for a specific organization */
-        get: {
-            parameters: {
-                query?: {
-                    configId?: string;
-                    organizationId?: string;
-                    limit?: number;
-                    offset?: number;
-                    sortBy?: string;
-                    sortDirection?: "asc" | "desc";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description API keys retrieved successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            apiKeys: {
-                                /** @description ID */
-                                id: string;
-                                /** @description The name of the key */
-                                name?: string | null;
-                                /** @description Shows the first few characters of the API key, including the prefix. This allows you to show those few characters in the UI to make it easier for users to identify the API key. */
-                                start?: string | null;
-                                /** @description The API Key prefix. Stored as plain text. */
-                                prefix?: string | null;
-                                /** @description The owner of the user id */
-                                userId: string;
-                                /** @description The interval in milliseconds between refills of the `remaining` count. Example: 3600000 // refill every hour (3600000ms = 1h) */
-                                refillInterval?: number | null;
-                                /** @description The amount to refill */
-                                refillAmount?: number | null;
-                                /**
-                                 * Format: date-time
-                                 * @description The last refill date
-                                 */
-                                lastRefillAt?: string | null;
-                                /**
-                                 * @description Sets if key is enabled or disabled
-                                 * @default true
-                                 */
-                                enabled: boolean;
-                                /** @description Whether the key has rate limiting enabled */
-                                rateLimitEnabled: boolean;
-                                /** @description The duration in milliseconds */
-                                rateLimitTimeWindow?: number | null;
-                                /** @description Maximum amount of requests allowed within a window */
-                                rateLimitMax?: number | null;
-                                /** @description The number of requests made within the rate limit time window */
-                                requestCount: number;
-                                /** @description Remaining requests (every time api key is used this should updated and should be updated on refill as well) */
-                                remaining?: number | null;
-                                /**
-                                 * Format: date-time
-                                 * @description When last request occurred
-                                 */
-                                lastRequest?: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @description Expiry date of a key
-                                 */
-                                expiresAt?: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @description created at
-                                 */
-                                createdAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @description updated at
-                                 */
-                                updatedAt: string;
-                                /** @description Extra metadata about the apiKey */
-                                metadata?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @description Permissions for the api key (stored as JSON string) */
-                                permissions?: string | null;
-                            }[];
-                            /** @description Total number of API keys */
-                            total: number;
-                            /** @description The limit used for pagination */
-                            limit?: number | null;
-                            /** @description The offset used for pagination */
-                            offset?: number | null;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getAuthApiKeyList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -8150,41 +3028,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description Verify the email of the user. Same operation as GET /api/auth/verify-email, answered at /verify-email. */
-        get: {
-            parameters: {
-                query: {
-                    /** @description The token to verify the email */
-                    token: string;
-                    /** @description The URL to redirect to after email verification */
-                    callbackURL?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            user: components["schemas"]["AuthUser"];
-                            /** @description Indicates if the email was verified successfully */
-                            status: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getVerifyEmail"];
         put?: never;
         post?: never;
         delete?: never;
@@ -8339,44 +3183,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Revoke a single session. Same operation as POST /api/auth/revoke-session, answered at /revoke-session. */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": {
-                        /** @description The token to revoke */
-                        token: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Indicates if the session was revoked successfully */
-                            status: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postRevokeSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8393,41 +3200,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Revoke all sessions for the user. Same operation as POST /api/auth/revoke-sessions, answered at /revoke-sessions. */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": Record<string, never>;
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Indicates if all sessions were revoked successfully */
-                            status: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postRevokeSessions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8444,41 +3217,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Revoke all other sessions for the user except the current one. Same operation as POST /api/auth/revoke-other-sessions, answered at /revoke-other-sessions. */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": Record<string, never>;
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Indicates if all other sessions were revoked successfully */
-                            status: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postRevokeOtherSessions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8527,43 +3266,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description Callback to complete user deletion with verification token. Same operation as GET /api/auth/delete-user/callback, answered at /delete-user/callback. */
-        get: {
-            parameters: {
-                query?: {
-                    token?: string;
-                    callbackURL?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description User successfully deleted */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Indicates if the deletion was successful */
-                            success: boolean;
-                            /**
-                             * @description Confirmation message
-                             * @enum {string}
-                             */
-                            message: "User deleted";
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getDeleteUserCallback"];
         put?: never;
         post?: never;
         delete?: never;
@@ -8582,43 +3285,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Unlink an account. Same operation as POST /api/auth/unlink-account, answered at /unlink-account. */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The Better Auth account ID to unlink */
-                        accountId: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Success */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            status?: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postUnlinkAccount"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8635,66 +3302,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Refresh the access token using a refresh token. Same operation as POST /api/auth/refresh-token, answered at /refresh-token. */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The Better Auth account ID */
-                        accountId: string;
-                        /** @description The user ID associated with the account */
-                        userId?: string;
-                    } | {
-                        /**
-                         * @description Select the current OAuth account from its signed cookie
-                         * @enum {unknown}
-                         */
-                        useAccountCookie: true;
-                        /** @description The user ID associated with the account */
-                        userId?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Access token refreshed successfully */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            tokenType?: string;
-                            idToken?: string;
-                            accessToken?: string;
-                            refreshToken?: string;
-                            /** Format: date-time */
-                            accessTokenExpiresAt?: string;
-                            /** Format: date-time */
-                            refreshTokenExpiresAt?: string;
-                        };
-                    };
-                };
-                /** @description Invalid refresh token or provider configuration */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postRefreshToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8711,63 +3319,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** @description Get a valid access token, doing a refresh if needed. Same operation as POST /api/auth/get-access-token, answered at /get-access-token. */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The Better Auth account ID */
-                        accountId: string;
-                        /** @description The user ID associated with the account */
-                        userId?: string;
-                    } | {
-                        /**
-                         * @description Select the current OAuth account from its signed cookie
-                         * @enum {unknown}
-                         */
-                        useAccountCookie: true;
-                        /** @description The user ID associated with the account */
-                        userId?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description A Valid access token */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            tokenType?: string;
-                            idToken?: string;
-                            accessToken?: string;
-                            /** Format: date-time */
-                            accessTokenExpiresAt?: string;
-                        };
-                    };
-                };
-                /** @description Invalid refresh token or provider configuration */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        post: operations["postGetAccessToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8782,35 +3334,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description Check if the API is working. Same operation as GET /api/auth/ok, answered at /ok. */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description API is working */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Indicates if the API is working */
-                            ok: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getOk"];
         put?: never;
         post?: never;
         delete?: never;
@@ -8867,80 +3391,9 @@ export interface paths {
             cookie?: never;
         };
         /** Download an object through a presigned link */
-        get: {
-            parameters: {
-                query: {
-                    expires: number;
-                    sig: string;
-                };
-                header?: never;
-                path: {
-                    /** @description The rest of the path; may contain / */
-                    path: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/octet-stream": string;
-                    };
-                };
-                /** @description Not Modified */
-                304: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                400: components["responses"]["BadRequest"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        get: operations["getFilesByPath"];
         /** Upload an object through a presigned link */
-        put: {
-            parameters: {
-                query: {
-                    expires: number;
-                    sig: string;
-                };
-                header?: never;
-                path: {
-                    /** @description The rest of the path; may contain / */
-                    path: string;
-                };
-                cookie?: never;
-            };
-            /** @description the bytes to store; send the Content-Type the link was made for */
-            requestBody: {
-                content: {
-                    "application/octet-stream": string;
-                };
-            };
-            responses: {
-                /** @description OK */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                400: components["responses"]["BadRequest"];
-                403: components["responses"]["Forbidden"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-            };
-        };
+        put: operations["putFilesByPath"];
         post?: never;
         delete?: never;
         options?: never;
@@ -9603,6 +4056,2932 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getDocs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/html */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getDocsJson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OpenAPI 3.1 document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getDocsYaml: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OpenAPI 3.1 document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-yaml": string;
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getOpenapiJson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OpenAPI 3.1 document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getGetSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        session: components["schemas"]["Session"];
+                        user: components["schemas"]["User"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getError: {
+        parameters: {
+            query?: {
+                error?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/html */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAdminFirmware: {
+        parameters: {
+            query?: {
+                /** @description the device model, as devices give it at pairing */
+                model?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        releases: {
+                            id: string;
+                            model: string;
+                            version: string;
+                            /** @enum {string} */
+                            channel: "stable" | "beta";
+                            notes: string;
+                            sha256: string;
+                            size: number;
+                            /** @description Ed25519 over the manifest, base64 */
+                            signature: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            counts: {
+                                offered: number;
+                                /** @description offered and not yet ended */
+                                pending: number;
+                                /** @description the device then reported the version in up/status */
+                                succeeded: number;
+                                failed: number;
+                                /** @description offers taken back, not yet taken up, when the rollout halted */
+                                withdrawn: number;
+                            };
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAdminFirmware: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    model: string;
+                    version: string;
+                    /** @enum {string} */
+                    channel: "stable" | "beta";
+                    notes?: string;
+                    /** Format: binary */
+                    file: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        model: string;
+                        version: string;
+                        /** @enum {string} */
+                        channel: "stable" | "beta";
+                        notes: string;
+                        sha256: string;
+                        size: number;
+                        /** @description Ed25519 over the manifest, base64 */
+                        signature: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        counts: {
+                            offered: number;
+                            /** @description offered and not yet ended */
+                            pending: number;
+                            /** @description the device then reported the version in up/status */
+                            succeeded: number;
+                            failed: number;
+                            /** @description offers taken back, not yet taken up, when the rollout halted */
+                            withdrawn: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAdminFirmwareById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        model: string;
+                        version: string;
+                        /** @enum {string} */
+                        channel: "stable" | "beta";
+                        notes: string;
+                        sha256: string;
+                        size: number;
+                        /** @description Ed25519 over the manifest, base64 */
+                        signature: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        counts: {
+                            offered: number;
+                            /** @description offered and not yet ended */
+                            pending: number;
+                            /** @description the device then reported the version in up/status */
+                            succeeded: number;
+                            failed: number;
+                            /** @description offers taken back, not yet taken up, when the rollout halted */
+                            withdrawn: number;
+                        };
+                    } & {
+                        devices: {
+                            deviceId: string;
+                            name: string;
+                            firmware: string | null;
+                            state: ("offered" | "downloading" | "verifying" | "installing" | "succeeded" | "failed" | "withdrawn") | null;
+                            reason: string | null;
+                            offeredAt: string | null;
+                            updatedAt: string | null;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    deleteAdminFirmwareById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAdminFirmwareRollouts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        rollouts: {
+                            model: string;
+                            /** @enum {string} */
+                            channel: "stable" | "beta";
+                            version: string | null;
+                            releaseId: string;
+                            percent: number;
+                            paused: boolean;
+                            haltedAt: string | null;
+                            maxFailureShare: number;
+                            minAttempts: number;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            counts: {
+                                offered: number;
+                                /** @description offered and not yet ended */
+                                pending: number;
+                                /** @description the device then reported the version in up/status */
+                                succeeded: number;
+                                failed: number;
+                                /** @description offers taken back, not yet taken up, when the rollout halted */
+                                withdrawn: number;
+                            };
+                        }[];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    putAdminFirmwareRolloutsByModelByChannel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the device model, as devices give it at pairing */
+                model: string;
+                channel: "stable" | "beta";
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description a semantic version (1.4.0, 2.0.0-beta.1) */
+                    version: string;
+                    percent: number;
+                    paused?: boolean;
+                    /** @description halt above this share of failed attempts */
+                    maxFailureShare?: number;
+                    /** @description ended attempts before a halt is considered */
+                    minAttempts?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        model: string;
+                        /** @enum {string} */
+                        channel: "stable" | "beta";
+                        version: string | null;
+                        releaseId: string;
+                        percent: number;
+                        paused: boolean;
+                        haltedAt: string | null;
+                        maxFailureShare: number;
+                        minAttempts: number;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        counts: {
+                            offered: number;
+                            /** @description offered and not yet ended */
+                            pending: number;
+                            /** @description the device then reported the version in up/status */
+                            succeeded: number;
+                            failed: number;
+                            /** @description offers taken back, not yet taken up, when the rollout halted */
+                            withdrawn: number;
+                        };
+                    } & {
+                        offeredNow: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    putAdminDevicesByIdFirmware: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    channel?: "stable" | "beta";
+                    pinnedVersion?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deviceId: string;
+                        model: string | null;
+                        running: string | null;
+                        /** @enum {string} */
+                        channel: "stable" | "beta";
+                        pinnedVersion: string | null;
+                        offer: {
+                            releaseId: string;
+                            version: string;
+                            state: ("offered" | "downloading" | "verifying" | "installing" | "succeeded" | "failed" | "withdrawn") | null;
+                            reason: string | null;
+                            offeredAt: string | null;
+                            updatedAt: string | null;
+                        } | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getDeviceByIdFirmware: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deviceId: string;
+                        model: string | null;
+                        running: string | null;
+                        /** @enum {string} */
+                        channel: "stable" | "beta";
+                        pinnedVersion: string | null;
+                        offer: {
+                            releaseId: string;
+                            version: string;
+                            state: ("offered" | "downloading" | "verifying" | "installing" | "succeeded" | "failed" | "withdrawn") | null;
+                            reason: string | null;
+                            offeredAt: string | null;
+                            updatedAt: string | null;
+                        } | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getDeviceByIdFirmwareOffer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        releaseId: string;
+                        model: string;
+                        version: string;
+                        url: string;
+                        /** Format: date-time */
+                        urlExpiresAt: string;
+                        sha256: string;
+                        size: number;
+                        signature: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getFirmwarePublicKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        algorithm: "Ed25519";
+                        /** @description raw 32 bytes, base64 */
+                        publicKey: string;
+                        /** @description what is signed */
+                        manifest: string;
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postDeviceInit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    display: {
+                        width: number;
+                        height: number;
+                        /** @enum {string} */
+                        palette: "bw" | "gray4" | "spectra6" | "acep7" | "color";
+                        /**
+                         * @default cover
+                         * @enum {string}
+                         */
+                        fit?: "cover" | "contain";
+                        /** @description also send small images (≤ 64 KiB) inline, base64, in the MQTT message */
+                        inline?: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    model?: string;
+                    firmware?: string;
+                    manufacturer?: string;
+                    serial?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deviceId: string;
+                        /** @description secret the device polls with */
+                        deviceCode: string;
+                        /** Format: uuid */
+                        userCode: string;
+                        pinCode: string;
+                        verification_uri: string;
+                        verification_uri_complete: string;
+                        /** Format: date-time */
+                        expires_at: string;
+                        expires_in?: number;
+                        interval: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postDeviceValidate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description XXXX-XXXX, case and dash ignored */
+                    pinCode?: string;
+                    /** Format: uuid */
+                    userCode?: string;
+                    name: string;
+                    icon?: string;
+                    /** @description hex colour #RRGGBB */
+                    color?: string;
+                    description?: string;
+                    selectedModel?: string;
+                    organizationId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        status: string;
+                        eventId: string;
+                        organization_id?: string | null;
+                        device: components["schemas"]["DeviceDetail"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postDeviceDeny: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description XXXX-XXXX, case and dash ignored */
+                    pinCode?: string;
+                    /** Format: uuid */
+                    userCode?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success?: boolean;
+                        status?: string;
+                        deviceId?: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postDeviceGetInitDevice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    deviceId: string;
+                    deviceCode: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Device initialisation record */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceInitRecord"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postDeviceDisconnect: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    deviceId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success?: boolean;
+                        message?: string;
+                        kicked?: boolean;
+                        device?: components["schemas"]["Device"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    deleteDeviceDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    deviceId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        device: components["schemas"]["Device"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getDevice: {
+        parameters: {
+            query?: {
+                organizationId?: string;
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        devices: components["schemas"]["DeviceDetail"][];
+                        /** @description pass as `cursor` for the next page */
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getDeviceById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceDetail"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    patchDeviceById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    icon?: string;
+                    /** @description hex colour #RRGGBB */
+                    color?: string;
+                    description?: string;
+                    selectedModel?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceDetail"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postDeviceByIdCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    command: "identify" | "refresh" | "reboot" | "sleep";
+                    /** @description as the device gets them in the MQTT message {commandId, command, args} */
+                    args?: {
+                        /** @description for sleep: how long to stay away */
+                        seconds?: number;
+                    };
+                    /** @description for sleep: the same as args.seconds (accepted for older clients) */
+                    seconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        commandId: string;
+                        status: string;
+                        command?: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getDeviceByIdEvents: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        events: components["schemas"]["Event"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getDeviceByIdDownlink: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description only messages with a lower seq (the previous page’s nextBefore) */
+                before?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        messages: {
+                            /** @description the device's sequence number; the MQTT message carries it as `seq` */
+                            seq: number;
+                            /** @enum {string} */
+                            kind: "prompt" | "image" | "config" | "cmd" | "ota";
+                            /**
+                             * @description pending until the device acknowledges it; superseded when a newer config or image replaced it first
+                             * @enum {string}
+                             */
+                            status: "pending" | "delivered" | "superseded";
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            deliveredAt: string | null;
+                        }[];
+                        nextBefore: number | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getDevicePage: {
+        parameters: {
+            query?: {
+                /** @description the code from the QR link (a UUID) */
+                user_code?: string;
+                /** @description the pin code the display shows (XXXX-XXXX) */
+                code?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description to /pair */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postDeviceMqttAuth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    clientid: string;
+                    username?: string;
+                    password?: string;
+                    topic?: string;
+                    /** @enum {string} */
+                    action?: "publish" | "subscribe";
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        result: "allow" | "deny" | "ignore";
+                        is_superuser?: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getNotificationsVapidPublicKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description base64url, 65-byte uncompressed P-256 point */
+                        publicKey: string;
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getNotificationsSubscriptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscriptions: {
+                            id: string;
+                            endpoint: string;
+                            /** Format: date-time */
+                            expirationTime: string | null;
+                            userAgent: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            lastSuccessAt: string | null;
+                        }[];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postNotificationsSubscriptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    endpoint: string;
+                    expirationTime?: number | null;
+                    keys: {
+                        p256dh: string;
+                        auth: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        endpoint: string;
+                        /** Format: date-time */
+                        expirationTime: string | null;
+                        userAgent: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        lastSuccessAt: string | null;
+                    };
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        endpoint: string;
+                        /** Format: date-time */
+                        expirationTime: string | null;
+                        userAgent: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        lastSuccessAt: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    deleteNotificationsSubscriptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    id?: string;
+                    endpoint?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        id: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postNotificationsSend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    title: string;
+                    body: string;
+                    /** @description opened when the notification is clicked: a path or an http(s) URL */
+                    url?: string;
+                    deviceId?: string;
+                    userId?: string;
+                    /** @enum {string} */
+                    urgency?: "very-low" | "low" | "normal" | "high";
+                    /** @description seconds the push service keeps an undelivered message */
+                    ttl?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        userId: string;
+                        sent: number;
+                        failed: number;
+                        /** @description subscriptions removed because the push service no longer knows them */
+                        removed: number;
+                        results: {
+                            subscriptionId: string;
+                            endpointOrigin?: string;
+                            /** @enum {string} */
+                            status: "sent" | "gone" | "failed";
+                            statusCode: number | null;
+                            attempts: number;
+                            error?: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getNotificationsPreferences: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description notify when an image generation finishes or fails */
+                        generationResults: boolean;
+                        /** @description notify when a device goes online or offline */
+                        devicePresence: boolean;
+                        /** @description notify when a device’s battery falls under 15 % (again only after it was above 25 %) */
+                        batteryLow: boolean;
+                        /** @description notify when a device has not reported for three of its report intervals */
+                        deviceSilent: boolean;
+                        /** @description notify when a firmware update of a device failed */
+                        firmwareFailed: boolean;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    patchNotificationsPreferences: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description notify when an image generation finishes or fails */
+                    generationResults?: boolean;
+                    /** @description notify when a device goes online or offline */
+                    devicePresence?: boolean;
+                    /** @description notify when a device’s battery falls under 15 % (again only after it was above 25 %) */
+                    batteryLow?: boolean;
+                    /** @description notify when a device has not reported for three of its report intervals */
+                    deviceSilent?: boolean;
+                    /** @description notify when a firmware update of a device failed */
+                    firmwareFailed?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description notify when an image generation finishes or fails */
+                        generationResults: boolean;
+                        /** @description notify when a device goes online or offline */
+                        devicePresence: boolean;
+                        /** @description notify when a device’s battery falls under 15 % (again only after it was above 25 %) */
+                        batteryLow: boolean;
+                        /** @description notify when a device has not reported for three of its report intervals */
+                        deviceSilent: boolean;
+                        /** @description notify when a firmware update of a device failed */
+                        firmwareFailed: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postUpload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the image (one file part; any field name works)
+                     */
+                    file: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description uploads/<userId>/<uuid>.<ext> */
+                        key: string;
+                        /** @description a signed link to the stored image */
+                        url: string;
+                        /** Format: date-time */
+                        urlExpiresAt: string;
+                        /** @description bytes as stored (after metadata was stripped) */
+                        size: number;
+                        /** @enum {string} */
+                        contentType: "image/png" | "image/jpeg" | "image/webp" | "image/gif" | "image/avif";
+                        width: number;
+                        height: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getUploadUrl: {
+        parameters: {
+            query: {
+                key: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        key: string;
+                        url: string;
+                        /** Format: date-time */
+                        urlExpiresAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postUploadPresign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    contentType: "image/png" | "image/jpeg" | "image/webp" | "image/gif" | "image/avif";
+                    size: number;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        key: string;
+                        url: string;
+                        /** @enum {string} */
+                        method: "PUT";
+                        headers: {
+                            [key: string]: string;
+                        };
+                        /** Format: date-time */
+                        expiresAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postUploadComplete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    key: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description uploads/<userId>/<uuid>.<ext> */
+                        key: string;
+                        /** @description a signed link to the stored image */
+                        url: string;
+                        /** Format: date-time */
+                        urlExpiresAt: string;
+                        /** @description bytes as stored (after metadata was stripped) */
+                        size: number;
+                        /** @enum {string} */
+                        contentType: "image/png" | "image/jpeg" | "image/webp" | "image/gif" | "image/avif";
+                        width: number;
+                        height: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postUploadSend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    key: string;
+                    deviceId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        imageId: string;
+                        deviceId: string;
+                        /** @description what the device was sent on devices/{id}/image */
+                        image: {
+                            imageId?: string;
+                            url?: string;
+                            format?: string;
+                            width?: number;
+                            height?: number;
+                            bytes?: number;
+                            sha256?: string;
+                            contentType?: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAcceptInvitationById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/html */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Gone */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postInvitationsAccept: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    invitationId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        organization: {
+                            id: string;
+                            name: string;
+                            slug: string;
+                        };
+                        member: {
+                            id: string;
+                            organizationId: string;
+                            userId: string;
+                            role: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postPrompts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PromptInput"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Prompt"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getPromptsDeviceByDeviceId: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                deviceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        prompts: components["schemas"]["Prompt"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getPromptsTemplates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PromptTemplates"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postGenerate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ImageGenerationRequest"];
+            };
+        };
+        responses: {
+            /** @description The image-generation response: the job and, once it succeeded, its result. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImageGenerationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getGenerateById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The image-generation response: the job and, once it succeeded, its result. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImageGenerationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postGenerateByIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The image-generation response: the job and, once it succeeded, its result. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImageGenerationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        models?: {
+                            id?: string;
+                            title?: string;
+                            provider?: string;
+                            price?: string;
+                            available?: boolean;
+                        }[];
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getCredits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        balance?: string;
+                        ledger?: {
+                            id?: string;
+                            amount?: string;
+                            balanceAfter?: string;
+                            reason?: string;
+                            jobId?: string | null;
+                            note?: string | null;
+                            /** Format: date-time */
+                            created_at?: string;
+                        }[];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAdminCredits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    userId: string;
+                    /** @description positive credits, at most two decimals */
+                    amount: string;
+                    note?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        userId?: string;
+                        balance?: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getImagesByIdByFormat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                format: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description image bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description not modified */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getDemo: {
+        parameters: {
+            query?: {
+                prompt?: string;
+                palette?: "bw" | "gray4" | "spectra6" | "acep7" | "color";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        prompt: string;
+                        model: string;
+                        profile: components["schemas"]["DisplayProfile"];
+                        result: components["schemas"]["ImageGenerationResult"];
+                        cached?: boolean;
+                        steps: {
+                            step?: string;
+                            ms?: number;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getPlaylists: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        playlists: components["schemas"]["Playlist"][];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postPlaylists: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /**
+                     * @description sequential: in order, round and round; shuffle: a new order each round
+                     * @enum {string}
+                     */
+                    mode: "sequential" | "shuffle";
+                    /** @description how long each item shows; at least SCHEDULE_MIN_SECONDS */
+                    itemSeconds: number;
+                    /** @description the organization that owns it (you must be its owner or admin) */
+                    organizationId?: string;
+                    items?: ({
+                        /** @enum {string} */
+                        kind: "upload";
+                        key: string;
+                    } | {
+                        /** @enum {string} */
+                        kind: "image";
+                        imageId: string;
+                    } | {
+                        /** @enum {string} */
+                        kind: "prompt";
+                        promptId: string;
+                        /** @enum {string} */
+                        model?: "local" | "flux-schnell" | "fal-flux-schnell" | "flux-pro" | "gpt-image-1";
+                    })[];
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Playlist"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getPlaylistsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Playlist"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    deletePlaylistsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    patchPlaylistsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /**
+                     * @description sequential: in order, round and round; shuffle: a new order each round
+                     * @enum {string}
+                     */
+                    mode?: "sequential" | "shuffle";
+                    /** @description how long each item shows; at least SCHEDULE_MIN_SECONDS */
+                    itemSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Playlist"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postPlaylistsByIdItems: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An upload of yours (its key), a stored image of yours (from generation history), or a prompt of yours generated afresh each time it comes up (charged like any generation). */
+                    item: {
+                        /** @enum {string} */
+                        kind: "upload";
+                        key: string;
+                    } | {
+                        /** @enum {string} */
+                        kind: "image";
+                        imageId: string;
+                    } | {
+                        /** @enum {string} */
+                        kind: "prompt";
+                        promptId: string;
+                        /** @enum {string} */
+                        model?: "local" | "flux-schnell" | "fal-flux-schnell" | "flux-pro" | "gpt-image-1";
+                    };
+                    /** @description where it goes (0 = first); the end when left out */
+                    position?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Playlist"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    deletePlaylistsByIdItemsByItemId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Playlist"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    putPlaylistsByIdOrder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description every item of the playlist, once, in the new order */
+                    itemIds: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Playlist"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getDeviceByIdSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    putDeviceByIdSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description IANA time zone, e.g. Europe/Berlin */
+                    timeZone: string;
+                    rules: {
+                        playlistId: string;
+                        days: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[];
+                        /** @description local time HH:MM (24:00 as an end only) */
+                        from: string;
+                        /** @description local time HH:MM (24:00 as an end only) */
+                        to: string;
+                    }[];
+                    sleep: {
+                        /** @description local time HH:MM (24:00 as an end only) */
+                        from: string;
+                        /** @description local time HH:MM (24:00 as an end only) */
+                        to: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    deleteDeviceByIdSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getDeviceByIdLogs: {
+        parameters: {
+            query?: {
+                /** @description this level and above */
+                level?: "debug" | "info" | "warn" | "error";
+                since?: string;
+                until?: string;
+                /** @description text the message contains (case-insensitive) */
+                q?: string;
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        logs: {
+                            id: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** Format: date-time */
+                            receivedAt: string;
+                            /** @enum {string} */
+                            level: "debug" | "info" | "warn" | "error";
+                            message: string;
+                            fields: {
+                                [key: string]: unknown;
+                            } | null;
+                        }[];
+                        nextCursor: string | null;
+                        counts: {
+                            accepted: number;
+                            /** @description past the device’s rate */
+                            droppedRate: number;
+                            /** @description entries (or whole batches) over a size limit */
+                            droppedSize: number;
+                            /** @description not log entries */
+                            droppedInvalid: number;
+                            /** @description kept entries removed later for the count or age limit */
+                            pruned: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postDeviceByIdLogs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description log entries: {at (ISO or epoch ms), level (debug | info | warn | error), message, fields?} */
+        requestBody: {
+            content: {
+                "application/json": unknown[];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accepted: number;
+                        /** @description past the device’s rate */
+                        droppedRate: number;
+                        /** @description entries (or whole batches) over a size limit */
+                        droppedSize: number;
+                        /** @description not log entries */
+                        droppedInvalid: number;
+                        /** @description kept entries removed later for the count or age limit */
+                        pruned: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getSetup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the MAC address */
+                id?: string;
+                "access-token"?: string;
+                "fw-version"?: string;
+                model?: string;
+                width?: string;
+                height?: string;
+                "refresh-rate"?: string;
+                "battery-voltage"?: string;
+                "percent-charged"?: string;
+                rssi?: string;
+                "x-public-key"?: string;
+                "x-signature"?: string;
+                "x-timestamp"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        status: number;
+                        /**
+                         * @description firmware with a device identity signs its requests from now on
+                         * @enum {string}
+                         */
+                        auth_mode: "ed25519";
+                        api_key: string;
+                        friendly_id: string;
+                        image_url: string;
+                        filename: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getTime: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        timestamp_ms: number;
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getDisplay: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the MAC address */
+                id?: string;
+                "access-token"?: string;
+                "fw-version"?: string;
+                model?: string;
+                width?: string;
+                height?: string;
+                "refresh-rate"?: string;
+                "battery-voltage"?: string;
+                "percent-charged"?: string;
+                rssi?: string;
+                "x-public-key"?: string;
+                "x-signature"?: string;
+                "x-timestamp"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description 0, or 202 while nobody has claimed the device */
+                        status: number;
+                        image_url: string | null;
+                        filename: string | null;
+                        refresh_rate: number;
+                        /** @description The file names of the rotation playing now, the one shown first: the firmware keeps these in its image cache and drops the rest */
+                        playlist?: string[];
+                        update_firmware: boolean;
+                        firmware_url: string | null;
+                        reset_firmware: boolean;
+                        friendly_id?: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postLog: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the MAC address */
+                id?: string;
+                "access-token"?: string;
+                "fw-version"?: string;
+                model?: string;
+                width?: string;
+                height?: string;
+                "refresh-rate"?: string;
+                "battery-voltage"?: string;
+                "percent-charged"?: string;
+                rssi?: string;
+                "x-public-key"?: string;
+                "x-signature"?: string;
+                "x-timestamp"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    logs: unknown[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getTrmnlImagesByDeviceIdByIdByFormat: {
+        parameters: {
+            query?: {
+                exp?: string;
+                sig?: string;
+            };
+            header?: never;
+            path: {
+                deviceId: string;
+                id: string;
+                format: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getTrmnlScreensByKindByDeviceId: {
+        parameters: {
+            query?: {
+                exp?: string;
+                sig?: string;
+            };
+            header?: never;
+            path: {
+                kind: "setup" | "paired" | "identify";
+                deviceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
     socialSignIn: {
         parameters: {
             query?: never;
@@ -9671,6 +7050,88 @@ export interface operations {
                         redirect: boolean;
                     };
                 };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthCallbackById: {
+        parameters: {
+            query?: {
+                code?: string;
+                error?: string;
+                device_id?: string;
+                error_description?: string;
+                state?: string;
+                user?: string;
+                iss?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Redirect to the callbackURL given at sign-in (or its errorCallbackURL) */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthCallbackById: {
+        parameters: {
+            query?: {
+                code?: string;
+                error?: string;
+                device_id?: string;
+                error_description?: string;
+                state?: string;
+                user?: string;
+                iss?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    code?: string;
+                    error?: string;
+                    device_id?: string;
+                    error_description?: string;
+                    state?: string;
+                    user?: string;
+                    iss?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Redirect to the callbackURL given at sign-in (or its errorCallbackURL) */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
@@ -9997,6 +7458,41 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthVerifyEmail: {
+        parameters: {
+            query: {
+                /** @description The token to verify the email */
+                token: string;
+                /** @description The URL to redirect to after email verification */
+                callbackURL?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user: components["schemas"]["AuthUser"];
+                        /** @description Indicates if the email was verified successfully */
+                        status: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -10389,6 +7885,114 @@ export interface operations {
             500: components["responses"]["InternalServerError"];
         };
     };
+    postAuthRevokeSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description The token to revoke */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Indicates if the session was revoked successfully */
+                        status: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthRevokeSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Indicates if all sessions were revoked successfully */
+                        status: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthRevokeOtherSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Indicates if all other sessions were revoked successfully */
+                        status: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
     linkSocialAccount: {
         parameters: {
             query?: never;
@@ -10479,6 +8083,293 @@ export interface operations {
                         userId: string;
                         scopes: string[];
                     }[];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthDeleteUserCallback: {
+        parameters: {
+            query?: {
+                token?: string;
+                callbackURL?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description User successfully deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Indicates if the deletion was successful */
+                        success: boolean;
+                        /**
+                         * @description Confirmation message
+                         * @enum {string}
+                         */
+                        message: "User deleted";
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthUnlinkAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The Better Auth account ID to unlink */
+                    accountId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        status?: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthRefreshToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The Better Auth account ID */
+                    accountId: string;
+                    /** @description The user ID associated with the account */
+                    userId?: string;
+                } | {
+                    /**
+                     * @description Select the current OAuth account from its signed cookie
+                     * @enum {unknown}
+                     */
+                    useAccountCookie: true;
+                    /** @description The user ID associated with the account */
+                    userId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Access token refreshed successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        tokenType?: string;
+                        idToken?: string;
+                        accessToken?: string;
+                        refreshToken?: string;
+                        /** Format: date-time */
+                        accessTokenExpiresAt?: string;
+                        /** Format: date-time */
+                        refreshTokenExpiresAt?: string;
+                    };
+                };
+            };
+            /** @description Invalid refresh token or provider configuration */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthGetAccessToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The Better Auth account ID */
+                    accountId: string;
+                    /** @description The user ID associated with the account */
+                    userId?: string;
+                } | {
+                    /**
+                     * @description Select the current OAuth account from its signed cookie
+                     * @enum {unknown}
+                     */
+                    useAccountCookie: true;
+                    /** @description The user ID associated with the account */
+                    userId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A Valid access token */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        tokenType?: string;
+                        idToken?: string;
+                        accessToken?: string;
+                        /** Format: date-time */
+                        accessTokenExpiresAt?: string;
+                    };
+                };
+            };
+            /** @description Invalid refresh token or provider configuration */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthAccountInfo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user: {
+                            name?: string;
+                            email?: string | null;
+                            image?: string;
+                            emailVerified: boolean;
+                        };
+                        account: {
+                            id: string;
+                            providerId: string;
+                            accountId: string;
+                        };
+                        data: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthOk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description API is working */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Indicates if the API is working */
+                        ok: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthError: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -10838,6 +8729,32 @@ export interface operations {
             500: components["responses"]["InternalServerError"];
         };
     };
+    postAuthAdminStopImpersonating: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
     revokeUserSession: {
         parameters: {
             query?: never;
@@ -10988,6 +8905,173 @@ export interface operations {
             500: components["responses"]["InternalServerError"];
         };
     };
+    postAuthAdminHasPermission: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description The permission to check */
+                    permissions: Record<string, never>;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error?: string;
+                        success: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The name of the organization */
+                    name: string;
+                    /** @description The slug of the organization */
+                    slug: string;
+                    /** @description The user id of the organization creator. If not provided, the current user will be used. Should only be used by admins or when called by the server. server-only. Eg: "user-id" */
+                    userId?: string;
+                    /** @description The logo of the organization */
+                    logo?: string | null;
+                    /** @description The metadata of the organization */
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Whether to keep the current active organization active after creating a new one. Eg: true */
+                    keepCurrentActiveOrganization?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Organization"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationUpdate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** @description The name of the organization */
+                        name?: string;
+                        /** @description The slug of the organization */
+                        slug?: string;
+                        /** @description The logo of the organization */
+                        logo?: string | null;
+                        /** @description The metadata of the organization */
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                    /** @description The organization ID. Eg: "org-id" */
+                    organizationId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Organization"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The organization id to delete */
+                    organizationId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
     setActiveOrganization: {
         parameters: {
             query?: never;
@@ -11084,6 +9168,32 @@ export interface operations {
             500: components["responses"]["InternalServerError"];
         };
     };
+    getAuthOrganizationList: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Organization"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
     createOrganizationInvitation: {
         parameters: {
             query?: never;
@@ -11135,6 +9245,294 @@ export interface operations {
             500: components["responses"]["InternalServerError"];
         };
     };
+    postAuthOrganizationCancelInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The ID of the invitation to cancel */
+                    invitationId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationAcceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The ID of the invitation to accept */
+                    invitationId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        invitation?: Record<string, never>;
+                        member?: Record<string, never>;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthOrganizationGetInvitation: {
+        parameters: {
+            query?: {
+                id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        email: string;
+                        role: string;
+                        organizationId: string;
+                        inviterId: string;
+                        status: string;
+                        expiresAt: string;
+                        organizationName: string;
+                        organizationSlug: string;
+                        inviterEmail: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationRejectInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The ID of the invitation to reject */
+                    invitationId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        invitation?: Record<string, never>;
+                        member?: Record<string, never> | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthOrganizationListInvitations: {
+        parameters: {
+            query?: {
+                organizationId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthOrganizationGetActiveMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        userId: string;
+                        organizationId: string;
+                        role: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationCheckSlug: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The organization slug to check. Eg: "my-org" */
+                    slug: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationRemoveMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The ID or email of the member to remove */
+                    memberIdOrEmail: string;
+                    /** @description The ID of the organization to remove the member from. If not provided, the active organization will be used. Eg: "org-id" */
+                    organizationId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        member: {
+                            id: string;
+                            userId: string;
+                            organizationId: string;
+                            role: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
     updateOrganizationMemberRole: {
         parameters: {
             query?: never;
@@ -11168,6 +9566,689 @@ export interface operations {
                             organizationId: string;
                             role: string;
                         };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationLeave: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The organization Id for the member to leave. Eg: "organization-id" */
+                    organizationId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthOrganizationListUserInvitations: {
+        parameters: {
+            query?: {
+                email?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        email: string;
+                        role: string;
+                        organizationId: string;
+                        organizationName: string;
+                        /** @description The ID of the user who created the invitation */
+                        inviterId: string;
+                        /** @description The ID of the team associated with the invitation */
+                        teamId?: string | null;
+                        status: string;
+                        expiresAt: string;
+                        createdAt: string;
+                    }[];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthOrganizationListMembers: {
+        parameters: {
+            query?: {
+                limit?: string | number;
+                offset?: string | number;
+                sortBy?: string;
+                sortDirection?: "asc" | "desc";
+                filterField?: string;
+                filterValue?: (((string | number) | boolean) | string[]) | number[];
+                filterOperator?: "eq" | "ne" | "lt" | "lte" | "gt" | "gte" | "in" | "not_in" | "contains" | "starts_with" | "ends_with";
+                organizationId?: string;
+                organizationSlug?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthOrganizationGetActiveMemberRole: {
+        parameters: {
+            query?: {
+                userId?: string;
+                organizationId?: string;
+                organizationSlug?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationCreateTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The name of the team. Eg: "my-team" */
+                    name: string;
+                    /** @description The organization ID which the team will be created in. Defaults to the active organization. Eg: "organization-id" */
+                    organizationId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Team created successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Unique identifier of the created team */
+                        id: string;
+                        /** @description Name of the team */
+                        name: string;
+                        /** @description ID of the organization the team belongs to */
+                        organizationId: string;
+                        /**
+                         * Format: date-time
+                         * @description Timestamp when the team was created
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description Timestamp when the team was last updated
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthOrganizationListTeams: {
+        parameters: {
+            query?: {
+                organizationId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Teams retrieved successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Unique identifier of the team */
+                        id: string;
+                        /** @description Name of the team */
+                        name: string;
+                        /** @description ID of the organization the team belongs to */
+                        organizationId: string;
+                        /**
+                         * Format: date-time
+                         * @description Timestamp when the team was created
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description Timestamp when the team was last updated
+                         */
+                        updatedAt: string;
+                    }[];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationRemoveTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The team ID of the team to remove. Eg: "team-id" */
+                    teamId: string;
+                    /** @description The organization ID which the team falls under. If not provided, it will default to the user's active organization. Eg: "organization-id" */
+                    organizationId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Team removed successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Confirmation message indicating successful removal
+                         * @enum {string}
+                         */
+                        message: "Team removed successfully.";
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationUpdateTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The ID of the team to be updated. Eg: "team-id" */
+                    teamId: string;
+                    data: {
+                        name?: string;
+                        organizationId?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Team updated successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Unique identifier of the updated team */
+                        id: string;
+                        /** @description Updated name of the team */
+                        name: string;
+                        /** @description ID of the organization the team belongs to */
+                        organizationId: string;
+                        /**
+                         * Format: date-time
+                         * @description Timestamp when the team was created
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description Timestamp when the team was last updated
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationSetActiveTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The team id to set as active. It can be null to unset the active team */
+                    teamId?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Team"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthOrganizationListUserTeams: {
+        parameters: {
+            query?: {
+                userId?: string;
+                organizationId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Teams retrieved successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Team"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthOrganizationListTeamMembers: {
+        parameters: {
+            query?: {
+                teamId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Teams retrieved successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Unique identifier of the team member */
+                        id: string;
+                        /** @description The user ID of the team member */
+                        userId: string;
+                        /** @description The team ID of the team the team member is in */
+                        teamId: string;
+                        /**
+                         * Format: date-time
+                         * @description Timestamp when the team member was created
+                         */
+                        createdAt: string;
+                    }[];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationAddTeamMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The team the user should be a member of. */
+                    teamId: string;
+                    /** @description The user Id which represents the user to be added as a member. */
+                    userId: string;
+                    /** @description The organization ID which the team falls under. If not provided, it will default to the user's active organization. */
+                    organizationId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Team member created successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Unique identifier of the team member */
+                        id: string;
+                        /** @description The user ID of the team member */
+                        userId: string;
+                        /** @description The team ID of the team the team member is in */
+                        teamId: string;
+                        /**
+                         * Format: date-time
+                         * @description Timestamp when the team member was created
+                         */
+                        createdAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationRemoveTeamMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The team the user should be removed from. */
+                    teamId: string;
+                    /** @description The user which should be removed from the team. */
+                    userId: string;
+                    /** @description The organization ID which the team falls under. If not provided, it will default to the user's active organization. */
+                    organizationId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Team member removed successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Confirmation message indicating successful removal
+                         * @enum {string}
+                         */
+                        message: "Team member removed successfully.";
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthOrganizationHasPermission: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /**
+                     * @deprecated
+                     * @description The permission to check
+                     */
+                    permission?: Record<string, never>;
+                    /** @description The permission to check */
+                    permissions: Record<string, never>;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error?: string;
+                        success: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthMultiSessionListDeviceSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success: Better Auth's JSON answer (its document does not describe the body) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthMultiSessionSetActive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The session token to set as active */
+                    sessionToken: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        session?: components["schemas"]["AuthSession"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthMultiSessionRevoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The session token to revoke */
+                    sessionToken: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        status?: boolean;
                     };
                 };
             };
@@ -11337,6 +10418,52 @@ export interface operations {
                 content: {
                     "application/json": {
                         success?: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthEmailOtpVerifyEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Email address to verify */
+                    email: string;
+                    /** @description OTP to verify */
+                    otp: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Indicates if the verification was successful
+                         * @enum {boolean}
+                         */
+                        status: true;
+                        /** @description Session token if autoSignInAfterVerification is enabled, otherwise null */
+                        token: string | null;
+                        user: components["schemas"]["AuthUser"];
                     };
                 };
             };
@@ -11795,6 +10922,109 @@ export interface operations {
             500: components["responses"]["InternalServerError"];
         };
     };
+    getAuthPasskeyListUserPasskeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Passkeys retrieved successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Passkey"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthPasskeyDeletePasskey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The ID of the passkey to delete. Eg: "some-passkey-id" */
+                    id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Passkey deleted successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Indicates whether the deletion was successful */
+                        status: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthPasskeyUpdatePasskey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The ID of the passkey which will be updated. Eg: "passkey-id" */
+                    id: string;
+                    /** @description The new name which the passkey will be updated to. Eg: "my-new-passkey-name" */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Passkey updated successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        passkey: components["schemas"]["Passkey"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
     getJSONWebKeySet: {
         parameters: {
             query?: never;
@@ -11863,6 +11093,483 @@ export interface operations {
                 content: {
                     "application/json": {
                         token?: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthApiKeyCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The configuration ID to use for the API key. If not provided, the default configuration will be used. */
+                    configId?: string;
+                    /** @description Name of the Api Key */
+                    name?: string;
+                    /** @description Expiration time of the Api Key in seconds */
+                    expiresIn?: number | null;
+                    /** @description Prefix of the Api Key */
+                    prefix?: string;
+                    /** @description Remaining number of requests. Server side only */
+                    remaining?: number | null;
+                    metadata?: unknown;
+                    /** @description Amount to refill the remaining count of the Api Key. server-only. Eg: 100 */
+                    refillAmount?: number;
+                    /** @description Interval to refill the Api Key in milliseconds. server-only. Eg: 1000 */
+                    refillInterval?: number;
+                    /** @description The duration in milliseconds where each request is counted. Once the `maxRequests` is reached, the request will be rejected until the `timeWindow` has passed, at which point the `timeWindow` will be reset. server-only. Eg: 1000 */
+                    rateLimitTimeWindow?: number;
+                    /** @description Maximum amount of requests allowed within a window. Once the `maxRequests` is reached, the request will be rejected until the `timeWindow` has passed, at which point the `timeWindow` will be reset. server-only. Eg: 100 */
+                    rateLimitMax?: number;
+                    /** @description Whether the key has rate limiting enabled. server-only. Eg: true */
+                    rateLimitEnabled?: boolean;
+                    /** @description Permissions of the Api Key. */
+                    permissions?: {
+                        [key: string]: string[];
+                    };
+                    /** @description User Id of the user that the Api Key belongs to. server-only. Eg: "user-id" */
+                    userId?: string;
+                    /** @description Organization Id of the organization that the Api Key belongs to. Eg: 'org-id' */
+                    organizationId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description API key created successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Unique identifier of the API key */
+                        id: string;
+                        /**
+                         * Format: date-time
+                         * @description Creation timestamp
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description Last update timestamp
+                         */
+                        updatedAt: string;
+                        /** @description Name of the API key */
+                        name?: string | null;
+                        /** @description Prefix of the API key */
+                        prefix?: string | null;
+                        /** @description Starting characters of the key (if configured) */
+                        start?: string | null;
+                        /** @description The full API key (only returned on creation) */
+                        key: string;
+                        /** @description Whether the key is enabled */
+                        enabled: boolean;
+                        /**
+                         * Format: date-time
+                         * @description Expiration timestamp
+                         */
+                        expiresAt?: string | null;
+                        /** @description ID of the reference owning the key */
+                        referenceId: string;
+                        /**
+                         * Format: date-time
+                         * @description Last refill timestamp
+                         */
+                        lastRefillAt?: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Last request timestamp
+                         */
+                        lastRequest?: string | null;
+                        /** @description Metadata associated with the key */
+                        metadata?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description Maximum requests in time window */
+                        rateLimitMax?: number | null;
+                        /** @description Rate limit time window in milliseconds */
+                        rateLimitTimeWindow?: number | null;
+                        /** @description Remaining requests */
+                        remaining?: number | null;
+                        /** @description Amount to refill */
+                        refillAmount?: number | null;
+                        /** @description Refill interval in milliseconds */
+                        refillInterval?: number | null;
+                        /** @description Whether rate limiting is enabled */
+                        rateLimitEnabled: boolean;
+                        /** @description Current request count in window */
+                        requestCount: number;
+                        /** @description Permissions associated with the key */
+                        permissions?: {
+                            [key: string]: string[];
+                        } | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthApiKeyGet: {
+        parameters: {
+            query?: {
+                configId?: string;
+                id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description API key retrieved successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description ID */
+                        id: string;
+                        /** @description The name of the key */
+                        name?: string | null;
+                        /** @description Shows the first few characters of the API key, including the prefix. This allows you to show those few characters in the UI to make it easier for users to identify the API key. */
+                        start?: string | null;
+                        /** @description The API Key prefix. Stored as plain text. */
+                        prefix?: string | null;
+                        /** @description The owner of the user id */
+                        userId: string;
+                        /** @description The interval in milliseconds between refills of the `remaining` count. Example: 3600000 // refill every hour (3600000ms = 1h) */
+                        refillInterval?: number | null;
+                        /** @description The amount to refill */
+                        refillAmount?: number | null;
+                        /**
+                         * Format: date-time
+                         * @description The last refill date
+                         */
+                        lastRefillAt?: string | null;
+                        /**
+                         * @description Sets if key is enabled or disabled
+                         * @default true
+                         */
+                        enabled: boolean;
+                        /** @description Whether the key has rate limiting enabled */
+                        rateLimitEnabled: boolean;
+                        /** @description The duration in milliseconds */
+                        rateLimitTimeWindow?: number | null;
+                        /** @description Maximum amount of requests allowed within a window */
+                        rateLimitMax?: number | null;
+                        /** @description The number of requests made within the rate limit time window */
+                        requestCount: number;
+                        /** @description Remaining requests (every time api key is used this should updated and should be updated on refill as well) */
+                        remaining?: number | null;
+                        /**
+                         * Format: date-time
+                         * @description When last request occurred
+                         */
+                        lastRequest?: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Expiry date of a key
+                         */
+                        expiresAt?: string | null;
+                        /**
+                         * Format: date-time
+                         * @description created at
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description updated at
+                         */
+                        updatedAt: string;
+                        /** @description Extra metadata about the apiKey */
+                        metadata?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description Permissions for the api key (stored as JSON string) */
+                        permissions?: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthApiKeyUpdate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The configuration ID to use for the API key lookup. If not provided, the default configuration will be used. */
+                    configId?: string;
+                    /** @description The id of the Api Key */
+                    keyId: string;
+                    /** @description The id of the user which the api key belongs to. server-only. Eg: "some-user-id" */
+                    userId?: string;
+                    /** @description The name of the key */
+                    name?: string;
+                    /** @description Whether the Api Key is enabled or not */
+                    enabled?: boolean;
+                    /** @description The number of remaining requests */
+                    remaining?: number;
+                    /** @description The refill amount */
+                    refillAmount?: number;
+                    /** @description The refill interval */
+                    refillInterval?: number;
+                    metadata?: unknown;
+                    /** @description Expiration time of the Api Key in seconds */
+                    expiresIn?: number | null;
+                    /** @description Whether the key has rate limiting enabled. */
+                    rateLimitEnabled?: boolean;
+                    /** @description The duration in milliseconds where each request is counted. server-only. Eg: 1000 */
+                    rateLimitTimeWindow?: number;
+                    /** @description Maximum amount of requests allowed within a window. Once the `maxRequests` is reached, the request will be rejected until the `timeWindow` has passed, at which point the `timeWindow` will be reset. server-only. Eg: 100 */
+                    rateLimitMax?: number;
+                    /** @description Update the permissions on the API Key. server-only. */
+                    permissions?: {
+                        [key: string]: string[];
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description API key updated successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description ID */
+                        id: string;
+                        /** @description The name of the key */
+                        name?: string | null;
+                        /** @description Shows the first few characters of the API key, including the prefix. This allows you to show those few characters in the UI to make it easier for users to identify the API key. */
+                        start?: string | null;
+                        /** @description The API Key prefix. Stored as plain text. */
+                        prefix?: string | null;
+                        /** @description The owner of the user id */
+                        userId: string;
+                        /** @description The interval in milliseconds between refills of the `remaining` count. Example: 3600000 // refill every hour (3600000ms = 1h) */
+                        refillInterval?: number | null;
+                        /** @description The amount to refill */
+                        refillAmount?: number | null;
+                        /**
+                         * Format: date-time
+                         * @description The last refill date
+                         */
+                        lastRefillAt?: string | null;
+                        /**
+                         * @description Sets if key is enabled or disabled
+                         * @default true
+                         */
+                        enabled: boolean;
+                        /** @description Whether the key has rate limiting enabled */
+                        rateLimitEnabled: boolean;
+                        /** @description The duration in milliseconds */
+                        rateLimitTimeWindow?: number | null;
+                        /** @description Maximum amount of requests allowed within a window */
+                        rateLimitMax?: number | null;
+                        /** @description The number of requests made within the rate limit time window */
+                        requestCount: number;
+                        /** @description Remaining requests (every time api key is used this should updated and should be updated on refill as well) */
+                        remaining?: number | null;
+                        /**
+                         * Format: date-time
+                         * @description When last request occurred
+                         */
+                        lastRequest?: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Expiry date of a key
+                         */
+                        expiresAt?: string | null;
+                        /**
+                         * Format: date-time
+                         * @description created at
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description updated at
+                         */
+                        updatedAt: string;
+                        /** @description Extra metadata about the apiKey */
+                        metadata?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description Permissions for the api key (stored as JSON string) */
+                        permissions?: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postAuthApiKeyDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description The id of the API key to delete */
+                    keyId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description API key deleted successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Indicates if the API key was successfully deleted */
+                        success: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getAuthApiKeyList: {
+        parameters: {
+            query?: {
+                configId?: string;
+                organizationId?: string;
+                limit?: number;
+                offset?: number;
+                sortBy?: string;
+                sortDirection?: "asc" | "desc";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description API keys retrieved successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        apiKeys: {
+                            /** @description ID */
+                            id: string;
+                            /** @description The name of the key */
+                            name?: string | null;
+                            /** @description Shows the first few characters of the API key, including the prefix. This allows you to show those few characters in the UI to make it easier for users to identify the API key. */
+                            start?: string | null;
+                            /** @description The API Key prefix. Stored as plain text. */
+                            prefix?: string | null;
+                            /** @description The owner of the user id */
+                            userId: string;
+                            /** @description The interval in milliseconds between refills of the `remaining` count. Example: 3600000 // refill every hour (3600000ms = 1h) */
+                            refillInterval?: number | null;
+                            /** @description The amount to refill */
+                            refillAmount?: number | null;
+                            /**
+                             * Format: date-time
+                             * @description The last refill date
+                             */
+                            lastRefillAt?: string | null;
+                            /**
+                             * @description Sets if key is enabled or disabled
+                             * @default true
+                             */
+                            enabled: boolean;
+                            /** @description Whether the key has rate limiting enabled */
+                            rateLimitEnabled: boolean;
+                            /** @description The duration in milliseconds */
+                            rateLimitTimeWindow?: number | null;
+                            /** @description Maximum amount of requests allowed within a window */
+                            rateLimitMax?: number | null;
+                            /** @description The number of requests made within the rate limit time window */
+                            requestCount: number;
+                            /** @description Remaining requests (every time api key is used this should updated and should be updated on refill as well) */
+                            remaining?: number | null;
+                            /**
+                             * Format: date-time
+                             * @description When last request occurred
+                             */
+                            lastRequest?: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Expiry date of a key
+                             */
+                            expiresAt?: string | null;
+                            /**
+                             * Format: date-time
+                             * @description created at
+                             */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @description updated at
+                             */
+                            updatedAt: string;
+                            /** @description Extra metadata about the apiKey */
+                            metadata?: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description Permissions for the api key (stored as JSON string) */
+                            permissions?: string | null;
+                        }[];
+                        /** @description Total number of API keys */
+                        total: number;
+                        /** @description The limit used for pagination */
+                        limit?: number | null;
+                        /** @description The offset used for pagination */
+                        offset?: number | null;
                     };
                 };
             };
@@ -12104,6 +11811,41 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getVerifyEmail: {
+        parameters: {
+            query: {
+                /** @description The token to verify the email */
+                token: string;
+                /** @description The URL to redirect to after email verification */
+                callbackURL?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user: components["schemas"]["AuthUser"];
+                        /** @description Indicates if the email was verified successfully */
+                        status: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -12460,6 +12202,114 @@ export interface operations {
             500: components["responses"]["InternalServerError"];
         };
     };
+    postRevokeSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description The token to revoke */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Indicates if the session was revoked successfully */
+                        status: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postRevokeSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Indicates if all sessions were revoked successfully */
+                        status: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postRevokeOtherSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Indicates if all other sessions were revoked successfully */
+                        status: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
     linkSocialAccountAtRoot: {
         parameters: {
             query?: never;
@@ -12550,6 +12400,226 @@ export interface operations {
                         userId: string;
                         scopes: string[];
                     }[];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getDeleteUserCallback: {
+        parameters: {
+            query?: {
+                token?: string;
+                callbackURL?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description User successfully deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Indicates if the deletion was successful */
+                        success: boolean;
+                        /**
+                         * @description Confirmation message
+                         * @enum {string}
+                         */
+                        message: "User deleted";
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postUnlinkAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The Better Auth account ID to unlink */
+                    accountId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        status?: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postRefreshToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The Better Auth account ID */
+                    accountId: string;
+                    /** @description The user ID associated with the account */
+                    userId?: string;
+                } | {
+                    /**
+                     * @description Select the current OAuth account from its signed cookie
+                     * @enum {unknown}
+                     */
+                    useAccountCookie: true;
+                    /** @description The user ID associated with the account */
+                    userId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Access token refreshed successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        tokenType?: string;
+                        idToken?: string;
+                        accessToken?: string;
+                        refreshToken?: string;
+                        /** Format: date-time */
+                        accessTokenExpiresAt?: string;
+                        /** Format: date-time */
+                        refreshTokenExpiresAt?: string;
+                    };
+                };
+            };
+            /** @description Invalid refresh token or provider configuration */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postGetAccessToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The Better Auth account ID */
+                    accountId: string;
+                    /** @description The user ID associated with the account */
+                    userId?: string;
+                } | {
+                    /**
+                     * @description Select the current OAuth account from its signed cookie
+                     * @enum {unknown}
+                     */
+                    useAccountCookie: true;
+                    /** @description The user ID associated with the account */
+                    userId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A Valid access token */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        tokenType?: string;
+                        idToken?: string;
+                        accessToken?: string;
+                        /** Format: date-time */
+                        accessTokenExpiresAt?: string;
+                    };
+                };
+            };
+            /** @description Invalid refresh token or provider configuration */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getOk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description API is working */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Indicates if the API is working */
+                        ok: boolean;
+                    };
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -12652,6 +12722,79 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getFilesByPath: {
+        parameters: {
+            query: {
+                expires: number;
+                sig: string;
+            };
+            header?: never;
+            path: {
+                /** @description The rest of the path; may contain / */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description Not Modified */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    putFilesByPath: {
+        parameters: {
+            query: {
+                expires: number;
+                sig: string;
+            };
+            header?: never;
+            path: {
+                /** @description The rest of the path; may contain / */
+                path: string;
+            };
+            cookie?: never;
+        };
+        /** @description the bytes to store; send the Content-Type the link was made for */
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];

@@ -111,6 +111,7 @@ export function finishDocument(doc: OpenApiDocument, opts: { sessionCookie: stri
   doc.components.securitySchemes = { ...doc.components.securitySchemes, ...securitySchemes(opts.sessionCookie) }
   renameWildcards(doc)
   nonJsonMedia(doc)
+  nameOperations(doc)
 
   const used = new Set<string>()
   for (const { op } of operationsOf(doc)) {
@@ -164,6 +165,42 @@ export function finishDocument(doc: OpenApiDocument, opts: { sessionCookie: stri
     if (schema) schema.title = title
   }
   return doc
+}
+
+/**
+ * `getDeviceByIdLogs` for GET /api/device/{id}/logs: an operationId for every operation Better Auth
+ * has not named, made from its method and path, so it is stable (it changes only with the route)
+ * and generated Swift and Kotlin clients get method names a person would recognise.
+ */
+export function operationIdFor(method: string, path: string): string {
+  const words = path
+    .split('/')
+    .filter((s) => s && s !== 'api')
+    .map((s) => {
+      const param = /^\{(.+)\}$/.exec(s)
+      return param ? `By-${param[1]}` : s
+    })
+    .join('-')
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+  return method.toLowerCase() + words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')
+}
+
+function nameOperations(doc: OpenApiDocument): void {
+  const unnamed = operationsOf(doc).filter(({ op }) => !op.operationId)
+  const base = new Map<string, number>()
+  for (const { path, method } of unnamed) base.set(operationIdFor(method, path), (base.get(operationIdFor(method, path)) ?? 0) + 1)
+  for (const { path, method, op } of unnamed) {
+    const id = operationIdFor(method, path)
+    // A page and an API route of the same name (/device, /api/device): the page says it is one.
+    op.operationId = (base.get(id) ?? 0) > 1 && !path.startsWith('/api/') ? `${id}Page` : id
+  }
+  const seen = new Map<string, string>()
+  for (const { path, method, op } of operationsOf(doc)) {
+    const earlier = seen.get(op.operationId!)
+    if (earlier) throw new Error(`operationId ${op.operationId} of ${method.toUpperCase()} ${path} is also ${earlier}'s`)
+    seen.set(op.operationId!, `${method.toUpperCase()} ${path}`)
+  }
 }
 
 /**

@@ -5,7 +5,7 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import t from 'tap'
 import { AUTH_BASE_PATH } from '../../src/auth/auth.js'
 import { tableC } from '../../src/auth/mount.js'
-import { WILDCARD_PARAM, operationsOf } from '../../src/openapi/document.js'
+import { WILDCARD_PARAM, operationIdFor, operationsOf } from '../../src/openapi/document.js'
 import type { OpenApiDocument } from '../../src/openapi/types.js'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp as registerUser, uniqueEmail } from '../helpers/client.js'
@@ -160,7 +160,11 @@ t.test("the interface's root paths carry Better Auth's operations", async (t) =>
     t.same(op.tags, ['default'], `${method} ${path} tagged default`)
     t.same(op.requestBody, source.requestBody, `${method} ${path} takes Better Auth's body`)
     t.same(op.responses, source.responses, `${method} ${path} answers Better Auth's responses`)
-    if (source.operationId) t.equal(op.operationId, `${source.operationId}AtRoot`)
+    // Named after Better Auth's operation, or (where Better Auth names none) after its own path.
+    t.ok(
+      [`${source.operationId}AtRoot`, operationIdFor(method, documentedPath(path))].includes(op.operationId!),
+      `${method} ${path}: ${op.operationId}`,
+    )
   }
   const signUp = doc.paths['/sign-up/email']?.post?.requestBody?.content['application/json']?.schema as { required?: string[] }
   t.same(signUp?.required, ['name', 'email', 'password'], 'root sign-up documents its body')
@@ -217,14 +221,24 @@ function throws(fn: () => unknown): boolean {
 }
 
 t.test('operations are well formed for client generators', async (t) => {
-  const ids = operationsOf(doc)
-    .map(({ op }) => op.operationId)
-    .filter(Boolean)
+  const ids = operationsOf(doc).map(({ op }) => op.operationId)
+  t.same(
+    operationsOf(doc)
+      .filter(({ op }) => !op.operationId)
+      .map(({ method, path }) => `${method} ${path}`),
+    [],
+    'every operation has an operationId (generated Swift and Kotlin clients name their methods after it)',
+  )
   t.same(
     ids.filter((id, i) => ids.indexOf(id) !== i),
     [],
     'operationIds are unique',
   )
+  // Made from method and path: stable as long as the route is.
+  const idOf = (method: string, path: string) => doc.paths[path]?.[method as 'get']?.operationId
+  t.equal(idOf('get', '/api/device/{id}/logs'), 'getDeviceByIdLogs')
+  t.equal(idOf('post', '/api/device/{id}/command'), 'postDeviceByIdCommand')
+  t.equal(idOf('get', '/device'), 'getDevicePage', 'a page named like an API route says it is the page')
   const problems: string[] = []
   for (const { path, method, op } of operationsOf(doc)) {
     const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!)
