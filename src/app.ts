@@ -102,6 +102,9 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<F
     // Fastify also accepts a hop count at runtime; its typings omit it.
     trustProxy: config.trustProxy as boolean | string[],
     bodyLimit: config.bodyLimit,
+    // Plugins that run migrations or open connections can take more than Fastify's 10 s on a busy
+    // machine: a slow start is not a failed one.
+    pluginTimeout: 60_000,
     clientErrorHandler,
   })
   closeUnusedConnectionsOnClose(app.server)
