@@ -40,6 +40,7 @@ import { generationRequestSchema, generationResponseSchema, generationResultSche
 import { createPromptService } from './prompts/service.js'
 import { verificationPage } from './devices/verification-page.js'
 import { mqttAuthRoutes } from './mqtt/auth-routes.js'
+import { rabbitmqAuthRoutes } from './mqtt/rabbitmq-auth-routes.js'
 import { eventRecordSchema } from './events/records.js'
 import { createObjectStore } from './storage/index.js'
 import { joinCluster } from './cluster/membership.js'
@@ -298,6 +299,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   await app.register(downlinkRoutes, { auth, db: database.db })
   await app.register(verificationPage)
   await app.register(mqttAuthRoutes, { auth, db: database.db, config, redis })
+  await app.register(rabbitmqAuthRoutes, { auth, db: database.db, config })
   await app.register(notificationRoutes, { auth, db: database.db, notifier: notifications.notifier })
   // The filesystem store's presigned links point here; S3 answers its own.
   if (storage.kind === 'fs')

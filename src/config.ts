@@ -168,6 +168,10 @@ const envSchema = z.object({
   MQTT_EXTERNAL_USERNAME: z.string().optional(),
   MQTT_EXTERNAL_PASSWORD: z.string().optional(),
   MQTT_AUTH_SECRET: z.string().min(16, 'MQTT_AUTH_SECRET must be at least 16 characters').optional(),
+  RABBITMQ_AMQP_URL: optionalUrl,
+  RABBITMQ_MANAGEMENT_URL: optionalUrl,
+  RABBITMQ_VHOST: z.string().min(1).default('/'),
+  RABBITMQ_PRESENCE_QUEUE: z.string().min(1).max(255).default('dps.presence'),
   MQTT_OFFLINE_QUEUE_LIMIT: z.coerce.number().int().min(1).default(1000),
   MQTT_TLS_PORT: port(8883),
   MQTT_TLS_CERT: z.string().optional(),
@@ -453,8 +457,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       external: e.MQTT_EXTERNAL_URL
         ? { url: e.MQTT_EXTERNAL_URL, username: e.MQTT_EXTERNAL_USERNAME, password: e.MQTT_EXTERNAL_PASSWORD }
         : undefined,
-      /** Shared secret an external broker sends to POST /api/device/mqtt-auth. */
+      /** Shared secret an external broker sends to POST /api/device/mqtt-auth (and RabbitMQ to /api/device/rabbitmq/*). */
       authSecret: e.MQTT_AUTH_SECRET,
+      /**
+       * RabbitMQ as the external broker (docs/rabbitmq.md): the vhost devices may use; presence from
+       * its event exchange when the AMQP URL is set; kicks through its management API when that URL is set.
+       */
+      rabbitmq: {
+        vhost: e.RABBITMQ_VHOST,
+        amqpUrl: e.RABBITMQ_AMQP_URL,
+        managementUrl: e.RABBITMQ_MANAGEMENT_URL,
+        presenceQueue: e.RABBITMQ_PRESENCE_QUEUE,
+      },
       offlineQueueLimit: e.MQTT_OFFLINE_QUEUE_LIMIT,
       /** Cluster mode: heartbeat interval; a node silent for three is dead (its devices go offline, its wills are published). */
       heartbeatMs: e.MQTT_HEARTBEAT_MS,

@@ -37,7 +37,7 @@ function authFromSecurity(security: Security): RouteAuth | undefined {
   // `{}` among the alternatives: a credential is optional.
   if (security.some((s) => Object.keys(s).length === 0)) return 'none'
   const schemes = new Set(security.flatMap((s) => Object.keys(s)))
-  if (schemes.has('mqttAuthSecret')) return 'hook'
+  if (schemes.has('mqttAuthSecret') || schemes.has('rabbitmqAuthSecret')) return 'hook'
   if (schemes.has('jwtAuth') || schemes.has('apiKeyAuth')) return 'user'
   return 'session'
 }

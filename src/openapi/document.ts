@@ -88,6 +88,11 @@ export function securitySchemes(sessionCookie: string) {
       scheme: 'bearer',
       description: 'MQTT_AUTH_SECRET: sent by an external MQTT broker to its HTTP auth hook.',
     },
+    rabbitmqAuthSecret: {
+      type: 'http',
+      scheme: 'basic',
+      description: "MQTT_AUTH_SECRET as the password: RabbitMQ's HTTP auth backend sends the user-info of its configured URLs.",
+    },
   }
 }
 

@@ -1,0 +1,182 @@
+// POST /api/device/rabbitmq/{user,vhost,resource,topic}: RabbitMQ's HTTP auth backend
+// (rabbitmq_auth_backend_http, http_method post), so devices live on RabbitMQ's MQTT listener
+// with their pairing credentials and the embedded broker's topic rights (rabbitmq-rules.ts).
+// RabbitMQ sends form-encoded fields and reads a plain-text answer: "allow" or "deny" (a user may
+// be allowed with tags, "allow management"; devices get none). Only devices are answered "allow":
+// every other name is denied, so the next backend of the chain (rabbit_auth_backend_internal)
+// authenticates the service's own account and answers for it from then on.
+//
+// Who calls: RabbitMQ with the shared MQTT_AUTH_SECRET as the password of HTTP Basic auth (its
+// httpc sends the user-info of the configured URL, http://rabbitmq:SECRET@host/...), checked
+// before the body is read, as on the EMQX hook: without it the routes would tell anyone on the
+// network whether a device secret is right.
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyInstance } from 'fastify'
+import { Type } from 'typebox'
+import { checkCredentials, directLookup } from './credentials.js'
+import { deviceResourceAllowed, deviceTopicAllowed, isOwnMqttSession, type RabbitAsk } from './rabbitmq-rules.js'
+import type { Auth } from '../auth/auth.js'
+import type { Config } from '../config.js'
+import type { Database } from '../db/client.js'
+import { appError } from '../errors.js'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+const field = (maxLength: number) => Type.Optional(Type.String({ maxLength }))
+// RabbitMQ adds fields as it grows (tags, variable_map.*): the ones not listed are accepted and ignored.
+const open = { additionalProperties: true } as const
+const userBody = Type.Object(
+  { username: Type.String({ maxLength: 256 }), password: field(4096), vhost: field(256), client_id: field(256) },
+  open,
+)
+const vhostBody = Type.Object({ username: Type.String({ maxLength: 256 }), vhost: field(256), ip: field(64), client_id: field(256) }, open)
+const resourceBody = Type.Object(
+  {
+    username: Type.String({ maxLength: 256 }),
+    vhost: field(256),
+    resource: Type.String({ maxLength: 32 }),
+    name: Type.String({ maxLength: 256 }),
+    permission: Type.String({ maxLength: 32 }),
+    client_id: field(256),
+  },
+  open,
+)
+const topicBody = Type.Object(
+  {
+    username: Type.String({ maxLength: 256 }),
+    vhost: field(256),
+    resource: Type.String({ maxLength: 32 }),
+    name: Type.String({ maxLength: 256 }),
+    permission: Type.String({ maxLength: 32 }),
+    routing_key: Type.String({ maxLength: 1024 }),
+    'variable_map.client_id': field(256),
+  },
+  open,
+)
+
+type Answer = 'allow' | 'deny'
+const digest = (s: string) => createHash('sha256').update(s).digest()
+
+/** The secret from `Authorization: Basic base64(any-name:SECRET)` (or Bearer SECRET, as on the EMQX hook). */
+function givenSecret(header: string | undefined): string {
+  if (!header) return ''
+  const [scheme, value = ''] = header.split(/\s+/, 2)
+  if (/^bearer$/i.test(scheme ?? '')) return value
+  if (!/^basic$/i.test(scheme ?? '')) return ''
+  const decoded = Buffer.from(value, 'base64').toString('utf8')
+  const colon = decoded.indexOf(':')
+  return colon < 0 ? '' : decoded.slice(colon + 1)
+}
+
+export async function rabbitmqAuthRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; config: Config }) {
+  const { auth, db, config } = opts
+  const secret = config.mqtt.authSecret
+  const vhost = config.mqtt.rabbitmq.vhost
+  const lookup = directLookup(db)
+
+  // RabbitMQ posts application/x-www-form-urlencoded: flat fields, read here only (this plugin's scope).
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16_384 }, (_req, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)))
+  })
+
+  /** A device still paired, asking for its own MQTT session in our vhost. */
+  async function pairedDevice(ask: RabbitAsk): Promise<string | undefined> {
+    if (!UUID.test(ask.username) || !isOwnMqttSession(ask) || (ask.vhost !== undefined && ask.vhost !== vhost)) return undefined
+    const dev = await lookup(ask.username)
+    return dev?.secretHash ? dev.id : undefined
+  }
+
+  const routeOptions = (path: string, summary: string, body: object) => ({
+    // The shared secret is checked before the body is read, like every other credential.
+    preParsing: async (req: { headers: { authorization?: string } }) => {
+      if (!secret) throw appError('MQTT_AUTH_DISABLED')
+      if (!timingSafeEqual(digest(givenSecret(req.headers.authorization)), digest(secret)))
+        throw appError('UNAUTHORIZED', 'Wrong or missing hook secret')
+    },
+    schema: {
+      tags: ['device module'],
+      summary,
+      description: `RabbitMQ's HTTP auth backend (${path}), form-encoded as RabbitMQ sends it; answers \`allow\` or \`deny\` as plain text. Protected by HTTP Basic auth with MQTT_AUTH_SECRET as the password (docs/rabbitmq.md).`,
+      security: [{ rabbitmqAuthSecret: [] }],
+      consumes: ['application/x-www-form-urlencoded'],
+      body,
+      response: {
+        200: { description: 'allow or deny', content: { 'text/plain': { schema: { type: 'string', enum: ['allow', 'deny'] } } } },
+        401: { $ref: 'Error#' },
+        503: { $ref: 'Error#' },
+      },
+    },
+  })
+  const answer = (allowed: boolean): Answer => (allowed ? 'allow' : 'deny')
+
+  app.post<{ Body: { username: string; password?: string; vhost?: string; client_id?: string } }>(
+    '/api/device/rabbitmq/user',
+    routeOptions('user_path', 'RabbitMQ auth backend: may this user connect?', userBody),
+    async (req, reply) => {
+      const { username, password = '', client_id: clientId } = req.body
+      reply.type('text/plain; charset=utf-8')
+      // Not a device: denied here, so the chain's next backend (internal users) decides.
+      if (!UUID.test(username) || clientId !== username) return answer(false)
+      const check = await checkCredentials(db, auth, clientId, username, password, lookup)
+      // "allow" with no tags: a device may not use the management UI or API.
+      return answer(check.ok && check.identity.kind === 'device')
+    },
+  )
+
+  app.post<{ Body: { username: string; vhost?: string; client_id?: string } }>(
+    '/api/device/rabbitmq/vhost',
+    routeOptions('vhost_path', 'RabbitMQ auth backend: may this user use the vhost?', vhostBody),
+    async (req, reply) => {
+      reply.type('text/plain; charset=utf-8')
+      const { username, vhost: asked, client_id: clientId } = req.body
+      return answer((await pairedDevice({ username, clientId, vhost: asked ?? '' })) !== undefined)
+    },
+  )
+
+  app.post<{ Body: { username: string; vhost?: string; resource: string; name: string; permission: string; client_id?: string } }>(
+    '/api/device/rabbitmq/resource',
+    routeOptions('resource_path', 'RabbitMQ auth backend: may this user configure, write or read the exchange or queue?', resourceBody),
+    async (req, reply) => {
+      reply.type('text/plain; charset=utf-8')
+      const b = req.body
+      const ask = {
+        username: b.username,
+        clientId: b.client_id,
+        vhost: b.vhost ?? '',
+        resource: b.resource,
+        name: b.name,
+        permission: b.permission,
+      }
+      const deviceId = await pairedDevice(ask)
+      return answer(deviceId !== undefined && deviceResourceAllowed(deviceId, ask))
+    },
+  )
+
+  app.post<{
+    Body: {
+      username: string
+      vhost?: string
+      name: string
+      permission: string
+      routing_key: string
+      'variable_map.client_id'?: string
+    }
+  }>(
+    '/api/device/rabbitmq/topic',
+    routeOptions('topic_path', 'RabbitMQ auth backend: may this user publish to, or bind with, the routing key?', topicBody),
+    async (req, reply) => {
+      reply.type('text/plain; charset=utf-8')
+      const b = req.body
+      const ask = {
+        username: b.username,
+        clientId: b['variable_map.client_id'],
+        vhost: b.vhost ?? '',
+        name: b.name,
+        permission: b.permission,
+        routingKey: b.routing_key,
+      }
+      const deviceId = await pairedDevice(ask)
+      return answer(deviceId !== undefined && deviceTopicAllowed(deviceId, ask))
+    },
+  )
+}
