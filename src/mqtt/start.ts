@@ -49,8 +49,19 @@ export async function startBroker(
       downlink: deps.downlink,
       uplink: deps.uplink,
     })
-    app.addHook('preClose', async () => link.close())
-    return link
+    const { amqpUrl, managementUrl } = config.mqtt.rabbitmq
+    // RabbitMQ's presence and kicks (docs/rabbitmq.md), loaded only when configured.
+    const full =
+      amqpUrl || managementUrl
+        ? await (await import('./rabbitmq-link.js')).withRabbitMQ(link, {
+            config: config.mqtt.rabbitmq,
+            db: deps.db,
+            log: app.log,
+            onPresence: deps.onPresence,
+          })
+        : link
+    app.addHook('preClose', async () => full.close())
+    return full
   }
   const cluster = config.redisUrl
     ? redisClusterParts(config.redisUrl, config.redisPrefix, (err, part) =>

@@ -1,0 +1,59 @@
+// External-broker mode on RabbitMQ: what the plain MQTT link (external.ts) cannot do there.
+// Presence from RabbitMQ's event exchange (RABBITMQ_AMQP_URL) and kicks through its management
+// API (RABBITMQ_MANAGEMENT_URL); each is optional, and without them the link is the plain one.
+import type { Config } from '../config.js'
+import type { Database } from '../db/client.js'
+import type { PresenceChange } from './contract.js'
+import type { ExternalLink } from './external.js'
+import { rabbitManagement } from './rabbitmq-management.js'
+import { startRabbitPresence, type RabbitPresence } from './rabbitmq-presence.js'
+
+export async function withRabbitMQ(
+  link: ExternalLink,
+  deps: {
+    config: Config['mqtt']['rabbitmq']
+    db: Database
+    log: { warn: (o: object | string, m?: string) => void }
+    onPresence?: (change: PresenceChange) => void
+  },
+): Promise<ExternalLink> {
+  const { config, log } = deps
+  const presence: RabbitPresence | undefined = config.amqpUrl
+    ? await startRabbitPresence({
+        url: config.amqpUrl,
+        queue: config.presenceQueue,
+        vhost: config.vhost,
+        db: deps.db,
+        log,
+        onPresence: deps.onPresence,
+        publish: async (topic, body, retain) => {
+          await link.client.publishAsync(topic, JSON.stringify(body), { qos: 1, retain })
+        },
+      })
+    : undefined
+  const management = config.managementUrl ? rabbitManagement(config.managementUrl) : undefined
+  return {
+    ...link,
+    async kick(deviceId, reason = 'kicked') {
+      if (!management) return link.kick(deviceId, reason)
+      // Marked first: the close may be announced before the management API answers.
+      const wait = presence?.expectKick(deviceId)
+      try {
+        const closed = await management.closeConnectionsOf(deviceId, reason)
+        // Like the embedded broker, the disconnect's event is stored before the caller goes on (a delete must not race it).
+        if (closed) await wait?.recorded
+        else wait?.cancel()
+        return closed
+      } catch (err) {
+        wait?.cancel()
+        // The secret is revoked already: the device stays out from its next connect.
+        log.warn({ err, deviceId }, 'RabbitMQ: could not close the device’s connection')
+        return false
+      }
+    },
+    async close() {
+      await presence?.close()
+      await link.close()
+    },
+  }
+}
