@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# RabbitMQ as the external broker (docs/rabbitmq.md), configured at run time with rabbitmqctl:
+# no restart, nothing written to rabbitmq.conf (a restart forgets it; the doc says what to write
+# there to keep it). Run as root (or the rabbitmq user) on a RabbitMQ node.
+#
+#   HOOK_URL=http://127.0.0.1:3000 MQTT_AUTH_SECRET=... scripts/rabbitmq-setup.sh enable
+#   scripts/rabbitmq-setup.sh disable
+#
+# enable:  the plugins (mqtt, auth_backend_http, event_exchange, management), the MQTT listener
+#          on RABBITMQ_MQTT_HOST:RABBITMQ_MQTT_PORT (127.0.0.1:1884: Mosquitto may hold 1883),
+#          no anonymous MQTT logins, and the auth chain: our HTTP backend first (devices), the
+#          internal users second (the service's own account).
+# disable: the internal users alone again, and the four plugins off.
+set -euo pipefail
+
+PLUGINS=(rabbitmq_mqtt rabbitmq_auth_backend_http rabbitmq_event_exchange rabbitmq_management)
+
+erl() { rabbitmqctl -q eval "$1" >/dev/null; }
+
+enable() {
+  : "${HOOK_URL:?HOOK_URL: the service's base URL as RabbitMQ reaches it, e.g. http://127.0.0.1:3000}"
+  : "${MQTT_AUTH_SECRET:?MQTT_AUTH_SECRET: the service's hook secret}"
+  # httpc sends the URL's user-info as Basic auth, undecoded: keep the secret to URL-safe characters.
+  if [[ ! "$MQTT_AUTH_SECRET" =~ ^[A-Za-z0-9._~-]+$ ]]; then
+    echo "MQTT_AUTH_SECRET must be URL-safe (letters, digits, . _ ~ -) to travel in the hook URLs" >&2
+    exit 2
+  fi
+  local host="${RABBITMQ_MQTT_HOST:-127.0.0.1}" port="${RABBITMQ_MQTT_PORT:-1884}"
+  local base="${HOOK_URL%/}"
+  base="${base/:\/\//://rabbitmq:${MQTT_AUTH_SECRET}@}/api/device/rabbitmq"
+  # The listener's address is read when the plugin starts: load it, set it, then enable. Set
+  # before loading, the plugin's defaults would win (and 1883 fails beside Mosquitto).
+  erl "_ = application:load(rabbitmq_mqtt), application:set_env(rabbitmq_mqtt, tcp_listeners, [{\"${host}\", ${port}}]), application:set_env(rabbitmq_mqtt, allow_anonymous, false)."
+  rabbitmq-plugins -q enable "${PLUGINS[@]}" >/dev/null
+  # POST: GET would put each device's secret in the request line, where access logs keep it.
+  erl "_ = application:load(rabbitmq_auth_backend_http), [application:set_env(rabbitmq_auth_backend_http, K, \"${base}/\" ++ P) || {K, P} <- [{user_path, \"user\"}, {vhost_path, \"vhost\"}, {resource_path, \"resource\"}, {topic_path, \"topic\"}]], application:set_env(rabbitmq_auth_backend_http, http_method, post)."
+  erl "application:set_env(rabbit, auth_backends, [rabbit_auth_backend_http, rabbit_auth_backend_internal])."
+  echo "RabbitMQ: MQTT on ${host}:${port}, auth chain http (${HOOK_URL%/}/api/device/rabbitmq/*) then internal"
+}
+
+disable() {
+  erl "application:set_env(rabbit, auth_backends, [rabbit_auth_backend_internal])."
+  rabbitmq-plugins -q disable "${PLUGINS[@]}" >/dev/null
+  echo "RabbitMQ: internal users only, plugins ${PLUGINS[*]} disabled"
+}
+
+case "${1:-}" in
+  enable) enable ;;
+  disable) disable ;;
+  *)
+    echo "usage: HOOK_URL=... MQTT_AUTH_SECRET=... $0 enable | $0 disable" >&2
+    exit 2
+    ;;
+esac
