@@ -25,6 +25,7 @@ export const groups = {
     files: [
       'broker/app-access.test.ts',
       'broker/auth.test.ts',
+      'broker/acl-matrix.test.ts',
       'broker/connack-first.test.ts',
       'broker/delivery.test.ts',
       'broker/multi-subscribe.test.ts',
@@ -41,6 +42,7 @@ export const groups = {
       'broker/node-loss.test.ts',
       'broker/presence-store.test.ts',
       'broker/external.test.ts',
+      'broker/rabbitmq.test.ts',
       'cluster/membership.test.ts',
       'schedules/cluster.test.ts',
       'downlink/outbox.test.ts',

@@ -1,0 +1,196 @@
+// External-broker mode against the machine's RabbitMQ (docs/rabbitmq.md): devices live on its
+// MQTT listener, authorised by our HTTP auth backend routes; presence from its event exchange;
+// kicks through its management API. Skipped when RabbitMQ is not here, except in CI.
+import { randomBytes } from 'node:crypto'
+import t from 'tap'
+import type { MqttClient } from 'mqtt'
+import { freePort, startApp, type TestApp } from '../helpers/app.js'
+import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { pairDevice, type PairedDevice } from '../helpers/devices.js'
+import { connect, eventually, nextMessage, subackCodes } from '../helpers/mqtt.js'
+import { deleteQueues, RABBIT, rabbitmqMissing, setUpRabbitMQ } from '../helpers/rabbitmq.js'
+import { ACL_MATRIX } from '../helpers/acl-matrix.js'
+
+const missing = await rabbitmqMissing()
+if (missing && process.env.CI) t.fail(`CI must run the RabbitMQ tests: ${missing}`)
+const SECRET = `hook-${randomBytes(16).toString('hex')}`
+
+t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? missing : false }, async (t) => {
+  const port = await freePort()
+  const hookUrl = `http://127.0.0.1:${port}`
+  await setUpRabbitMQ(t, hookUrl, SECRET)
+  const env = {
+    PORT: String(port),
+    MQTT_EXTERNAL_URL: RABBIT.mqttUrl,
+    MQTT_EXTERNAL_USERNAME: RABBIT.service.username,
+    MQTT_EXTERNAL_PASSWORD: RABBIT.service.password,
+    MQTT_AUTH_SECRET: SECRET,
+    RABBITMQ_AMQP_URL: RABBIT.amqpUrl,
+    RABBITMQ_MANAGEMENT_URL: RABBIT.managementUrl,
+    // Its own queue: another test's service must not consume this one's events.
+    RABBITMQ_PRESENCE_QUEUE: `dps.presence.test-${randomBytes(4).toString('hex')}`,
+    DEVICE_POLL_INTERVAL: '0',
+  }
+  let svc: TestApp = await startApp(t, { env })
+  t.teardown(() => deleteQueues([env.RABBITMQ_PRESENCE_QUEUE, `mqtt-subscription-dps-service-${svc.config.mqtt.brokerId}qos1`]))
+  t.equal(svc.app.broker, undefined, 'no embedded broker starts')
+  const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('rabbit'))
+
+  const asDevice = (dev: PairedDevice, over: { password?: string; clientId?: string } = {}) =>
+    connect(RABBIT.mqttUrl, { clientId: over.clientId ?? dev.deviceId, username: dev.deviceId, password: over.password ?? dev.password })
+  const refused = (attempt: Promise<MqttClient>) =>
+    attempt.then(
+      (c) => {
+        c.end(true)
+        return false
+      },
+      () => true,
+    )
+  const api = async <T>(method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${svc.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    })
+    return { status: res.status, body: (await res.json()) as T }
+  }
+  const events = async (deviceId: string) =>
+    (await api<{ events: Array<{ type: string; data: Record<string, unknown> }> }>('GET', `/api/device/${deviceId}/events?limit=50`)).body
+      .events
+  /** Waits until the device's newest presence event is `type` (with `reason`), newer than `count` presence events. */
+  const presence = (deviceId: string, type: string, count: number, reason?: string) =>
+    eventually(async () => {
+      const all = (await events(deviceId)).filter((e) => e.type === 'device.connected' || e.type === 'device.disconnected')
+      const last = all[0]
+      return all.length > count && last?.type === type && (reason === undefined || last.data.reason === reason) ? all : null
+    })
+
+  t.test('the hook answers RabbitMQ only', async (t) => {
+    const form = new URLSearchParams({ username: 'x', password: 'y', client_id: 'x' }).toString()
+    const call = (authorization?: string) =>
+      fetch(`${svc.url}/api/device/rabbitmq/user`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(authorization ? { authorization } : {}) },
+        body: form,
+      })
+    t.equal((await call()).status, 401, 'no credential: 401 before the body is read')
+    t.equal((await call(`Basic ${Buffer.from('rabbitmq:wrong-secret').toString('base64')}`)).status, 401, 'a wrong secret')
+    const ok = await call(`Basic ${Buffer.from(`rabbitmq:${SECRET}`).toString('base64')}`)
+    t.equal(ok.status, 200)
+    t.equal(await ok.text(), 'deny', 'plain text, as RabbitMQ reads it')
+  })
+
+  t.test('a paired device connects with its secret; a wrong secret is refused', async (t) => {
+    const dev = await pairDevice(svc, token)
+    const c = await asDevice(dev)
+    t.equal(c.connected, true, 'the pairing credentials work on RabbitMQ’s MQTT listener')
+    await c.endAsync()
+    t.equal(await refused(asDevice(dev, { password: 'not-the-secret' })), true, 'a wrong secret is refused')
+    t.equal(await refused(asDevice(dev, { clientId: `${dev.deviceId}-2` })), true, 'a client id other than the device id is refused')
+    const ghost = 'c0ffee00-0000-4000-8000-000000000000'
+    t.equal(
+      await refused(connect(RABBIT.mqttUrl, { clientId: ghost, username: ghost, password: 'x'.repeat(43) })),
+      true,
+      'an unknown device is refused',
+    )
+    t.equal(await refused(connect(RABBIT.mqttUrl, { clientId: 'anon' })), true, 'no anonymous logins')
+  })
+
+  t.test('the ACL matrix: the embedded broker’s topic rights, decided on RabbitMQ’s routing keys', async (t) => {
+    const dev = await pairDevice(svc, token)
+    const other = await pairDevice(svc, token)
+    // The service's own account sees everything that is published.
+    const watcher = await connect(RABBIT.mqttUrl, {
+      clientId: `watch-${dev.deviceId.slice(0, 8)}`,
+      username: RABBIT.service.username,
+      password: RABBIT.service.password,
+    })
+    t.teardown(() => watcher.endAsync())
+    await watcher.subscribeAsync('#', { qos: 0 })
+    for (const c of ACL_MATRIX(dev.deviceId, other.deviceId)) {
+      const client = await asDevice(dev)
+      if (c.action === 'subscribe') {
+        const codes = await Promise.race([
+          subackCodes(client, [c.topic], 1),
+          new Promise<number[]>((resolve) => client.once('close', () => resolve([0x80]))),
+        ])
+        t.equal(codes[0] !== 0x80, c.allowed, `subscribe ${c.topic}: ${c.allowed ? 'allowed' : 'refused'}`)
+      } else {
+        const marker = randomBytes(6).toString('hex')
+        const seen = new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(false), 1000)
+          watcher.on('message', (_topic, payload) => {
+            if (payload.toString().includes(marker)) {
+              clearTimeout(timer)
+              resolve(true)
+            }
+          })
+        })
+        client.publish(c.topic, JSON.stringify({ marker }), { qos: 0 })
+        t.equal(await seen, c.allowed, `publish ${c.topic}: ${c.allowed ? 'delivered' : 'dropped'}`)
+      }
+      client.end(true)
+    }
+  })
+
+  t.test('a prompt reaches the device through RabbitMQ; presence is recorded', async (t) => {
+    const dev = await pairDevice(svc, token)
+    const c = await asDevice(dev)
+    await presence(dev.deviceId, 'device.connected', 0)
+    t.pass('device.connected from the event exchange')
+    await c.subscribeAsync(dev.topics.prompt!, { qos: 1 })
+    const arrives = nextMessage<{ text: string }>(c, dev.topics.prompt!)
+    t.equal((await api('POST', '/api/prompts', { text: 'a lighthouse at dusk', deviceId: dev.deviceId })).status, 201)
+    t.equal((await arrives).payload.text, 'a lighthouse at dusk', 'the prompt arrives on devices/{id}/prompt')
+    const shown = await api<{ isActive: boolean }>('GET', `/api/device/${dev.deviceId}`)
+    t.equal(shown.body.isActive, true, 'the device is shown online')
+    await c.endAsync()
+    const all = await presence(dev.deviceId, 'device.disconnected', 1, 'client_disconnect')
+    t.equal(all[0]?.data.broker, 'rabbitmq')
+    t.equal((await api<{ isActive: boolean }>('GET', `/api/device/${dev.deviceId}`)).body.isActive, false, 'and offline')
+  })
+
+  t.test('disconnecting a device closes its RabbitMQ connection at once', async (t) => {
+    const dev = await pairDevice(svc, token)
+    const c = await asDevice(dev)
+    await presence(dev.deviceId, 'device.connected', 0)
+    const closed = new Promise<number>((resolve) => c.once('close', () => resolve(performance.now())))
+    const start = performance.now()
+    const res = await api('POST', '/api/device/disconnect', { deviceId: dev.deviceId })
+    const answered = performance.now()
+    t.equal(res.status, 200)
+    const at = await closed
+    t.comment(
+      `revocation: connection closed ${(at - start).toFixed(1)} ms after the API call (its answer took ${(answered - start).toFixed(1)} ms)`,
+    )
+    await presence(dev.deviceId, 'device.disconnected', 1, 'kicked')
+    t.pass('recorded as kicked')
+    t.equal(await refused(asDevice(dev)), true, 'and it cannot come back')
+
+    const gone = await pairDevice(svc, token)
+    const g = await asDevice(gone)
+    const closedToo = new Promise<void>((resolve) => g.once('close', () => resolve()))
+    t.equal((await api('DELETE', '/api/device/delete', { deviceId: gone.deviceId })).status, 200)
+    await closedToo
+    t.pass('deleting a device closes its connection too')
+  })
+
+  t.test('a device reconnects after the service restarts', async (t) => {
+    const dev = await pairDevice(svc, token)
+    const c = await asDevice(dev)
+    await presence(dev.deviceId, 'device.connected', 0)
+    await svc.close()
+    // RabbitMQ holds the session while the service is away; the device disconnects meanwhile.
+    await c.endAsync()
+    svc = await startApp(t, { env, reuse: { dataDir: svc.dataDir, databaseUrl: svc.config.databaseUrl } })
+    await presence(dev.deviceId, 'device.disconnected', 1, 'client_disconnect')
+    t.pass('the disconnect queued on RabbitMQ while the service was down is recorded after its restart')
+    const again = await asDevice(dev)
+    t.teardown(() => again.endAsync())
+    await presence(dev.deviceId, 'device.connected', 2)
+    await again.subscribeAsync(dev.topics.prompt!, { qos: 1 })
+    const arrives = nextMessage<{ text: string }>(again, dev.topics.prompt!)
+    t.equal((await api('POST', '/api/prompts', { text: 'after the restart', deviceId: dev.deviceId })).status, 201)
+    t.equal((await arrives).payload.text, 'after the restart', 'and gets what the restarted service sends')
+  })
+})
