@@ -522,44 +522,7 @@ export interface paths {
          * RabbitMQ auth backend: may this user connect?
          * @description RabbitMQ's HTTP auth backend (user_path), form-encoded as RabbitMQ sends it; answers `allow` or `deny` as plain text. Protected by HTTP Basic auth with MQTT_AUTH_SECRET as the password (docs/rabbitmq.md).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/x-www-form-urlencoded": {
-                        username: string;
-                        password?: string;
-                        vhost?: string;
-                        client_id?: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            responses: {
-                /** @description allow or deny */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/plain": "allow" | "deny";
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        post: operations["postDeviceRabbitmqUser"];
         delete?: never;
         options?: never;
         head?: never;
@@ -579,44 +542,7 @@ export interface paths {
          * RabbitMQ auth backend: may this user use the vhost?
          * @description RabbitMQ's HTTP auth backend (vhost_path), form-encoded as RabbitMQ sends it; answers `allow` or `deny` as plain text. Protected by HTTP Basic auth with MQTT_AUTH_SECRET as the password (docs/rabbitmq.md).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/x-www-form-urlencoded": {
-                        username: string;
-                        vhost?: string;
-                        ip?: string;
-                        client_id?: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            responses: {
-                /** @description allow or deny */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/plain": "allow" | "deny";
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        post: operations["postDeviceRabbitmqVhost"];
         delete?: never;
         options?: never;
         head?: never;
@@ -636,46 +562,7 @@ export interface paths {
          * RabbitMQ auth backend: may this user configure, write or read the exchange or queue?
          * @description RabbitMQ's HTTP auth backend (resource_path), form-encoded as RabbitMQ sends it; answers `allow` or `deny` as plain text. Protected by HTTP Basic auth with MQTT_AUTH_SECRET as the password (docs/rabbitmq.md).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/x-www-form-urlencoded": {
-                        username: string;
-                        vhost?: string;
-                        resource: string;
-                        name: string;
-                        permission: string;
-                        client_id?: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            responses: {
-                /** @description allow or deny */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/plain": "allow" | "deny";
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        post: operations["postDeviceRabbitmqResource"];
         delete?: never;
         options?: never;
         head?: never;
@@ -695,47 +582,7 @@ export interface paths {
          * RabbitMQ auth backend: may this user publish to, or bind with, the routing key?
          * @description RabbitMQ's HTTP auth backend (topic_path), form-encoded as RabbitMQ sends it; answers `allow` or `deny` as plain text. Protected by HTTP Basic auth with MQTT_AUTH_SECRET as the password (docs/rabbitmq.md).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/x-www-form-urlencoded": {
-                        username: string;
-                        vhost?: string;
-                        resource: string;
-                        name: string;
-                        permission: string;
-                        routing_key: string;
-                        "variable_map.client_id"?: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            responses: {
-                /** @description allow or deny */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/plain": "allow" | "deny";
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalServerError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        post: operations["postDeviceRabbitmqTopic"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5480,6 +5327,163 @@ export interface operations {
                         result: "allow" | "deny" | "ignore";
                         is_superuser?: boolean;
                     };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postDeviceRabbitmqUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    username: string;
+                    password?: string;
+                    vhost?: string;
+                    client_id?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description allow or deny */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": "allow" | "deny";
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postDeviceRabbitmqVhost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    username: string;
+                    vhost?: string;
+                    ip?: string;
+                    client_id?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description allow or deny */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": "allow" | "deny";
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postDeviceRabbitmqResource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    username: string;
+                    vhost?: string;
+                    resource: string;
+                    name: string;
+                    permission: string;
+                    client_id?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description allow or deny */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": "allow" | "deny";
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postDeviceRabbitmqTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    username: string;
+                    vhost?: string;
+                    resource: string;
+                    name: string;
+                    permission: string;
+                    routing_key: string;
+                    "variable_map.client_id"?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description allow or deny */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": "allow" | "deny";
                 };
             };
             400: components["responses"]["BadRequest"];
