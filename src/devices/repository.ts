@@ -1,9 +1,11 @@
 // The only module that reads or writes device and device_init rows. State changes are
 // compare-and-set updates: the WHERE clause names the state the caller saw.
+import { randomUUID } from 'node:crypto'
 import { and, desc, eq, inArray, lte, gt, or, sql } from 'drizzle-orm'
 import { rowsOf, type Executor } from '../db/client.js'
 import { member } from '../db/schema.js'
 import { olderThan, type Cursor } from '../db/paging.js'
+import { event } from '../events/tables.js'
 import { device, deviceCommand, deviceInit, type DeviceInitStatus, type DeviceReport } from './tables.js'
 
 export type DeviceRow = typeof device.$inferSelect
@@ -204,59 +206,162 @@ export type DeviceCredentialRow = Pick<DeviceRow, 'id' | 'userId' | 'organizatio
 /** Several devices' credential rows in one query (the broker batches concurrent connects). */
 export async function findDeviceCredentials(db: Executor, ids: readonly string[]): Promise<DeviceCredentialRow[]> {
   if (!ids.length) return []
-  return db
-    .select({
-      id: device.id,
-      userId: device.userId,
-      organizationId: device.organizationId,
-      name: device.name,
-      secretHash: device.secretHash,
-    })
-    .from(device)
-    .where(inArray(device.id, [...ids]))
+  // The same text for any number of ids (one JSON parameter): prepared once per connection, where
+  // an IN list of its own length per batch would be parsed and planned anew each time.
+  const rows = await db.execute(sql`
+    select id, user_id, organization_id, name, secret_hash from ${device}
+    where id = any(array(select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)))`)
+  return rowsOf<{ id: string; user_id: string; organization_id: string | null; name: string; secret_hash: string | null }>(rows).map(
+    (r) => ({
+      id: r.id,
+      userId: r.user_id,
+      organizationId: r.organization_id,
+      name: r.name,
+      secretHash: r.secret_hash,
+    }),
+  )
 }
 
-export type PresenceUpdate = { id: string; active: boolean; at: Date; connectionId: string }
 export type PresenceUpdated = Pick<DeviceRow, 'id' | 'userId' | 'organizationId' | 'name'> & {
   wasActive: boolean
   previousConnectionId?: string | null
 }
 
+/** One presence change of a device: its device row (unless `active` is undefined) and its event. */
+export type PresenceChangeRow = {
+  deviceId: string
+  /** The device row's new isActive; undefined leaves the row as it is (a takeover's old connection). */
+  active: boolean | undefined
+  at: Date
+  connectionId: string
+  type: string
+  data: Record<string, unknown>
+  userId: string | null
+  organizationId: string | null
+  /** Also read the device's newest event before this one, if it was inactive. */
+  previousWhenInactive: boolean
+}
+
+export type PresenceRecorded = {
+  /** Devices updated, with whether they were active before and the connection they had. */
+  updated: PresenceUpdated[]
+  /** The newest event before these, of the devices asked for that were inactive. */
+  previous: EventRow[]
+  /** The events stored (a disconnect of a connection that already has one is skipped). */
+  events: EventRow[]
+}
+
+type EventRow = {
+  id: string
+  type: string
+  deviceId: string | null
+  userId: string | null
+  organizationId: string | null
+  data: Record<string, unknown>
+  createdAt: Date
+}
+
 /**
- * Sets isActive, last_seen_at and the live connection of several devices in one statement and
- * returns, for each device updated, whether it was active before. A connect always applies; a
- * disconnect applies only while its connection is still the device's live one, so a device that
- * already reconnected elsewhere (a takeover on another instance) is not marked offline.
+ * Records the presence changes of several devices in one statement (atomic by itself, so no
+ * transaction and one round trip), whose text is the same for every batch: the batch travels as
+ * one JSON parameter, so the statement is prepared once per connection and not planned anew.
+ *
+ * - Device rows: isActive, last_seen_at and the live connection. A connect always applies; a
+ *   disconnect applies only while its connection is still the device's live one, so a device that
+ *   already reconnected elsewhere (a takeover on another instance) is not marked offline.
+ * - The previous event of devices that were inactive, when asked for (read from the statement's
+ *   snapshot: the events inserted here are not among them).
+ * - A connect that replaced a live connection the database still showed (the device moved to this
+ *   node, or its node died before recording the end) also records that connection's disconnect,
+ *   unless its own node already did (one disconnect per connection, by a unique index).
+ * - A disconnect that did not apply (superseded) is recorded with reason "takeover".
+ * - Every change's own event.
  */
-export async function setPresenceMany(db: Executor, updates: readonly PresenceUpdate[]): Promise<PresenceUpdated[]> {
-  if (!updates.length) return []
+export async function recordPresenceMany(db: Executor, changes: readonly PresenceChangeRow[]): Promise<PresenceRecorded> {
+  if (!changes.length) return { updated: [], previous: [], events: [] }
   // Rows are locked in id order, so two instances writing overlapping batches cannot deadlock.
-  const sorted = [...updates].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  const values = sql.join(
-    sorted.map((u) => sql`(${u.id}::text, ${u.active}::boolean, ${u.at.toISOString()}::timestamptz, ${u.connectionId}::text)`),
-    sql`, `,
+  // The function's row count is unknown to the planner (it assumes 100): the device rows are found
+  // by `id = any(…)`, an index scan, not by a hash join over the whole table.
+  const sorted = [...changes].sort((a, b) => (a.deviceId < b.deviceId ? -1 : a.deviceId > b.deviceId ? 1 : 0))
+  const batch = JSON.stringify(
+    sorted.map((c) => ({
+      device_id: c.deviceId,
+      set_active: c.active ?? null,
+      at: c.at.toISOString(),
+      conn: c.connectionId,
+      type: c.type,
+      data: c.data,
+      user_id: c.userId,
+      organization_id: c.organizationId,
+      want_previous: c.previousWhenInactive,
+      event_id: randomUUID(),
+      replaced_id: c.active ? randomUUID() : null,
+    })),
   )
   const rows = await db.execute(sql`
-    update ${device} as d set is_active = v.active, last_seen_at = greatest(d.last_seen_at, v.at),
-      connection_id = case when v.active then v.conn else null end
-    from (values ${values}) as v(id, active, at, conn), ${device} as o
-    where d.id = v.id and o.id = d.id and (v.active or o.connection_id is null or o.connection_id = v.conn)
-    returning d.id, d.user_id, d.organization_id, d.name, o.is_active as was_active, o.connection_id as previous_connection_id`)
-  return rowsOf<{
-    id: string
-    user_id: string
-    organization_id: string | null
-    name: string
-    was_active: boolean
-    previous_connection_id: string | null
-  }>(rows).map((r) => ({
-    id: r.id,
-    userId: r.user_id,
-    organizationId: r.organization_id,
-    name: r.name,
-    wasActive: Boolean(r.was_active),
-    previousConnectionId: r.previous_connection_id,
-  }))
+    with w as (
+      select * from jsonb_to_recordset(${batch}::jsonb) as w(device_id text, set_active boolean, at timestamptz, conn text, type text,
+        data jsonb, user_id text, organization_id text, want_previous boolean, event_id text, replaced_id text)
+    ),
+    u as (
+      update ${device} as d set is_active = w.set_active, last_seen_at = greatest(d.last_seen_at, w.at),
+        connection_id = case when w.set_active then w.conn else null end
+      from w, ${device} as o
+      where d.id = any(array(select device_id from w where set_active is not null))
+        and w.set_active is not null and d.id = w.device_id and o.id = d.id and (w.set_active or o.connection_id is null or o.connection_id = w.conn)
+      returning d.id, d.user_id, d.organization_id, d.name, o.is_active as was_active, o.connection_id as previous_connection_id
+    ),
+    p as (
+      select e.id, e.type, e.device_id, e.user_id, e.organization_id, e.data, e.created_at
+      from u join w on w.device_id = u.id and w.want_previous and not u.was_active
+      cross join lateral (
+        select * from ${event} where ${event}.device_id = u.id order by ${event}.created_at desc, ${event}.id desc limit 1
+      ) as e
+    ),
+    ins as (
+      insert into ${event} (id, type, device_id, user_id, organization_id, data, created_at)
+      select w.replaced_id, 'device.disconnected', w.device_id, w.user_id, w.organization_id,
+        jsonb_build_object('reason', 'takeover', 'clientId', w.device_id, 'connectionId', u.previous_connection_id, 'replacedBy', w.conn),
+        w.at - interval '1 millisecond'
+      from w join u on u.id = w.device_id
+      where w.set_active and u.previous_connection_id is not null and u.previous_connection_id <> '' and u.previous_connection_id <> w.conn
+      union all
+      select w.event_id, w.type, w.device_id, w.user_id, w.organization_id,
+        case when w.set_active = false and u.id is null then w.data || '{"reason":"takeover"}'::jsonb else w.data end,
+        w.at
+      from w left join u on u.id = w.device_id
+      on conflict do nothing
+      returning id, type, device_id, user_id, organization_id, data, created_at
+    )
+    select 'u' as k, to_jsonb(u) as r from u
+    union all select 'p', to_jsonb(p) from p
+    union all select 'e', to_jsonb(ins) from ins`)
+  const out: PresenceRecorded = { updated: [], previous: [], events: [] }
+  type Json = Record<string, unknown>
+  const asEvent = (r: Json): EventRow => ({
+    id: r.id as string,
+    type: r.type as string,
+    deviceId: (r.device_id as string | null) ?? null,
+    userId: (r.user_id as string | null) ?? null,
+    organizationId: (r.organization_id as string | null) ?? null,
+    data: r.data as Record<string, unknown>,
+    createdAt: new Date(r.created_at as string),
+  })
+  for (const row of rowsOf<{ k: string; r: Json | string }>(rows)) {
+    const r = (typeof row.r === 'string' ? JSON.parse(row.r) : row.r) as Json
+    if (row.k === 'u')
+      out.updated.push({
+        id: r.id as string,
+        userId: r.user_id as string,
+        organizationId: (r.organization_id as string | null) ?? null,
+        name: r.name as string,
+        wasActive: Boolean(r.was_active),
+        previousConnectionId: (r.previous_connection_id as string | null) ?? null,
+      })
+    else if (row.k === 'p') out.previous.push(asEvent(r))
+    else out.events.push(asEvent(r))
+  }
+  return out
 }
 
 /** Devices a node still shows connected through it (after it stopped without closing them): now offline. */

@@ -110,13 +110,11 @@ export async function markReported(
  */
 export async function pendingMessages(db: Executor, deviceIds: readonly string[], limit: number, since: Date): Promise<StoredMessage[]> {
   if (!deviceIds.length) return []
-  const ids = sql.join(
-    [...new Set(deviceIds)].map((id) => sql`(${id}::text)`),
-    sql`, `,
-  )
+  // One JSON parameter: the same statement text for any number of devices (prepared once per connection).
+  const ids = JSON.stringify([...new Set(deviceIds)])
   const rows = await db.execute(sql`
     select m.device_id, m.seq, m.kind, m.payload, m.retain
-    from (values ${ids}) as v(id)
+    from jsonb_array_elements_text(${ids}::jsonb) as v(id)
     join ${deviceDownlink} dl on dl.device_id = v.id
     join ${deviceMessage} m on m.device_id = dl.device_id and m.seq > dl.last_seq - ${limit}
     where m.status = 'pending' and m.created_at > ${since.toISOString()}::timestamptz

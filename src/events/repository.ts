@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { and, count, desc, eq, gte, sql } from 'drizzle-orm'
-import { rowsOf, type Executor } from '../db/client.js'
+import { and, count, desc, eq, gte } from 'drizzle-orm'
+import type { Executor } from '../db/client.js'
 import { olderThan, type Cursor } from '../db/paging.js'
 import { event } from './tables.js'
 
@@ -61,38 +61,6 @@ export async function insertEvents(db: Executor, events: ReadonlyArray<NewEvent 
 }
 
 const EVENTS_PER_INSERT = 2000
-
-/** The newest event of each of several devices: one backward index probe per device. */
-export async function lastDeviceEvents(db: Executor, deviceIds: readonly string[]): Promise<EventRow[]> {
-  if (!deviceIds.length) return []
-  const ids = sql.join(
-    deviceIds.map((id) => sql`(${id}::text)`),
-    sql`, `,
-  )
-  const rows = await db.execute(sql`
-    select e.id, e.type, e.device_id, e.user_id, e.organization_id, e.data, e.created_at
-    from (values ${ids}) as d(id)
-    cross join lateral (
-      select * from ${event} where ${event.deviceId} = d.id order by ${event.createdAt} desc, ${event.id} desc limit 1
-    ) as e`)
-  return rowsOf<{
-    id: string
-    type: string
-    device_id: string
-    user_id: string | null
-    organization_id: string | null
-    data: Record<string, unknown> | string
-    created_at: Date | string
-  }>(rows).map((r) => ({
-    id: r.id,
-    type: r.type,
-    deviceId: r.device_id,
-    userId: r.user_id,
-    organizationId: r.organization_id,
-    data: typeof r.data === 'string' ? (JSON.parse(r.data) as Record<string, unknown>) : r.data,
-    createdAt: new Date(r.created_at),
-  }))
-}
 
 /** Newest first; `cursor` is the last row of the previous page. */
 export async function listDeviceEvents(db: Executor, deviceId: string, limit: number, cursor?: Cursor): Promise<EventRow[]> {

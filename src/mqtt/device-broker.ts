@@ -25,6 +25,7 @@ import {
   type StoredPacket,
 } from '../../broker/aedes-internals.js'
 import { Publisher } from '../../broker/publisher.js'
+import type { RetainedTree } from '../../broker/retained.js'
 import { attachPresence } from './presence.js'
 import { connackError, createMqttServer, DROP_TOPIC, type BrokerLimits, type MqttServer } from '../../broker/server.js'
 import {
@@ -360,7 +361,11 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
       if (!isRetainedKind(deviceId, p.topic) && seq > queuedUpTo) queuedUpTo = seq
     }
     if (!client.clean) for await (const p of persistence.outgoingStream({ id: client.id })) add(p)
-    for await (const p of persistence.createRetainedStreamCombi(retainedKinds.map((k) => topicFor(deviceId, k)))) add(p)
+    const topics = retainedKinds.map((k) => topicFor(deviceId, k))
+    // Single node: the retained tree itself (broker/retained.ts), without a stream per connect.
+    const tree = (persistence as { retained?: RetainedTree }).retained
+    if (tree) for (const p of tree.match(topics)) add(p as StoredPacket)
+    else for await (const p of persistence.createRetainedStreamCombi(topics)) add(p)
     return { holding, queuedUpTo }
   }
 

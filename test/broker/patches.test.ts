@@ -1,6 +1,6 @@
 // The changes carried in patches/ (applied by patch-package on npm install): if a patch stops
 // applying, npm ci fails; if an upgrade makes one moot or undoes it, this file says which.
-import { readdirSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import t from 'tap'
 
@@ -11,7 +11,11 @@ t.test('every patch is for the installed version of its package', async (t) => {
   t.ok(patches.length > 0)
   for (const file of patches) {
     const [, name, version] = /^(.+)\+(\d+\.\d+\.\d+)\.patch$/.exec(file.replace(/^(@[^+]+)\+/, '$1/')) ?? []
-    t.equal(require(`${name}/package.json`).version, version, `${file}: ${name} is still ${version}`)
+    // Read from the folder: not every package exports its package.json.
+    const installed = JSON.parse(readFileSync(new URL(`../../node_modules/${name}/package.json`, import.meta.url), 'utf8')) as {
+      version: string
+    }
+    t.equal(installed.version, version, `${file}: ${name} is still ${version}`)
   }
 })
 
@@ -36,4 +40,31 @@ t.test('mqtt-packet: the parser holds a plain BufferList and, after CONNECT, onl
   t.equal(seen[0]?.cmd, 'connect')
   t.equal(seen[0]?.password?.toString(), 'the secret', 'the packet itself is whole')
   t.same(Object.keys(parser.settings).sort(), ['bridgeMode', 'protocolVersion'], 'the parser no longer keeps the password')
+})
+
+t.test('aedes: queued and retained messages are read one at a time, without a stream pipeline per connect', async (t) => {
+  const utils = (await import(new URL('../../node_modules/aedes/lib/utils.js', import.meta.url).href)) as {
+    drainStream?: (s: NodeJS.ReadableStream, fn: (item: unknown, next: () => void) => void, done: (err?: Error) => void) => void
+  }
+  t.type(utils.drainStream, 'function', 'the patched helper is there')
+  const { Readable } = await import('node:stream')
+  const seen: unknown[] = []
+  await new Promise<void>((resolve, reject) =>
+    utils.drainStream!(
+      Readable.from([1, 2, 3]),
+      (item, next) => {
+        seen.push(item)
+        setImmediate(next)
+      },
+      (err) => (err ? reject(err) : resolve()),
+    ),
+  )
+  t.same(seen, [1, 2, 3], 'in order, each after the previous one is handled')
+  const failing = new Readable({
+    read() {
+      this.destroy(new Error('broken store'))
+    },
+  })
+  const err = await new Promise<Error | undefined>((resolve) => utils.drainStream!(failing, (_i, next) => next(), resolve))
+  t.match(err?.message, /broken store/, 'a stream error reaches the callback instead of going unhandled')
 })
