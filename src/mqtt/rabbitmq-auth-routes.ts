@@ -30,27 +30,17 @@ const userBody = Type.Object(
   open,
 )
 const vhostBody = Type.Object({ username: Type.String({ maxLength: 256 }), vhost: field(256), ip: field(64), client_id: field(256) }, open)
-const resourceBody = Type.Object(
-  {
-    username: Type.String({ maxLength: 256 }),
-    vhost: field(256),
-    resource: Type.String({ maxLength: 32 }),
-    name: Type.String({ maxLength: 256 }),
-    permission: Type.String({ maxLength: 32 }),
-    client_id: field(256),
-  },
-  open,
-)
+/** What RabbitMQ sends about a resource (and, with a routing key, a topic) a user would touch. */
+const resourceFields = {
+  username: Type.String({ maxLength: 256 }),
+  vhost: field(256),
+  resource: Type.String({ maxLength: 32 }),
+  name: Type.String({ maxLength: 256 }),
+  permission: Type.String({ maxLength: 32 }),
+}
+const resourceBody = Type.Object({ ...resourceFields, client_id: field(256) }, open)
 const topicBody = Type.Object(
-  {
-    username: Type.String({ maxLength: 256 }),
-    vhost: field(256),
-    resource: Type.String({ maxLength: 32 }),
-    name: Type.String({ maxLength: 256 }),
-    permission: Type.String({ maxLength: 32 }),
-    routing_key: Type.String({ maxLength: 1024 }),
-    'variable_map.client_id': field(256),
-  },
+  { ...resourceFields, routing_key: Type.String({ maxLength: 1024 }), 'variable_map.client_id': field(256) },
   open,
 )
 

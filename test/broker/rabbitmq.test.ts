@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
 import type { MqttClient } from 'mqtt'
+import { jsonCall } from '../helpers/http.js'
 import { freePort, startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
@@ -46,14 +47,8 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
       },
       () => true,
     )
-  const api = async <T>(method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${svc.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    })
-    return { status: res.status, body: (await res.json()) as T }
-  }
+  const api = async <T>(method: string, path: string, body?: unknown) =>
+    (await jsonCall(svc.url, path, { method, token, body })) as { status: number; body: T }
   const events = async (deviceId: string) =>
     (await api<{ events: Array<{ type: string; data: Record<string, unknown> }> }>('GET', `/api/device/${deviceId}/events?limit=50`)).body
       .events
