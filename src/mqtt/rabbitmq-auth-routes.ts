@@ -12,7 +12,7 @@
 // network whether a device secret is right.
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
-import { Type } from 'typebox'
+import { type Static, Type } from 'typebox'
 import { checkCredentials, directLookup } from './credentials.js'
 import { deviceResourceAllowed, deviceTopicAllowed, isOwnMqttSession, type RabbitAsk } from './rabbitmq-rules.js'
 import type { Auth } from '../auth/auth.js'
@@ -99,7 +99,7 @@ export async function rabbitmqAuthRoutes(app: FastifyInstance, opts: { auth: Aut
   })
   const answer = (allowed: boolean): Answer => (allowed ? 'allow' : 'deny')
 
-  app.post<{ Body: { username: string; password?: string; vhost?: string; client_id?: string } }>(
+  app.post<{ Body: Static<typeof userBody> }>(
     '/api/device/rabbitmq/user',
     routeOptions('user_path', 'RabbitMQ auth backend: may this user connect?', userBody),
     async (req, reply) => {
@@ -113,7 +113,7 @@ export async function rabbitmqAuthRoutes(app: FastifyInstance, opts: { auth: Aut
     },
   )
 
-  app.post<{ Body: { username: string; vhost?: string; client_id?: string } }>(
+  app.post<{ Body: Static<typeof vhostBody> }>(
     '/api/device/rabbitmq/vhost',
     routeOptions('vhost_path', 'RabbitMQ auth backend: may this user use the vhost?', vhostBody),
     async (req, reply) => {
@@ -123,7 +123,7 @@ export async function rabbitmqAuthRoutes(app: FastifyInstance, opts: { auth: Aut
     },
   )
 
-  app.post<{ Body: { username: string; vhost?: string; resource: string; name: string; permission: string; client_id?: string } }>(
+  app.post<{ Body: Static<typeof resourceBody> }>(
     '/api/device/rabbitmq/resource',
     routeOptions('resource_path', 'RabbitMQ auth backend: may this user configure, write or read the exchange or queue?', resourceBody),
     async (req, reply) => {
@@ -142,16 +142,7 @@ export async function rabbitmqAuthRoutes(app: FastifyInstance, opts: { auth: Aut
     },
   )
 
-  app.post<{
-    Body: {
-      username: string
-      vhost?: string
-      name: string
-      permission: string
-      routing_key: string
-      'variable_map.client_id'?: string
-    }
-  }>(
+  app.post<{ Body: Static<typeof topicBody> }>(
     '/api/device/rabbitmq/topic',
     routeOptions('topic_path', 'RabbitMQ auth backend: may this user publish to, or bind with, the routing key?', topicBody),
     async (req, reply) => {
