@@ -478,7 +478,7 @@ export interface paths {
         };
         /**
          * Where a device's pairing link leads: the console's pairing screen
-         * @description Redirects to /pair in the web console, carrying the code (`userCode` from `user_code`, or `code`).
+         * @description Redirects to /pair in the web console, carrying the code: `user_code` (the pin, as `code`; a UUID as `userCode`) or `code`.
          */
         get: operations["getDevicePage"];
         put?: never;
@@ -5273,7 +5273,7 @@ export interface operations {
     getDevicePage: {
         parameters: {
             query?: {
-                /** @description the code from the QR link (a UUID) */
+                /** @description the code from the QR link: the pin the display shows (or, in older links, the device's userCode UUID) */
                 user_code?: string;
                 /** @description the pin code the display shows (XXXX-XXXX) */
                 code?: string;

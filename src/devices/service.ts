@@ -86,7 +86,9 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
       userCode: row.userCode,
       pinCode: row.pinCode,
       verification_uri: verificationUri,
-      verification_uri_complete: `${verificationUri}?user_code=${row.userCode}`,
+      // RFC 8628's user_code is the code the person sees: the link carries the pin the display
+      // shows, so the pairing page can show it for them to compare (the UUID stays for apps).
+      verification_uri_complete: `${verificationUri}?user_code=${encodeURIComponent(row.pinCode)}`,
       expires_at: row.expiresAt.toISOString(),
       expires_in: config.devices.codeTtl,
       interval: row.interval,

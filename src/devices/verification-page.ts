@@ -5,9 +5,16 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 
 const query = Type.Object({
-  user_code: Type.Optional(Type.String({ maxLength: 64, description: 'the code from the QR link (a UUID)' })),
+  user_code: Type.Optional(
+    Type.String({
+      maxLength: 64,
+      description: "the code from the QR link: the pin the display shows (or, in older links, the device's userCode UUID)",
+    }),
+  ),
   code: Type.Optional(Type.String({ maxLength: 16, description: 'the pin code the display shows (XXXX-XXXX)' })),
 })
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export async function verificationPage(app: FastifyInstance) {
   app.get(
@@ -17,7 +24,8 @@ export async function verificationPage(app: FastifyInstance) {
       schema: {
         tags: ['device module'],
         summary: "Where a device's pairing link leads: the console's pairing screen",
-        description: 'Redirects to /pair in the web console, carrying the code (`userCode` from `user_code`, or `code`).',
+        description:
+          'Redirects to /pair in the web console, carrying the code: `user_code` (the pin, as `code`; a UUID as `userCode`) or `code`.',
         querystring: query,
         response: { 302: { type: 'null', description: 'to /pair' } },
       },
@@ -25,8 +33,8 @@ export async function verificationPage(app: FastifyInstance) {
     async (req, reply) => {
       const q = req.query as { user_code?: string; code?: string }
       const params = new URLSearchParams()
-      if (q.user_code) params.set('userCode', q.user_code)
-      else if (q.code) params.set('code', q.code)
+      const code = q.user_code ?? q.code
+      if (code) params.set(UUID.test(code) ? 'userCode' : 'code', code)
       const search = params.size ? `?${params}` : ''
       return reply.redirect(`/pair${search}`, 302)
     },

@@ -43,7 +43,7 @@ t.test('a simulated device pairs, is claimed, and shows a generated image', asyn
   const online = sim.start()
   const pairing = await pairingShown
   t.match(pairing.pinCode, /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/, 'it shows a pin code')
-  t.equal(pairing.verificationUriComplete, `${svc.url}/device?user_code=${pairing.userCode}`, 'and the link its QR code encodes')
+  t.equal(pairing.verificationUriComplete, `${svc.url}/device?user_code=${pairing.pinCode}`, 'and the link its QR code encodes')
   t.equal(pairing.interval, 1, 'with the interval the service asked for')
   t.equal((await loadState(statePath))?.pairing?.deviceId, pairing.deviceId, 'the pairing in progress is saved')
 

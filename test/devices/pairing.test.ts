@@ -131,7 +131,7 @@ t.test('the full flow: init, validate, credentials once, list/get/patch, disconn
   t.match(codes.pinCode, pinPattern, 'pinCode is XXXX-XXXX from the RFC 8628 alphabet')
   t.not(codes.deviceCode, codes.userCode)
   t.equal(codes.verification_uri, `${svc.url}/device`)
-  t.equal(codes.verification_uri_complete, `${svc.url}/device?user_code=${codes.userCode}`)
+  t.equal(codes.verification_uri_complete, `${svc.url}/device?user_code=${codes.pinCode}`, 'the QR link carries the pin the display shows')
   t.match(codes.expires_at, iso)
   const exp = Date.parse(codes.expires_at)
   t.ok(exp >= before + 3600_000 - 1000 && exp <= after + 3600_000 + 1000, 'expires_at is one hour after now')
@@ -139,7 +139,9 @@ t.test('the full flow: init, validate, credentials once, list/get/patch, disconn
   t.equal(codes.interval, 0, 'interval as configured')
   const page = await fetch(codes.verification_uri_complete, { headers: { accept: 'text/html' }, redirect: 'manual' })
   t.equal(page.status, 302, "the link leads to the console's pairing screen")
-  t.equal(page.headers.get('location'), `/pair?userCode=${codes.userCode}`, 'with the code')
+  t.equal(page.headers.get('location'), `/pair?code=${codes.pinCode}`, 'with the code')
+  const older = await fetch(`${svc.url}/device?user_code=${codes.userCode}`, { redirect: 'manual' })
+  t.equal(older.headers.get('location'), `/pair?userCode=${codes.userCode}`, 'an older link with the UUID still leads there')
 
   // 2. Before anyone claims it, the device sees a pending record with no device fields yet.
   const pending = await poll(codes.deviceId, codes.deviceCode)

@@ -395,14 +395,14 @@ t.test('in Chromium', { skip }, async (t) => {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ display: { width: 800, height: 480, palette: 'bw' }, model: 'test-frame', firmware: '1.0.0' }),
       })
-    ).json()) as { verification_uri_complete: string; userCode: string }
+    ).json()) as { verification_uri_complete: string; pinCode: string }
     const { context, page } = await newPage(browser)
     t.teardown(() => context.close())
     await page.goto(init.verification_uri_complete)
     await page.getByRole('heading', { name: 'Sign in' }).waitFor()
     t.match(
       decodeURIComponent(page.url()),
-      new RegExp(`next=/pair\\?userCode=${init.userCode}$`),
+      new RegExp(`next=/pair\\?code=${init.pinCode}$`),
       'signed out: sign in first, then back to pairing',
     )
     // No account yet: create one on the way, and come back to the frame.
@@ -411,9 +411,9 @@ t.test('in Chromium', { skip }, async (t) => {
     await page.getByLabel('E-mail').fill(email)
     await page.getByRole('textbox', { name: 'Password' }).fill(PASSWORD)
     await page.getByRole('button', { name: 'Create account' }).click()
-    await page.getByText('You scanned a frame’s QR code').waitFor()
-    t.pass('after creating the account, back on the pairing screen with the code')
-    t.equal(await page.getByLabel('Code on the frame').count(), 0, 'no code to type')
+    await page.getByText(`check that the frame shows ${init.pinCode}`).waitFor()
+    t.pass('after creating the account, back on the pairing screen, showing the pin to compare with the frame')
+    t.equal(await page.getByLabel('Code on the frame').inputValue(), init.pinCode, 'the code is filled in: nothing to type')
     await page.getByLabel('Name').fill('Study')
     await page.getByRole('button', { name: 'Pair' }).click()
     await page

@@ -11,6 +11,7 @@ import { Button, Field, Notice } from '../ui'
 type Values = { code: string; name: string; color: string; organizationId: string }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const PIN = /^[A-Z0-9]{4}-?[A-Z0-9]{4}$/
 
 export function PairPage() {
   const [params] = useSearchParams()
@@ -18,11 +19,14 @@ export function PairPage() {
   const queryClient = useQueryClient()
   const orgs = authClient.useListOrganizations()
   const [error, setError] = useState('')
-  // From the frame's QR link (/device?user_code=… sends the browser here): no code to type.
+  // From the frame's QR link (/device?user_code=… sends the browser here): the pin the frame
+  // shows, filled in for the person to compare with the screen; older links carry a UUID instead.
   const userCode = params.get('userCode') ?? ''
-  const fromQr = UUID.test(userCode)
+  const byUuid = UUID.test(userCode)
+  const linkCode = (params.get('code') ?? '').trim().toUpperCase()
+  const fromQr = byUuid || PIN.test(linkCode)
   const { register, handleSubmit, formState } = useForm<Values>({
-    defaultValues: { code: params.get('code') ?? '', name: 'Kitchen frame', color: '#2b59c3', organizationId: '' },
+    defaultValues: { code: linkCode, name: 'Kitchen frame', color: '#2b59c3', organizationId: '' },
   })
   const submit = handleSubmit(async (v) => {
     setError('')
@@ -30,7 +34,7 @@ export function PairPage() {
       const res = data(
         await api.POST('/api/device/validate', {
           body: {
-            ...(fromQr ? { userCode } : { pinCode: v.code.trim() }),
+            ...(byUuid ? { userCode } : { pinCode: v.code.trim() }),
             name: v.name.trim(),
             color: v.color,
             ...(v.organizationId ? { organizationId: v.organizationId } : {}),
@@ -47,14 +51,17 @@ export function PairPage() {
     <div className="card narrow">
       <h1>Pair a frame</h1>
       {fromQr ? (
-        <Notice>You scanned a frame’s QR code: name it and pair it.</Notice>
+        <Notice>
+          You scanned a frame’s QR code
+          {byUuid ? '' : `: check that the frame shows ${linkCode}`}. Name it and pair it.
+        </Notice>
       ) : (
         <p className="muted">Switch the frame on: it shows a code like ABCD-2345. Type it here.</p>
       )}
-      {userCode && !fromQr ? <Notice kind="error">That link does not carry a frame’s code. Type the code the frame shows.</Notice> : null}
+      {userCode && !byUuid ? <Notice kind="error">That link does not carry a frame’s code. Type the code the frame shows.</Notice> : null}
       <form onSubmit={submit} noValidate>
         {error ? <Notice kind="error">{error}</Notice> : null}
-        {fromQr ? null : (
+        {byUuid ? null : (
           <Field label="Code on the frame" error={formState.errors.code}>
             <input
               autoComplete="off"
