@@ -25,9 +25,22 @@ import { pairing } from './scenarios/pairing.js'
 import { display } from './scenarios/display.js'
 import { delivery } from './scenarios/delivery.js'
 import { schedule } from './scenarios/schedule.js'
+import { fanOutRabbitmq } from './scenarios/rabbitmq.js'
 
 // Scenarios on the shared embedded server first, then those that start servers of their own.
-const scenarios: Scenario[] = [fanOut, outbox, broadcast, delivery, pairing, getSession, display, connectStorm, sessions, schedule]
+const scenarios: Scenario[] = [
+  fanOut,
+  outbox,
+  broadcast,
+  fanOutRabbitmq,
+  delivery,
+  pairing,
+  getSession,
+  display,
+  connectStorm,
+  sessions,
+  schedule,
+]
 
 function parseArgs(argv: string[]) {
   const out = { quick: false, only: [] as string[], list: false }

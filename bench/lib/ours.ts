@@ -48,10 +48,12 @@ export type OursOptions = {
   redisUrl?: string
   /** Node flags for the server process (e.g. --expose-gc for memory readings). */
   execArgv?: string[]
+  /** The HTTP port, when something must know it before the service starts (RabbitMQ's auth backend). */
+  port?: number
 }
 
 export async function startOurs(opts: OursOptions): Promise<Ours> {
-  const port = await freePort()
+  const port = opts.port ?? (await freePort())
   const env: Record<string, string | undefined> = { ...process.env }
   // Embedded defaults unless this run asks for PostgreSQL/Redis explicitly.
   delete env.DATABASE_URL

@@ -17,11 +17,12 @@ import type { Metric, ScenarioResult } from '../lib/report.js'
 
 type Mode = 'fan-out' | 'broadcast' | 'outbox'
 
-const BYTES = 200
+export const BYTES = 200
 /** Sequence numbers never repeat within a run, so a late duplicate cannot count in a later round. */
 let nextSeq = 0
 
-function publishAll(client: MqttClient, jobs: Array<[topic: string, seq: number]>, inflight: number): Promise<void> {
+/** QoS 1 publishes through an mqtt.js client, at most `inflight` unacknowledged. */
+export function publishAll(client: MqttClient, jobs: Array<[topic: string, seq: number]>, inflight: number): Promise<void> {
   let next = 0
   const lane = async () => {
     while (next < jobs.length) {

@@ -170,6 +170,51 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
     t.pass('deleting a device closes its connection too')
   })
 
+  t.test('what a device missed comes through the outbox when it starts a session RabbitMQ has no state for', async (t) => {
+    const dev = await pairDevice(svc, token)
+    // Sent while the device is away and RabbitMQ holds no session for it: RabbitMQ drops it (no
+    // queue), as a node that never saw the device would. The outbox keeps it.
+    const first = await api<{ id: string }>('POST', '/api/prompts', { text: 'missed while away', deviceId: dev.deviceId })
+    t.equal(first.status, 201)
+    const missed = await api<{ commandId: string }>('POST', `/api/device/${dev.deviceId}/command`, { command: 'identify' })
+    t.equal(missed.status, 202)
+
+    const c = await asDevice(dev)
+    t.teardown(() => c.endAsync())
+    await c.subscribeAsync([dev.topics.prompt!, dev.topics.cmd!], { qos: 1 })
+    const got: Array<{ topic: string; payload: { seq: number; text?: string; commandId?: string } }> = []
+    c.on('message', (topic, payload) => got.push({ topic, payload: JSON.parse(payload.toString()) }))
+    await c.publishAsync(dev.topics.status!, JSON.stringify({ battery: 80, configVersion: 1, sessionPresent: false }), { qos: 1 })
+    await eventually(async () => (got.length >= 2 ? got : null))
+    const prompt = got.find((m) => m.topic === dev.topics.prompt)
+    const command = got.find((m) => m.topic === dev.topics.cmd)
+    t.equal(prompt?.payload.text, 'missed while away', 'the prompt sent while it was away arrives')
+    t.equal(command?.payload.commandId, missed.body.commandId, 'and the command')
+    t.ok(prompt!.payload.seq < command!.payload.seq, 'in the order they were sent')
+
+    const pending = async () =>
+      (await api<{ messages: Array<{ seq: number; status: string }> }>('GET', `/api/device/${dev.deviceId}/downlink`)).body.messages
+        .filter((m) => m.status === 'pending')
+        .map((m) => m.seq)
+    t.ok((await pending()).includes(prompt!.payload.seq), 'RabbitMQ’s PUBACK to the service marks nothing delivered')
+    for (const m of [prompt!, command!]) await c.publishAsync(dev.topics.ack!, JSON.stringify({ seq: m.payload.seq }), { qos: 1 })
+    const seqs = [prompt!.payload.seq, command!.payload.seq]
+    await eventually(async () => ((await pending()).some((s) => seqs.includes(s)) ? null : true))
+    t.pass('the device’s up/ack with each seq marks them delivered')
+
+    // A later new session gets nothing again.
+    const before = got.length
+    await c.publishAsync(dev.topics.status!, JSON.stringify({ battery: 80, configVersion: 1, sessionPresent: false }), { qos: 1 })
+    const marker = await api('POST', '/api/prompts', { text: 'only this one', deviceId: dev.deviceId })
+    t.equal(marker.status, 201)
+    await eventually(async () => (got.some((m) => m.payload.text === 'only this one') ? true : null))
+    t.same(
+      got.slice(before).map((m) => m.payload.text ?? m.payload.commandId),
+      ['only this one'],
+      'what was acknowledged is not sent again',
+    )
+  })
+
   t.test('a device reconnects after the service restarts', async (t) => {
     const dev = await pairDevice(svc, token)
     const c = await asDevice(dev)
