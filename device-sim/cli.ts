@@ -40,7 +40,8 @@ Options:
   --inline              ask for small images inline in the MQTT message
   --name NAME           device name (default sim-<profile>; in a fleet NAME-1 … NAME-N)
   --state PATH          state file (default ./.display-sim/<name>.json); with --count a folder
-                        (default ./.display-sim/<name>-fleet/) holding one file per device
+                        (default ./.display-sim/<name>-fleet/) holding one file per device;
+                        DISPLAY_SIM_HOME moves the default folder ./.display-sim
   --out DIR             save images here (default ./.display-sim/<name>-images; a fleet saves
                         only when --out is given, under DIR/<name>-<i>)
   --transport tcp|ws    MQTT over TCP (default) or WebSocket
@@ -186,6 +187,8 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
   const count = int('count', values.count, 1, 100_000) ?? 1
   if (protocol === 'trmnl' && count > 1) throw new UsageError('--protocol trmnl runs one device (no --count)')
   const name = values.name ?? `sim-${profileName}`
+  // Where state and images go unless --state/--out say: another checkout's (or a test's) pairings stay apart.
+  const home = process.env.DISPLAY_SIM_HOME || '.display-sim'
   if (!/^[\w.-]{1,64}$/.test(name)) throw new UsageError('--name may use letters, digits, ".", "_" and "-" (at most 64)')
   const fleet = count > 1
   const statusInterval = num('interval', values.interval, 1, 86_400)
@@ -206,8 +209,8 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
       reset: Boolean(values.reset),
     },
     name,
-    state: resolve(values.state ?? (fleet ? join('.display-sim', `${name}-fleet`) : join('.display-sim', `${name}.json`))),
-    out: values.out ? resolve(values.out) : fleet ? undefined : resolve(join('.display-sim', `${name}-images`)),
+    state: resolve(values.state ?? (fleet ? join(home, `${name}-fleet`) : join(home, `${name}.json`))),
+    out: values.out ? resolve(values.out) : fleet ? undefined : resolve(join(home, `${name}-images`)),
     count,
     concurrency: int('concurrency', values.concurrency, 1, 1000) ?? 10,
     qr: !values['no-qr'],

@@ -18,8 +18,9 @@ export const groups = {
   'session-race+mqtt-fuzz': { backing: true, files: ['auth/revocation-race-session.test.ts', 'fuzz/mqtt.test.ts'] },
   // PGlite is PostgreSQL itself (the same parser, types and constraints): what the fuzz checks,
   // that no input gets a 5xx or an error without {message, code}, is decided before the database
-  // or by PostgreSQL's own rules, not by the driver or by Redis.
-  'fuzz-http': { backing: false, files: ['fuzz/http.test.ts'] },
+  // or by PostgreSQL's own rules, not by the driver or by Redis. The README's commands run on the
+  // embedded defaults, as its quick start says.
+  'fuzz-http': { backing: false, files: ['fuzz/http.test.ts', 'docs/readme.test.ts'] },
   'broker-a+restart-kill': {
     backing: true,
     files: [

@@ -110,6 +110,11 @@ export async function startBroker(
   return broker
 }
 
+/** The port in the MQTT URL devices get with their credentials, unless MQTT_PUBLIC_URL names it. */
+function tellDevices(config: Config, bound: number) {
+  if (config.devices.mqttPublicUrlIsDefault) config.devices.mqttPublicUrl = config.devices.mqttPublicUrl.replace(/:\d+$/, `:${bound}`)
+}
+
 /** Ports tried after the default 1883 when it is taken and MQTT_PORT was not set. */
 const FALLBACK_PORTS = 16
 
@@ -120,14 +125,17 @@ const FALLBACK_PORTS = 16
  */
 async function listenMqtt(broker: DeviceBroker, config: Config, log: { warn: (msg: string) => void }): Promise<number> {
   try {
-    return await broker.listen(config.mqttPort, config.host)
+    const bound = await broker.listen(config.mqttPort, config.host)
+    // MQTT_PORT=0 picks a free port: devices must be handed that one, not 0.
+    if (bound !== config.mqttPort) tellDevices(config, bound)
+    return bound
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || !config.mqttPortIsDefault) throw err
   }
   for (let port = config.mqttPort + 1; port <= config.mqttPort + FALLBACK_PORTS; port++) {
     try {
       const bound = await broker.listen(port, config.host)
-      if (config.devices.mqttPublicUrlIsDefault) config.devices.mqttPublicUrl = config.devices.mqttPublicUrl.replace(/:\d+$/, `:${bound}`)
+      tellDevices(config, bound)
       log.warn(
         `MQTT port ${config.mqttPort} is in use (another MQTT broker, such as Mosquitto, runs here): listening on ${bound} instead, and devices are told so. Set MQTT_PORT to choose a port.`,
       )

@@ -212,6 +212,7 @@ t.test('the full flow: init, validate, credentials once, list/get/patch, disconn
   t.equal(Buffer.from(creds.password, 'base64url').length, 32)
   t.equal(creds.clientId, codes.deviceId)
   t.match(creds.mqttUrl, /^mqtts?:\/\//)
+  t.equal(new URL(creds.mqttUrl).port, String(svc.app.mqttPort), 'the port the broker listens on (MQTT_PORT 0 picked it), never 0')
   // Spelled out, not built with src/mqtt/contract.ts: this pins the wire format devices are given.
   t.same(creds.topics, {
     prompt: `devices/${codes.deviceId}/prompt`,
