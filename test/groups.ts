@@ -70,7 +70,7 @@ export const groups = {
   // The CLI's arguments, state file and exit codes are the simulator's own; its pairing runs on
   // both backings in `sim+auth-a`. The OpenAPI document and the docs page are built from the
   // routes alone. The web console is a client of the API, whose behaviour on either backing the
-  // API's own files check.
+  // API's own files check. The local model's drawing is a function of its input alone.
   'sim-cli+static+unit': {
     backing: false,
     files: [
@@ -85,6 +85,7 @@ export const groups = {
       'images/dither.test.ts',
       'images/encoders.test.ts',
       'images/queue.test.ts',
+      'generation/local-image.test.ts',
       'generation/providers/bfl.test.ts',
       'generation/providers/config.test.ts',
       'generation/providers/fal.test.ts',

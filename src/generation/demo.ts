@@ -10,7 +10,8 @@ import { findImage, findVariants } from '../images/repository.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import type { ObjectStore } from '../storage/store.js'
 import { toResult } from './records.js'
-import { renderLocalImage, seedFor } from './providers/local.js'
+import { renderLocalImage } from './local-image/render.js'
+import { seedFor } from './providers/local.js'
 
 const SAMPLE = 'a lighthouse on a rocky coast at dusk'
 /**
