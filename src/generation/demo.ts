@@ -27,8 +27,14 @@ const profiles: Record<string, DisplayProfile> = {
   color: { width: 1024, height: 600, palette: 'color' },
 }
 
+/**
+ * Bumped when the local model draws differently, so a demo stored by an older version is drawn
+ * anew instead of being served from its files.
+ */
+const DRAWING_VERSION = 2
+
 function demoId(prompt: string, palette: string): string {
-  const h = createHash('sha256').update(`demo\n${palette}\n${prompt}`).digest('hex')
+  const h = createHash('sha256').update(`demo\n${DRAWING_VERSION}\n${palette}\n${prompt}`).digest('hex')
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`
 }
 
@@ -85,7 +91,9 @@ export async function demoRoutes(app: FastifyInstance, opts: { db: Database; sto
         }
       }
       const t0 = performance.now()
-      const original = await renderLocalImage({ prompt, width: 1024, height: 1024, seed: seedFor(prompt) })
+      // Drawn at the display's own size: a square picture cropped to the display would lose the caption.
+      // Seeded as POST /api/generate seeds a prompt without a negative prompt: the same picture.
+      const original = await renderLocalImage({ prompt, width: profile.width, height: profile.height, seed: seedFor(`${prompt}\n`) })
       const t1 = performance.now()
       const stored = await storeImage(
         { db: opts.db, storage: opts.storage },

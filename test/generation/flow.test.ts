@@ -3,6 +3,8 @@
 // the URL in the message serves exactly the bytes it describes.
 import t from 'tap'
 import { createHash } from 'node:crypto'
+import { renderLocalImage } from '../../src/generation/local-image/render.js'
+import { seedFor } from '../../src/generation/providers/local.js'
 import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
@@ -100,12 +102,20 @@ t.test('GET /api/demo runs the pipeline without an account', async (t) => {
   const res = await fetch(`${svc.url}/api/demo?palette=spectra6`)
   t.equal(res.status, 200)
   const body = (await res.json()) as {
+    prompt: string
     result: { original: { url: string }; images: Array<{ format: string; url: string; width: number }> }
     cached: boolean
   }
   t.equal(body.cached, false)
   t.equal(body.result.images[0]?.format, 'png-spectra6')
   t.equal(body.result.images[0]?.width, 800)
+  const original = Buffer.from(await (await fetch(body.result.original.url)).arrayBuffer())
+  const generated = await renderLocalImage({ prompt: body.prompt, width: 800, height: 480, seed: seedFor(`${body.prompt}\n`) })
+  t.equal(
+    createHash('sha256').update(original).digest('hex'),
+    createHash('sha256').update(generated).digest('hex'),
+    "the demo's picture is the local model's for that prompt at the display's size (its caption not cropped away), as POST /api/generate draws it",
+  )
   const png = await fetch(body.result.images[0]!.url)
   t.equal(png.headers.get('content-type'), 'image/png')
   const again = (await (await fetch(`${svc.url}/api/demo?palette=spectra6`)).json()) as { cached: boolean; result: { imageId: string } }
