@@ -4347,6 +4347,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "model": "frame-7",
+                 *       "version": "1.4.0",
+                 *       "channel": "stable",
+                 *       "notes": "Reconnects to Wi-Fi faster after sleep"
+                 *     }
+                 */
                 "multipart/form-data": {
                     model: string;
                     version: string;
@@ -4551,6 +4559,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "version": "1.4.0",
+                 *       "percent": 25
+                 *     }
+                 */
                 "application/json": {
                     /** @description a semantic version (1.4.0, 2.0.0-beta.1) */
                     version: string;
@@ -4620,6 +4634,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "pinnedVersion": "1.4.0"
+                 *     }
+                 */
                 "application/json": {
                     /** @enum {string} */
                     channel?: "stable" | "beta";
@@ -4779,6 +4798,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "display": {
+                 *         "width": 800,
+                 *         "height": 480,
+                 *         "palette": "bw"
+                 *       },
+                 *       "model": "frame-7",
+                 *       "firmware": "1.3.2"
+                 *     }
+                 */
                 "application/json": {
                     display: {
                         width: number;
@@ -4843,6 +4873,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "pinCode": "BCDF-GHJK",
+                 *       "name": "Kitchen",
+                 *       "icon": "frame",
+                 *       "color": "#ffaa00"
+                 *     }
+                 */
                 "application/json": {
                     /** @description XXXX-XXXX, case and dash ignored */
                     pinCode?: string;
@@ -4895,6 +4933,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "userCode": "232c153a-680b-4ee9-977d-e3f0c247b47e"
+                 *     }
+                 */
                 "application/json": {
                     /** @description XXXX-XXXX, case and dash ignored */
                     pinCode?: string;
@@ -4937,6 +4980,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "deviceId": "f0591590-6151-435c-ace3-fa9f314a4e3f",
+                 *       "deviceCode": "7c8d0c92-3011-492d-8c78-f55c3eed7ec8"
+                 *     }
+                 */
                 "application/json": {
                     deviceId: string;
                     deviceCode: string;
@@ -4972,6 +5021,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "deviceId": "f0591590-6151-435c-ace3-fa9f314a4e3f"
+                 *     }
+                 */
                 "application/json": {
                     deviceId: string;
                 };
@@ -5011,6 +5065,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "deviceId": "f0591590-6151-435c-ace3-fa9f314a4e3f"
+                 *     }
+                 */
                 "application/json": {
                     deviceId: string;
                 };
@@ -5111,6 +5170,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Kitchen frame",
+                 *       "color": "#2a9d8f"
+                 *     }
+                 */
                 "application/json": {
                     name?: string;
                     icon?: string;
@@ -5152,6 +5217,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "command": "sleep",
+                 *       "args": {
+                 *         "seconds": 3600
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /** @enum {string} */
                     command: "identify" | "refresh" | "reboot" | "sleep";
@@ -5305,6 +5378,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "clientid": "f0591590-6151-435c-ace3-fa9f314a4e3f",
+                 *       "username": "f0591590-6151-435c-ace3-fa9f314a4e3f",
+                 *       "password": "euUHdMM2ak-o7QickDeJ7OsSr5iofy9thow3cgwMIVo"
+                 *     }
+                 */
                 "application/json": {
                     clientid: string;
                     username?: string;
@@ -5347,6 +5427,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "username": "f0591590-6151-435c-ace3-fa9f314a4e3f",
+                 *       "vhost": "/",
+                 *       "password": "euUHdMM2ak-o7QickDeJ7OsSr5iofy9thow3cgwMIVo",
+                 *       "client_id": "f0591590-6151-435c-ace3-fa9f314a4e3f"
+                 *     }
+                 */
                 "application/x-www-form-urlencoded": {
                     username: string;
                     password?: string;
@@ -5385,6 +5473,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "username": "f0591590-6151-435c-ace3-fa9f314a4e3f",
+                 *       "vhost": "/",
+                 *       "ip": "192.0.2.10",
+                 *       "client_id": "f0591590-6151-435c-ace3-fa9f314a4e3f"
+                 *     }
+                 */
                 "application/x-www-form-urlencoded": {
                     username: string;
                     vhost?: string;
@@ -5423,6 +5519,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "username": "f0591590-6151-435c-ace3-fa9f314a4e3f",
+                 *       "vhost": "/",
+                 *       "resource": "queue",
+                 *       "name": "mqtt-subscription-f0591590-6151-435c-ace3-fa9f314a4e3fqos1",
+                 *       "permission": "configure",
+                 *       "client_id": "f0591590-6151-435c-ace3-fa9f314a4e3f"
+                 *     }
+                 */
                 "application/x-www-form-urlencoded": {
                     username: string;
                     vhost?: string;
@@ -5463,6 +5569,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "username": "f0591590-6151-435c-ace3-fa9f314a4e3f",
+                 *       "vhost": "/",
+                 *       "resource": "topic",
+                 *       "name": "amq.topic",
+                 *       "permission": "write",
+                 *       "routing_key": "devices.f0591590-6151-435c-ace3-fa9f314a4e3f.up.status",
+                 *       "variable_map.client_id": "f0591590-6151-435c-ace3-fa9f314a4e3f"
+                 *     }
+                 */
                 "application/x-www-form-urlencoded": {
                     username: string;
                     vhost?: string;
@@ -5564,6 +5681,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "endpoint": "https://fcm.googleapis.com/fcm/send/dJqS4wU9R0c:APA91bHk2rX5vZ0pLmN8qT3sW6yB1cF4hJ7kM9nP2rT5vX8zA0dG3jL6oQ9sU2wY5bE8hK1mO4qS7uW0xZ3",
+                 *       "keys": {
+                 *         "p256dh": "BIXunYy5QFNUbGQYAW0COteOadrjh91Zwor7_lVwcSky62Kz1ZVv_U040sUYQK4YAu8bB8rNQAj4-A4XMyKfjm4",
+                 *         "auth": "c1h38-mzJQcdUGxolybcmg"
+                 *       },
+                 *       "expirationTime": null
+                 *     }
+                 */
                 "application/json": {
                     endpoint: string;
                     expirationTime?: number | null;
@@ -5630,6 +5757,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "endpoint": "https://fcm.googleapis.com/fcm/send/dJqS4wU9R0c:APA91bHk2rX5vZ0pLmN8qT3sW6yB1cF4hJ7kM9nP2rT5vX8zA0dG3jL6oQ9sU2wY5bE8hK1mO4qS7uW0xZ3"
+                 *     }
+                 */
                 "application/json": {
                     id?: string;
                     endpoint?: string;
@@ -5667,6 +5799,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "title": "Dinner is ready",
+                 *       "body": "Come to the kitchen, it is getting cold.",
+                 *       "url": "/devices",
+                 *       "urgency": "high"
+                 *     }
+                 */
                 "application/json": {
                     title: string;
                     body: string;
@@ -5759,6 +5899,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "devicePresence": false
+                 *     }
+                 */
                 "application/json": {
                     /** @description notify when an image generation finishes or fails */
                     generationResults?: boolean;
@@ -5893,6 +6038,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "contentType": "image/jpeg",
+                 *       "size": 482113
+                 *     }
+                 */
                 "application/json": {
                     /** @enum {string} */
                     contentType: "image/png" | "image/jpeg" | "image/webp" | "image/gif" | "image/avif";
@@ -5937,6 +6088,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "key": "incoming/ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp/4c6390bb-4240-4447-a508-cf0775da3bb3"
+                 *     }
+                 */
                 "application/json": {
                     key: string;
                 };
@@ -5984,6 +6140,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "key": "uploads/ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp/6610f57c-817e-4200-b82b-75e59dd2e2cc.jpg",
+                 *       "deviceId": "f0591590-6151-435c-ace3-fa9f314a4e3f"
+                 *     }
+                 */
                 "application/json": {
                     key: string;
                     deviceId: string;
@@ -6085,6 +6247,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "invitationId": "ZeTNbJOGKDKEEwxyQj9gQfDrMnfMY0Pt"
+                 *     }
+                 */
                 "application/json": {
                     invitationId: string;
                 };
@@ -6134,6 +6301,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "text": "A lighthouse on a cliff at dawn",
+                 *       "template": "watercolor",
+                 *       "deviceId": "f0591590-6151-435c-ace3-fa9f314a4e3f"
+                 *     }
+                 */
                 "application/json": components["schemas"]["PromptInput"];
             };
         };
@@ -6221,6 +6395,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "prompt": {
+                 *         "text": "A lighthouse on a cliff at dawn",
+                 *         "template": "watercolor"
+                 *       },
+                 *       "deviceId": "f0591590-6151-435c-ace3-fa9f314a4e3f",
+                 *       "model": "local"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ImageGenerationRequest"];
             };
         };
@@ -6374,6 +6558,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "userId": "ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp",
+                 *       "amount": "25.00",
+                 *       "note": "Welcome credit"
+                 *     }
+                 */
                 "application/json": {
                     userId: string;
                     /** @description positive credits, at most two decimals */
@@ -6509,6 +6700,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Family photos",
+                 *       "mode": "shuffle",
+                 *       "itemSeconds": 3600,
+                 *       "items": [
+                 *         {
+                 *           "kind": "upload",
+                 *           "key": "uploads/ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp/6610f57c-817e-4200-b82b-75e59dd2e2cc.jpg"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     name: string;
                     /**
@@ -6624,6 +6828,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Family photos (winter)",
+                 *       "itemSeconds": 1800
+                 *     }
+                 */
                 "application/json": {
                     name?: string;
                     /**
@@ -6667,6 +6877,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "item": {
+                 *         "kind": "upload",
+                 *         "key": "uploads/ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp/6610f57c-817e-4200-b82b-75e59dd2e2cc.jpg"
+                 *       },
+                 *       "position": 0
+                 *     }
+                 */
                 "application/json": {
                     /** @description An upload of yours (its key), a stored image of yours (from generation history), or a prompt of yours generated afresh each time it comes up (charged like any generation). */
                     item: {
@@ -6750,6 +6969,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "itemIds": [
+                 *         "c3d4e5f6-0718-4293-a4b5-c6d7e8f90a1b",
+                 *         "8e2f7a10-3c4b-4d5e-9f60-718293a4b5c6"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /** @description every item of the playlist, once, in the new order */
                     itemIds: string[];
@@ -6814,6 +7041,31 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "timeZone": "Europe/Berlin",
+                 *       "rules": [
+                 *         {
+                 *           "playlistId": "5b1e3c2d-9f4a-4c8e-8a7b-2d6f0e9c1a34",
+                 *           "days": [
+                 *             "mon",
+                 *             "tue",
+                 *             "wed",
+                 *             "thu",
+                 *             "fri"
+                 *           ],
+                 *           "from": "07:00",
+                 *           "to": "22:00"
+                 *         }
+                 *       ],
+                 *       "sleep": [
+                 *         {
+                 *           "from": "23:00",
+                 *           "to": "06:30"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /** @description IANA time zone, e.g. Europe/Berlin */
                     timeZone: string;
@@ -6954,6 +7206,26 @@ export interface operations {
         /** @description log entries: {at (ISO or epoch ms), level (debug | info | warn | error), message, fields?} */
         requestBody: {
             content: {
+                /**
+                 * @example [
+                 *       {
+                 *         "at": "2025-06-01T07:30:00.000Z",
+                 *         "level": "info",
+                 *         "message": "Image shown",
+                 *         "fields": {
+                 *           "imageId": "b7e1c2d3"
+                 *         }
+                 *       },
+                 *       {
+                 *         "at": "2025-06-01T07:30:02.000Z",
+                 *         "level": "warn",
+                 *         "message": "Wi-Fi signal weak",
+                 *         "fields": {
+                 *           "rssi": -78
+                 *         }
+                 *       }
+                 *     ]
+                 */
                 "application/json": unknown[];
             };
         };
@@ -7133,6 +7405,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "logs": [
+                 *         {
+                 *           "id": 17,
+                 *           "message": "Wi-Fi connection took 4.2 s",
+                 *           "created_at": 1748763000,
+                 *           "level": "info",
+                 *           "battery_voltage": 4.02
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     logs: unknown[];
                 } & {

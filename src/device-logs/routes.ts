@@ -45,6 +45,12 @@ export async function deviceLogRoutes(fastify: FastifyInstance, opts: { db: Data
         params,
         body: Type.Array(Type.Unknown(), {
           description: 'log entries: {at (ISO or epoch ms), level (debug | info | warn | error), message, fields?}',
+          examples: [
+            [
+              { at: '2025-06-01T07:30:00.000Z', level: 'info', message: 'Image shown', fields: { imageId: 'b7e1c2d3' } },
+              { at: '2025-06-01T07:30:02.000Z', level: 'warn', message: 'Wi-Fi signal weak', fields: { rssi: -78 } },
+            ],
+          ],
         }),
         response: { 200: counts, ...errors(400, 401, 413) },
       },

@@ -1,6 +1,7 @@
 // The request bodies the device service takes, as schemas: the routes validate with them and the
 // service's input types are derived from them, so the two cannot drift.
 import { Type, type Static } from 'typebox'
+import { exampleIds } from '../openapi/examples.js'
 import { deviceInformationSchema, displayProfileSchema } from './records.js'
 
 export const deviceId = Type.String({ minLength: 1, maxLength: 64 })
@@ -17,10 +18,13 @@ const codeProps = {
 /** The display profile as a device sends it: fields a newer firmware adds are ignored, not refused. */
 const tolerantDisplay = Type.Object(displayProfileSchema.properties, { additionalProperties: true })
 
-export const initBody = Type.Object({ display: tolerantDisplay, ...deviceInformationSchema.properties }, { additionalProperties: true })
+export const initBody = Type.Object(
+  { display: tolerantDisplay, ...deviceInformationSchema.properties },
+  { additionalProperties: true, examples: [{ display: { width: 800, height: 480, palette: 'bw' }, model: 'frame-7', firmware: '1.3.2' }] },
+)
 export type InitInput = Static<typeof initBody>
 
-export const codeBody = Type.Object(codeProps, { additionalProperties: false })
+export const codeBody = Type.Object(codeProps, { additionalProperties: false, examples: [{ userCode: exampleIds.userCode }] })
 export type CodeInput = Static<typeof codeBody>
 
 export const claimBody = Type.Object(
@@ -33,6 +37,6 @@ export const claimBody = Type.Object(
     selectedModel: Type.Optional(selectedModel),
     organizationId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ pinCode: exampleIds.pinCode, name: 'Kitchen', icon: 'frame', color: '#ffaa00' }] },
 )
 export type ClaimInput = Static<typeof claimBody>

@@ -17,11 +17,12 @@ import { findDevice, findMemberRole, listDevices } from './repository.js'
 import type { DeviceService } from './service.js'
 import { deviceCommandNames } from './tables.js'
 import { Defaulted, StringEnum } from '../http/typebox.js'
+import { exampleIds } from '../openapi/examples.js'
 
 // The interface lists devices in its device module and in its admin API.
 const tags = ['device module', 'admin API']
 
-const idBody = Type.Object({ deviceId }, { additionalProperties: false })
+const idBody = Type.Object({ deviceId }, { additionalProperties: false, examples: [{ deviceId: exampleIds.deviceId }] })
 
 export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth; db: Database; devices: DeviceService }) {
   // Request types are inferred from the TypeBox schemas below.
@@ -131,7 +132,10 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
         summary: 'Get the initialisation record of a device',
         description:
           'Polled by the device. Once approved, the answer carries the MQTT credentials exactly once. Fields this service does not know are ignored.',
-        body: Type.Object({ deviceId, deviceCode: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: true }),
+        body: Type.Object(
+          { deviceId, deviceCode: Type.String({ minLength: 1, maxLength: 64 }) },
+          { additionalProperties: true, examples: [{ deviceId: exampleIds.deviceId, deviceCode: exampleIds.deviceCode }] },
+        ),
         response: { 200: { $ref: 'DeviceInitRecord#' }, ...errors(400, 404, 429) },
       },
     },
@@ -275,7 +279,7 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
             description: Type.Optional(description),
             selectedModel: Type.Optional(selectedModel),
           },
-          { minProperties: 1, additionalProperties: false },
+          { minProperties: 1, additionalProperties: false, examples: [{ name: 'Kitchen frame', color: '#2a9d8f' }] },
         ),
         response: { 200: { $ref: 'DeviceDetail#' }, ...errors(400, 401, 403, 404) },
       },
@@ -309,7 +313,7 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
               Type.Integer({ minimum: 1, maximum: 86400, description: 'for sleep: the same as args.seconds (accepted for older clients)' }),
             ),
           },
-          { additionalProperties: false },
+          { additionalProperties: false, examples: [{ command: 'sleep', args: { seconds: 3600 } }] },
         ),
         response: {
           202: {

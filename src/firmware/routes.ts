@@ -132,6 +132,8 @@ export async function firmwareRoutes(fastify: FastifyInstance, opts: { db: Datab
             notes: { type: 'string', maxLength: 4000 },
             file: { type: 'string', format: 'binary' },
           },
+          // The text fields; the file part is the image's bytes, which a JSON example cannot hold.
+          examples: [{ model: 'frame-7', version: '1.4.0', channel: 'stable', notes: 'Reconnects to Wi-Fi faster after sleep' }],
         },
         response: { 201: releaseRecord, ...errors(400, 401, 403, 409, 413) },
       },
@@ -279,7 +281,7 @@ export async function firmwareRoutes(fastify: FastifyInstance, opts: { db: Datab
               Type.Integer({ minimum: 1, maximum: 100_000, description: 'ended attempts before a halt is considered' }),
             ),
           },
-          { additionalProperties: false },
+          { additionalProperties: false, examples: [{ version: '1.4.0', percent: 25 }] },
         ),
         response: {
           200: Type.Intersect([rolloutRecord, Type.Object({ offeredNow: Type.Integer() })]),
@@ -304,7 +306,7 @@ export async function firmwareRoutes(fastify: FastifyInstance, opts: { db: Datab
         params: idParams,
         body: Type.Object(
           { channel: Type.Optional(StringEnum(firmwareChannels)), pinnedVersion: Type.Optional(Type.Union([versionString, Type.Null()])) },
-          { additionalProperties: false, minProperties: 1 },
+          { additionalProperties: false, minProperties: 1, examples: [{ pinnedVersion: '1.4.0' }] },
         ),
         response: { 200: deviceFirmwareRecord, ...errors(400, 401, 403, 404) },
       },

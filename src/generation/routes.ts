@@ -13,6 +13,7 @@ import { MODELS } from './models.js'
 import { generationRequestSchema, toGenerationResponse } from './records.js'
 import type { GenerationService } from './service.js'
 import { SharedRef } from '../http/typebox.js'
+import { exampleIds, grace } from '../openapi/examples.js'
 
 const idParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) })
 
@@ -40,7 +41,11 @@ export async function generationRoutes(
         description:
           'Starts a job and answers 202 at once; poll GET /api/generate/{id}. The model price is taken from the balance now and refunded if the job fails or is canceled.',
         security,
-        body: SharedRef(generationRequestSchema),
+        body: SharedRef(generationRequestSchema, {
+          examples: [
+            { prompt: { text: 'A lighthouse on a cliff at dawn', template: 'watercolor' }, deviceId: exampleIds.deviceId, model: 'local' },
+          ],
+        }),
         response: { 202: { $ref: 'ImageGenerationResponse#' }, ...errors(400, 401, 402, 403, 404) },
       },
     },
@@ -188,7 +193,7 @@ export async function generationRoutes(
             }),
             note: Type.Optional(Type.String({ maxLength: 200 })),
           },
-          { additionalProperties: false },
+          { additionalProperties: false, examples: [{ userId: grace.id, amount: '25.00', note: 'Welcome credit' }] },
         ),
         response: {
           200: { type: 'object', properties: { userId: { type: 'string' }, balance: { type: 'string' } } },

@@ -19,11 +19,14 @@ export const StringEnum = <const V extends readonly string[]>(values: V, options
 /** `{ type: ['string', 'null'] }`, the document's form of a nullable string (a union would be an anyOf). */
 export const NullableString = (options: TSchemaOptions = {}) => Type.Unsafe<string | null>({ type: ['string', 'null'], ...options })
 
-/** `{ $ref: 'Id#' }` to a shared schema (one given to app.addSchema), typed as that schema's value. */
-export function SharedRef<T extends TSchema>(schema: T) {
+/**
+ * `{ $ref: 'Id#' }` to a shared schema (one given to app.addSchema), typed as that schema's value.
+ * `options` sit beside the reference: a request body's `examples`, which belong to the route.
+ */
+export function SharedRef<T extends TSchema>(schema: T, options: { examples?: Array<Static<T>> } = {}) {
   const id = (schema as { $id?: unknown }).$id
   if (typeof id !== 'string') throw new Error('SharedRef needs a schema with an $id')
-  return Type.Unsafe<Static<T>>({ $ref: `${id}#` })
+  return Type.Unsafe<Static<T>>({ $ref: `${id}#`, ...options })
 }
 
 /** A schema given an `$id` (to share with app.addSchema) that its type carries too, as installSchemaCompilers needs. */

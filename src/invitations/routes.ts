@@ -6,6 +6,7 @@ import { Type, type Static } from 'typebox'
 import type { Auth } from '../auth/auth.js'
 import { findCaller, toHeaders } from '../auth/guard.js'
 import type { Database } from '../db/client.js'
+import { exampleIds } from '../openapi/examples.js'
 import { closedPage, invitationPage, notFoundPage } from './page.js'
 import { findInvitationDetails } from './repository.js'
 import { acceptInvitation, stateOf } from './service.js'
@@ -14,7 +15,10 @@ const err = { $ref: 'Error#' }
 const tags = ['admin API']
 const idParam = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$' })
 const params = Type.Object({ id: idParam })
-const acceptBody = Type.Object({ invitationId: idParam }, { additionalProperties: false })
+const acceptBody = Type.Object(
+  { invitationId: idParam },
+  { additionalProperties: false, examples: [{ invitationId: exampleIds.invitationId }] },
+)
 
 export async function invitationRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database }) {
   const { auth, db } = opts

@@ -15,14 +15,19 @@ import type { Auth } from '../auth/auth.js'
 import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
 import { appError } from '../errors.js'
+import { exampleIds } from '../openapi/examples.js'
 
-const body = Type.Object({
-  clientid: Type.String({ maxLength: 256 }),
-  username: Type.Optional(Type.String({ maxLength: 256 })),
-  password: Type.Optional(Type.String({ maxLength: 4096 })),
-  topic: Type.Optional(Type.String({ maxLength: 1024 })),
-  action: Type.Optional(StringEnum(['publish', 'subscribe'])),
-})
+const body = Type.Object(
+  {
+    clientid: Type.String({ maxLength: 256 }),
+    username: Type.Optional(Type.String({ maxLength: 256 })),
+    password: Type.Optional(Type.String({ maxLength: 4096 })),
+    topic: Type.Optional(Type.String({ maxLength: 1024 })),
+    action: Type.Optional(StringEnum(['publish', 'subscribe'])),
+  },
+  // A device connecting: its id is its client id and user name, its secret the password.
+  { examples: [{ clientid: exampleIds.deviceId, username: exampleIds.deviceId, password: exampleIds.deviceSecret }] },
+)
 
 const digest = (s: string) => createHash('sha256').update(s).digest()
 

@@ -19,17 +19,23 @@ import type { Auth } from '../auth/auth.js'
 import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
 import { appError } from '../errors.js'
+import { exampleIds } from '../openapi/examples.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const field = (maxLength: number) => Type.Optional(Type.String({ maxLength }))
 // RabbitMQ adds fields as it grows (tags, variable_map.*): the ones not listed are accepted and ignored.
 const open = { additionalProperties: true } as const
+/** What RabbitMQ asks about the example device (its id is its user name and client id). */
+const device = { username: exampleIds.deviceId, vhost: '/' }
 const userBody = Type.Object(
   { username: Type.String({ maxLength: 256 }), password: field(4096), vhost: field(256), client_id: field(256) },
-  open,
+  { ...open, examples: [{ ...device, password: exampleIds.deviceSecret, client_id: exampleIds.deviceId }] },
 )
-const vhostBody = Type.Object({ username: Type.String({ maxLength: 256 }), vhost: field(256), ip: field(64), client_id: field(256) }, open)
+const vhostBody = Type.Object(
+  { username: Type.String({ maxLength: 256 }), vhost: field(256), ip: field(64), client_id: field(256) },
+  { ...open, examples: [{ ...device, ip: '192.0.2.10', client_id: exampleIds.deviceId }] },
+)
 /** What RabbitMQ sends about a resource (and, with a routing key, a topic) a user would touch. */
 const resourceFields = {
   username: Type.String({ maxLength: 256 }),
@@ -38,10 +44,36 @@ const resourceFields = {
   name: Type.String({ maxLength: 256 }),
   permission: Type.String({ maxLength: 32 }),
 }
-const resourceBody = Type.Object({ ...resourceFields, client_id: field(256) }, open)
+const resourceBody = Type.Object(
+  { ...resourceFields, client_id: field(256) },
+  {
+    ...open,
+    examples: [
+      {
+        ...device,
+        resource: 'queue',
+        name: `mqtt-subscription-${exampleIds.deviceId}qos1`,
+        permission: 'configure',
+        client_id: exampleIds.deviceId,
+      },
+    ],
+  },
+)
 const topicBody = Type.Object(
   { ...resourceFields, routing_key: Type.String({ maxLength: 1024 }), 'variable_map.client_id': field(256) },
-  open,
+  {
+    ...open,
+    examples: [
+      {
+        ...device,
+        resource: 'topic',
+        name: 'amq.topic',
+        permission: 'write',
+        routing_key: `devices.${exampleIds.deviceId}.up.status`,
+        'variable_map.client_id': exampleIds.deviceId,
+      },
+    ],
+  },
 )
 
 type Answer = 'allow' | 'deny'

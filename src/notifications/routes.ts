@@ -12,6 +12,7 @@ import { findDevice } from '../devices/repository.js'
 import { findUserById } from '../auth/users-repository.js'
 import { appError } from '../errors.js'
 import { StringEnum } from '../http/typebox.js'
+import { pushSubscription } from '../openapi/examples.js'
 import { subscriptionBody } from './inputs.js'
 import type { PushSubscriptionRow } from './repository.js'
 import type { Notifier } from './service.js'
@@ -123,7 +124,7 @@ export async function notificationRoutes(fastify: FastifyInstance, opts: { auth:
             id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
             endpoint: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
           },
-          { minProperties: 1, maxProperties: 1, additionalProperties: false },
+          { minProperties: 1, maxProperties: 1, additionalProperties: false, examples: [{ endpoint: pushSubscription.endpoint }] },
         ),
         response: {
           200: { type: 'object', required: ['success', 'id'], properties: { success: { type: 'boolean' }, id: { type: 'string' } } },
@@ -166,7 +167,10 @@ export async function notificationRoutes(fastify: FastifyInstance, opts: { auth:
               Type.Integer({ minimum: 0, maximum: 2419200, description: 'seconds the push service keeps an undelivered message' }),
             ),
           },
-          { additionalProperties: false },
+          {
+            additionalProperties: false,
+            examples: [{ title: 'Dinner is ready', body: 'Come to the kitchen, it is getting cold.', url: '/devices', urgency: 'high' }],
+          },
         ),
         response: {
           200: {
@@ -235,7 +239,7 @@ export async function notificationRoutes(fastify: FastifyInstance, opts: { auth:
         tags,
         summary: 'Change what you are notified about',
         security,
-        body: Type.Partial(preferencesRecord, { minProperties: 1, additionalProperties: false }),
+        body: Type.Partial(preferencesRecord, { minProperties: 1, additionalProperties: false, examples: [{ devicePresence: false }] }),
         response: { 200: preferencesRecord, ...errors(400, 401) },
       },
     },

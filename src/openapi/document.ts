@@ -96,6 +96,17 @@ export function securitySchemes(sessionCookie: string) {
   }
 }
 
+/** An operation's request example that register.ts could not leave in its body (a `$ref`); moved there here. */
+export const BODY_EXAMPLE = 'x-body-example'
+
+function placeBodyExamples(doc: OpenApiDocument): void {
+  for (const { op } of operationsOf(doc)) {
+    if (!(BODY_EXAMPLE in op)) continue
+    for (const media of Object.values(op.requestBody?.content ?? {})) media.example ??= op[BODY_EXAMPLE]
+    delete op[BODY_EXAMPLE]
+  }
+}
+
 export function operationsOf(doc: OpenApiDocument): Array<{ path: string; method: string; op: Operation }> {
   const out: Array<{ path: string; method: string; op: Operation }> = []
   for (const [path, item] of Object.entries(doc.paths)) {
@@ -116,6 +127,7 @@ export function finishDocument(doc: OpenApiDocument, opts: { sessionCookie: stri
   doc.components.securitySchemes = { ...doc.components.securitySchemes, ...securitySchemes(opts.sessionCookie) }
   renameWildcards(doc)
   nonJsonMedia(doc)
+  placeBodyExamples(doc)
   nameOperations(doc)
 
   const used = new Set<string>()

@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifySchema, HTTPMethods } from 'fastify'
 import { AUTH_BASE_PATH, type Auth } from '../auth/auth.js'
 import { tableC } from '../auth/mount.js'
 import { mergeBetterAuth } from './better-auth.js'
-import { finishDocument, securitySchemes } from './document.js'
+import { BODY_EXAMPLE, finishDocument, securitySchemes } from './document.js'
 import type { OpenApiDocument } from './types.js'
 
 export const OPENAPI_PATH = '/api/openapi.json'
@@ -51,6 +51,18 @@ const docsRouteSchemas: Record<string, FastifySchema> = {
   },
 }
 
+/**
+ * @fastify/swagger drops every keyword beside a `$ref`, so the examples of a body that is a shared
+ * schema (`SharedRef(schema, { examples })`) travel beside the body; finishDocument puts the first
+ * one in the request body.
+ */
+function withBodyExample(schema: FastifySchema): FastifySchema {
+  const body = schema.body as { $ref?: string; examples?: unknown[] } | undefined
+  if (!body?.$ref || !Array.isArray(body.examples)) return schema
+  const { examples, ...ref } = body
+  return { ...schema, body: ref, [BODY_EXAMPLE]: examples[0] } as FastifySchema
+}
+
 export async function registerOpenApi(app: FastifyInstance, opts: { auth: Auth }) {
   const { auth } = opts
   const betterAuthDoc = (await auth.api.generateOpenAPISchema()) as unknown as OpenApiDocument
@@ -83,9 +95,8 @@ export async function registerOpenApi(app: FastifyInstance, opts: { auth: Auth }
       if (docs) return { schema: docs, url: page }
       // A body Fastify does not parse into req.body (multipart, raw bytes) is declared for the
       // document only, under 'x-body', so validation does not run against it.
-      const documented = (schema as { 'x-body'?: unknown })['x-body']
-      if (documented) return { schema: { ...schema, body: documented }, url }
-      return { schema, url }
+      const { 'x-body': documented, ...rest } = schema as FastifySchema & { 'x-body'?: unknown }
+      return { schema: withBodyExample(documented ? { ...rest, body: documented } : schema), url }
     },
     transformObject: (generated) =>
       finishDocument(

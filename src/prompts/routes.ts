@@ -13,6 +13,7 @@ import { listDevicePrompts } from './repository.js'
 import type { PromptService } from './service.js'
 import { Defaulted, SharedRef } from '../http/typebox.js'
 import { TEMPLATES } from './templates.js'
+import { exampleIds } from '../openapi/examples.js'
 
 // The interface lists prompts in its device module and in its admin API.
 const tags = ['device module', 'admin API']
@@ -30,7 +31,9 @@ export async function promptRoutes(fastify: FastifyInstance, opts: { auth: Auth;
         summary: 'Create a new prompt',
         description: 'Stores the prompt; when a device is named it is published to devices/{id}/prompt.',
         security,
-        body: SharedRef(promptInputSchema),
+        body: SharedRef(promptInputSchema, {
+          examples: [{ text: 'A lighthouse on a cliff at dawn', template: 'watercolor', deviceId: exampleIds.deviceId }],
+        }),
         response: { 201: { $ref: 'Prompt#' }, ...errors(400, 401, 403, 404) },
       },
     },

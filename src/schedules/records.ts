@@ -3,6 +3,7 @@
 import { Type } from 'typebox'
 import { MODEL_IDS } from '../generation/models.js'
 import { NullableString, Shared, StringEnum } from '../http/typebox.js'
+import { exampleIds } from '../openapi/examples.js'
 import { WEEKDAYS } from './plan.js'
 import { playlistModes } from './tables.js'
 
@@ -45,12 +46,15 @@ export const playlistCreateSchema = Type.Object(
     ),
     items: Type.Optional(Type.Array(playlistItemInputSchema, { maxItems: 500 })),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [{ name: 'Family photos', mode: 'shuffle', itemSeconds: 3600, items: [{ kind: 'upload', key: exampleIds.uploadKey }] }],
+  },
 )
 
 export const playlistPatchSchema = Type.Object(
   { name: Type.Optional(fields.name), mode: Type.Optional(fields.mode), itemSeconds: Type.Optional(fields.itemSeconds) },
-  { additionalProperties: false, minProperties: 1 },
+  { additionalProperties: false, minProperties: 1, examples: [{ name: 'Family photos (winter)', itemSeconds: 1800 }] },
 )
 
 export const playlistItemAddSchema = Type.Object(
@@ -58,12 +62,12 @@ export const playlistItemAddSchema = Type.Object(
     item: playlistItemInputSchema,
     position: Type.Optional(Type.Integer({ minimum: 0, maximum: 500, description: 'where it goes (0 = first); the end when left out' })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ item: { kind: 'upload', key: exampleIds.uploadKey }, position: 0 }] },
 )
 
 export const playlistOrderSchema = Type.Object(
   { itemIds: Type.Array(id, { maxItems: 500, description: 'every item of the playlist, once, in the new order' }) },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ itemIds: [exampleIds.playlistItemIds[1], exampleIds.playlistItemIds[0]] }] },
 )
 
 export const playlistRecordSchema = Shared(
@@ -118,7 +122,16 @@ export const scheduleInputSchema = Type.Object(
       },
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        timeZone: 'Europe/Berlin',
+        rules: [{ playlistId: exampleIds.playlistId, days: ['mon', 'tue', 'wed', 'thu', 'fri'], from: '07:00', to: '22:00' }],
+        sleep: [{ from: '23:00', to: '06:30' }],
+      },
+    ],
+  },
 )
 
 export const scheduleRecordSchema = Shared(

@@ -165,7 +165,15 @@ export async function trmnlRoutes(app: FastifyInstance, opts: { trmnl: TrmnlServ
         summary: 'A TRMNL device sends its log',
         description: '`{logs: [{id, message, created_at (epoch seconds), level, …}]}`, kept with the device’s logs under their limits.',
         headers: deviceHeaders,
-        body: Type.Object({ logs: Type.Array(Type.Unknown()) }, { additionalProperties: true }),
+        body: Type.Object(
+          { logs: Type.Array(Type.Unknown()) },
+          {
+            additionalProperties: true,
+            examples: [
+              { logs: [{ id: 17, message: 'Wi-Fi connection took 4.2 s', created_at: 1748763000, level: 'info', battery_voltage: 4.02 }] },
+            ],
+          },
+        ),
         response: { 204: Type.Null(), ...errors(400, 401, 413) },
       },
     },

@@ -9,6 +9,7 @@ import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
 import { callerSecurity as security } from '../http/route-schemas.js'
 import { appError } from '../errors.js'
+import { exampleIds } from '../openapi/examples.js'
 import { acceptedContentTypes } from './images.js'
 import type { UploadSender } from './send.js'
 import { tooLarge, type UploadService } from './service.js'
@@ -124,7 +125,7 @@ export async function uploadRoutes(
         security,
         body: Type.Object(
           { contentType: Type.String({ enum: [...acceptedContentTypes] }), size: Type.Integer({ minimum: 1 }) },
-          { additionalProperties: false },
+          { additionalProperties: false, examples: [{ contentType: 'image/jpeg', size: 482113 }] },
         ),
         response: {
           200: {
@@ -152,7 +153,7 @@ export async function uploadRoutes(
         tags,
         summary: 'Finish a direct upload',
         security,
-        body: Type.Object({ key: keyString }, { additionalProperties: false }),
+        body: Type.Object({ key: keyString }, { additionalProperties: false, examples: [{ key: exampleIds.incomingKey }] }),
         response: { 201: uploadRecord, ...errors(400, 401, 404, 413, 415, 422) },
       },
     },
@@ -169,7 +170,10 @@ export async function uploadRoutes(
           "Converts one of your uploads for the device's display (size, palette, dithering) like a generated image and publishes it to devices/{id}/image. " +
           'Needs the right to manage the device (its owner, or an admin of its organization).',
         security,
-        body: Type.Object({ key: keyString, deviceId: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false }),
+        body: Type.Object(
+          { key: keyString, deviceId: Type.String({ minLength: 1, maxLength: 64 }) },
+          { additionalProperties: false, examples: [{ key: exampleIds.uploadKey, deviceId: exampleIds.deviceId }] },
+        ),
         response: {
           200: {
             type: 'object',
