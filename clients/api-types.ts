@@ -7513,6 +7513,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "provider": "google",
+                 *       "callbackURL": "/"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Callback URL to redirect to after the user has signed in */
                     callbackURL?: string;
@@ -7636,6 +7642,12 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "code": "4/0AanRRrsT2kXq9vH7bL3mY8wZ1pC5dF6gJ0nQ4sU",
+                 *       "state": "hGq7XcT2vLm9R4pWzK8sN1bY5dF3jA6e"
+                 *     }
+                 */
                 "application/json": {
                     code?: string;
                     error?: string;
@@ -7709,6 +7721,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": Record<string, never>;
             };
         };
@@ -7744,6 +7757,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": {
                     /** @description The URL to redirect to after provider logout */
                     callbackURL?: string;
@@ -7789,6 +7803,14 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Ada Lovelace",
+                 *       "email": "ada@example.com",
+                 *       "password": "analytical-engine-1843",
+                 *       "callbackURL": "/"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The name of the user */
                     name: string;
@@ -7867,6 +7889,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "password": "analytical-engine-1843",
+                 *       "rememberMe": true
+                 *     }
+                 */
                 "application/json": {
                     /** @description Email of the user */
                     email: string;
@@ -7917,6 +7946,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "newPassword": "analytical-engine-1843",
+                 *       "token": "xdiY7UzVUbwpZWBH5c5olV5CFFyrfApK"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The new password to set */
                     newPassword: string;
@@ -7956,6 +7991,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "password": "analytical-engine-1843"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The password to verify */
                     password: string;
@@ -8028,6 +8068,12 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "callbackURL": "/"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description The email to send the verification email to
@@ -8036,7 +8082,7 @@ export interface operations {
                     email: string;
                     /**
                      * @description The URL to use for email verification callback
-                     * @example https://example.com/callback
+                     * @example /
                      */
                     callbackURL?: string | null;
                 };
@@ -8077,6 +8123,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "newEmail": "ada.lovelace@example.com",
+                 *       "callbackURL": "/"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The new email address to set must be a valid email address */
                     newEmail: string;
@@ -8123,6 +8175,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "currentPassword": "analytical-engine-1843",
+                 *       "newPassword": "difference-engine-1822"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The new password to set */
                     newPassword: string;
@@ -8193,6 +8251,7 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /** @example {} */
                 "application/json": {
                     [key: string]: unknown;
                 };
@@ -8229,6 +8288,12 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Ada King",
+                 *       "phoneNumber": "+442079460000"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The name of the user */
                     name?: string;
@@ -8269,6 +8334,12 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "password": "analytical-engine-1843",
+                 *       "callbackURL": "/"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The callback URL to redirect to after the user is deleted */
                     callbackURL?: string;
@@ -8316,6 +8387,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "redirectTo": "/new-password"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The email address of the user to send a password reset email to */
                     email: string;
@@ -8416,6 +8493,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "token": "mEisDfqnJGuotNhmoDjLRFiY7AIOGvnq"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The token to revoke */
                     token: string;
@@ -8454,6 +8536,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": Record<string, never>;
             };
         };
@@ -8489,6 +8572,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": Record<string, never>;
             };
         };
@@ -8524,6 +8608,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "provider": "google",
+                 *       "callbackURL": "/"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The URL to redirect to after the user has signed in */
                     callbackURL?: string;
@@ -8661,6 +8751,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "accountId": "pfJxcu5lQHSYheSYk4hugXdf0nmj2wkJ"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The Better Auth account ID to unlink */
                     accountId: string;
@@ -8698,6 +8793,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "accountId": "pfJxcu5lQHSYheSYk4hugXdf0nmj2wkJ"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The Better Auth account ID */
                     accountId: string;
@@ -8758,6 +8858,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "accountId": "pfJxcu5lQHSYheSYk4hugXdf0nmj2wkJ"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The Better Auth account ID */
                     accountId: string;
@@ -8911,6 +9016,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "userId": "ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp",
+                 *       "role": "admin"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The user id */
                     userId: string;
@@ -8980,6 +9091,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "alan@example.com",
+                 *       "password": "bombe-machine-1939",
+                 *       "name": "Alan Turing",
+                 *       "role": "user"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The email of the user */
                     email: string;
@@ -9024,6 +9143,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "userId": "ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp",
+                 *       "data": {
+                 *         "name": "Grace Brewster Hopper"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /** @description The user id */
                     userId: string;
@@ -9107,6 +9234,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "userId": "ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The user id */
                     userId: string;
@@ -9144,6 +9276,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "userId": "ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The user id */
                     userId: string;
@@ -9181,6 +9318,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "userId": "ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp",
+                 *       "banReason": "Sending spam invitations",
+                 *       "banExpiresIn": 604800
+                 *     }
+                 */
                 "application/json": {
                     /** @description The user id */
                     userId: string;
@@ -9222,6 +9366,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "userId": "ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The user id */
                     userId: string;
@@ -9286,6 +9435,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "sessionToken": "mEisDfqnJGuotNhmoDjLRFiY7AIOGvnq"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The session token */
                     sessionToken: string;
@@ -9323,6 +9477,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "userId": "ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The user id */
                     userId: string;
@@ -9360,6 +9519,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "userId": "ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The user id */
                     userId: string;
@@ -9397,6 +9561,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "userId": "ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp",
+                 *       "newPassword": "compiler-a0-1952"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The new password */
                     newPassword: string;
@@ -9436,6 +9606,15 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "permissions": {
+                 *         "user": [
+                 *           "ban"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /** @description The permission to check */
                     permissions: Record<string, never>;
@@ -9474,6 +9653,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Acme Studio",
+                 *       "slug": "acme-studio"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The name of the organization */
                     name: string;
@@ -9521,6 +9706,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "organizationId": "eGVwnn8btlm9UCUwouD4L8tpRBCilGTj",
+                 *       "data": {
+                 *         "name": "Hopper Lab"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         /** @description The name of the organization */
@@ -9568,6 +9761,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "organizationId": "eGVwnn8btlm9UCUwouD4L8tpRBCilGTj"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The organization id to delete */
                     organizationId: string;
@@ -9603,6 +9801,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "organizationId": "eGVwnn8btlm9UCUwouD4L8tpRBCilGTj"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The organization id to set as active. It can be null to unset the active organization. Eg: "org-id" */
                     organizationId?: string | null;
@@ -9725,6 +9928,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "role": "member",
+                 *       "organizationId": "eGVwnn8btlm9UCUwouD4L8tpRBCilGTj"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The email address of the user to invite */
                     email: string;
@@ -9776,6 +9986,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "invitationId": "ZeTNbJOGKDKEEwxyQj9gQfDrMnfMY0Pt"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The ID of the invitation to cancel */
                     invitationId: string;
@@ -9811,6 +10026,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "invitationId": "ZeTNbJOGKDKEEwxyQj9gQfDrMnfMY0Pt"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The ID of the invitation to accept */
                     invitationId: string;
@@ -9888,6 +10108,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "invitationId": "ZeTNbJOGKDKEEwxyQj9gQfDrMnfMY0Pt"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The ID of the invitation to reject */
                     invitationId: string;
@@ -9985,6 +10210,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "slug": "acme-studio"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The organization slug to check. Eg: "my-org" */
                     slug: string;
@@ -10020,6 +10250,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "memberIdOrEmail": "ada@example.com",
+                 *       "organizationId": "eGVwnn8btlm9UCUwouD4L8tpRBCilGTj"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The ID or email of the member to remove */
                     memberIdOrEmail: string;
@@ -10064,6 +10300,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "memberId": "GwA0FZGZbYtXoDJ0N6TCsgVyC8OezC21",
+                 *       "role": "admin",
+                 *       "organizationId": "eGVwnn8btlm9UCUwouD4L8tpRBCilGTj"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The new role to be applied. This can be a string or array of strings representing the roles. Eg: ["admin", "sale"] */
                     role: string | string[];
@@ -10110,6 +10353,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "organizationId": "eGVwnn8btlm9UCUwouD4L8tpRBCilGTj"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The organization Id for the member to leave. Eg: "organization-id" */
                     organizationId: string;
@@ -10252,6 +10500,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Kitchen displays",
+                 *       "organizationId": "eGVwnn8btlm9UCUwouD4L8tpRBCilGTj"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The name of the team. Eg: "my-team" */
                     name: string;
@@ -10351,6 +10605,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "teamId": "ADLVKsYVAl8HEnDLWABfhZijHQGKZId7",
+                 *       "organizationId": "eGVwnn8btlm9UCUwouD4L8tpRBCilGTj"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The team ID of the team to remove. Eg: "team-id" */
                     teamId: string;
@@ -10394,6 +10654,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "teamId": "ADLVKsYVAl8HEnDLWABfhZijHQGKZId7",
+                 *       "data": {
+                 *         "name": "Hallway displays"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /** @description The ID of the team to be updated. Eg: "team-id" */
                     teamId: string;
@@ -10450,6 +10718,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "teamId": "ADLVKsYVAl8HEnDLWABfhZijHQGKZId7"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The team id to set as active. It can be null to unset the active team */
                     teamId?: string | null;
@@ -10554,6 +10827,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "teamId": "ADLVKsYVAl8HEnDLWABfhZijHQGKZId7",
+                 *       "userId": "ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The team the user should be a member of. */
                     teamId: string;
@@ -10605,6 +10884,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "teamId": "ADLVKsYVAl8HEnDLWABfhZijHQGKZId7",
+                 *       "userId": "ii5r8AEABUXTt2Tx94C8ybC4sGNGlNSp"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The team the user should be removed from. */
                     teamId: string;
@@ -10650,6 +10935,15 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "permissions": {
+                 *         "invitation": [
+                 *           "create"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @deprecated
@@ -10719,6 +11013,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "sessionToken": "mEisDfqnJGuotNhmoDjLRFiY7AIOGvnq"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The session token to set as active */
                     sessionToken: string;
@@ -10756,6 +11055,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "sessionToken": "mEisDfqnJGuotNhmoDjLRFiY7AIOGvnq"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The session token to revoke */
                     sessionToken: string;
@@ -10793,6 +11097,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "callbackURL": "/"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Email address to send the magic link */
                     email: string;
@@ -10876,6 +11186,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "type": "sign-in"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Email address to send the OTP */
                     email: string;
@@ -10918,6 +11234,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "type": "sign-in",
+                 *       "otp": "482913"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Email address the OTP was sent to */
                     email: string;
@@ -10962,6 +11285,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "otp": "482913"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Email address to verify */
                     email: string;
@@ -11008,6 +11337,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "otp": "482913"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Email address to sign in */
                     email: string;
@@ -11055,6 +11390,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Email address to send the OTP */
                     email: string;
@@ -11093,6 +11433,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Email address to send the OTP */
                     email: string;
@@ -11131,6 +11476,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "otp": "482913",
+                 *       "password": "analytical-engine-1843"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Email address to reset the password */
                     email: string;
@@ -11172,6 +11524,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "newEmail": "ada.lovelace@example.com"
+                 *     }
+                 */
                 "application/json": {
                     /** @description New email address to send the OTP */
                     newEmail: string;
@@ -11210,6 +11567,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "newEmail": "ada.lovelace@example.com",
+                 *       "otp": "482913"
+                 *     }
+                 */
                 "application/json": {
                     /** @description New email address to verify and change to */
                     newEmail: string;
@@ -11367,6 +11730,26 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "MacBook Touch ID",
+                 *       "response": {
+                 *         "id": "pX3b9CkQ2rT7vW1yZ5aD8fG0hJ4kL6mN",
+                 *         "rawId": "pX3b9CkQ2rT7vW1yZ5aD8fG0hJ4kL6mN",
+                 *         "type": "public-key",
+                 *         "authenticatorAttachment": "platform",
+                 *         "clientExtensionResults": {},
+                 *         "response": {
+                 *           "clientDataJSON": "eyJ0eXBlIjoid2ViYXV0aG4uZ2V0IiwiY2hhbGxlbmdlIjoiWTJoaGJHeGxibWRsIiwib3JpZ2luIjoiaHR0cDovL2xvY2FsaG9zdDozMDAwIn0",
+                 *           "attestationObject": "o2NmbXRkbm9uZWdhdHRTdG10oGhhdXRoRGF0YViYSZYN5YgOjGh0NBcPZHZgW4_krrmihjLHmVzzuoMdl2NdAAAAAA",
+                 *           "transports": [
+                 *             "internal",
+                 *             "hybrid"
+                 *           ]
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     response: unknown;
                     /** @description Name of the passkey */
@@ -11414,6 +11797,23 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "response": {
+                 *         "id": "pX3b9CkQ2rT7vW1yZ5aD8fG0hJ4kL6mN",
+                 *         "rawId": "pX3b9CkQ2rT7vW1yZ5aD8fG0hJ4kL6mN",
+                 *         "type": "public-key",
+                 *         "authenticatorAttachment": "platform",
+                 *         "clientExtensionResults": {},
+                 *         "response": {
+                 *           "clientDataJSON": "eyJ0eXBlIjoid2ViYXV0aG4uZ2V0IiwiY2hhbGxlbmdlIjoiWTJoaGJHeGxibWRsIiwib3JpZ2luIjoiaHR0cDovL2xvY2FsaG9zdDozMDAwIn0",
+                 *           "authenticatorData": "SZYN5YgOjGh0NBcPZHZgW4_krrmihjLHmVzzuoMdl2MdAAAAAA",
+                 *           "signature": "MEUCIQDx3m2R0aT9vW5yZ8bC1dF4gH7jK0mN3pQ6sT9uV2wX5AIgYj1k4n7q0t3w6z9c2f5i8l1o4r7u0x3a6d9g2j5m8p0",
+                 *           "userHandle": "aWk1cjhBRUFCVVhUdDJUeDk0Qzh5YkM0c0dOR2xOU3A"
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     response: {
                         [key: string]: unknown;
@@ -11479,6 +11879,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "kOVU3vyvnhbPG0Htk9RS5BKzL9n14w6L"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The ID of the passkey to delete. Eg: "some-passkey-id" */
                     id: string;
@@ -11517,6 +11922,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "kOVU3vyvnhbPG0Htk9RS5BKzL9n14w6L",
+                 *       "name": "MacBook Touch ID"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The ID of the passkey which will be updated. Eg: "passkey-id" */
                     id: string;
@@ -11635,6 +12046,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Kitchen display script",
+                 *       "expiresIn": 7776000
+                 *     }
+                 */
                 "application/json": {
                     /** @description The configuration ID to use for the API key. If not provided, the default configuration will be used. */
                     configId?: string;
@@ -11849,6 +12266,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "keyId": "7QVKEKo5O321C8ZkuURtqm35E7aenU2v",
+                 *       "name": "Hallway display script"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The configuration ID to use for the API key lookup. If not provided, the default configuration will be used. */
                     configId?: string;
@@ -11972,6 +12395,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "keyId": "7QVKEKo5O321C8ZkuURtqm35E7aenU2v"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The id of the API key to delete */
                     keyId: string;
@@ -12134,6 +12562,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": {
                     /** @description The URL to redirect to after provider logout */
                     callbackURL?: string;
@@ -12179,6 +12608,14 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Ada Lovelace",
+                 *       "email": "ada@example.com",
+                 *       "password": "analytical-engine-1843",
+                 *       "callbackURL": "/"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The name of the user */
                     name: string;
@@ -12257,6 +12694,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "password": "analytical-engine-1843",
+                 *       "rememberMe": true
+                 *     }
+                 */
                 "application/json": {
                     /** @description Email of the user */
                     email: string;
@@ -12307,6 +12751,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "newPassword": "analytical-engine-1843",
+                 *       "token": "xdiY7UzVUbwpZWBH5c5olV5CFFyrfApK"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The new password to set */
                     newPassword: string;
@@ -12381,6 +12831,12 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "callbackURL": "/"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description The email to send the verification email to
@@ -12389,7 +12845,7 @@ export interface operations {
                     email: string;
                     /**
                      * @description The URL to use for email verification callback
-                     * @example https://example.com/callback
+                     * @example /
                      */
                     callbackURL?: string | null;
                 };
@@ -12430,6 +12886,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "newEmail": "ada.lovelace@example.com",
+                 *       "callbackURL": "/"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The new email address to set must be a valid email address */
                     newEmail: string;
@@ -12476,6 +12938,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "currentPassword": "analytical-engine-1843",
+                 *       "newPassword": "difference-engine-1822"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The new password to set */
                     newPassword: string;
@@ -12546,6 +13014,12 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Ada King",
+                 *       "phoneNumber": "+442079460000"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The name of the user */
                     name?: string;
@@ -12586,6 +13060,12 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "password": "analytical-engine-1843",
+                 *       "callbackURL": "/"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The callback URL to redirect to after the user is deleted */
                     callbackURL?: string;
@@ -12667,6 +13147,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "redirectTo": "/new-password"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The email address of the user to send a password reset email to */
                     email: string;
@@ -12733,6 +13219,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "token": "mEisDfqnJGuotNhmoDjLRFiY7AIOGvnq"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The token to revoke */
                     token: string;
@@ -12771,6 +13262,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": Record<string, never>;
             };
         };
@@ -12806,6 +13298,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": Record<string, never>;
             };
         };
@@ -12841,6 +13334,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "provider": "google",
+                 *       "callbackURL": "/"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The URL to redirect to after the user has signed in */
                     callbackURL?: string;
@@ -12978,6 +13477,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "accountId": "pfJxcu5lQHSYheSYk4hugXdf0nmj2wkJ"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The Better Auth account ID to unlink */
                     accountId: string;
@@ -13015,6 +13519,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "accountId": "pfJxcu5lQHSYheSYk4hugXdf0nmj2wkJ"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The Better Auth account ID */
                     accountId: string;
@@ -13075,6 +13584,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "accountId": "pfJxcu5lQHSYheSYk4hugXdf0nmj2wkJ"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The Better Auth account ID */
                     accountId: string;
@@ -13161,6 +13675,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "redirectTo": "/new-password"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The email address of the user to send a password reset email to */
                     email: string;
@@ -13201,8 +13721,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "accountId": "pfJxcu5lQHSYheSYk4hugXdf0nmj2wkJ"
+                 *     }
+                 */
                 "application/json": {
-                    /** @description The provider account id (from GET /list-accounts) */
+                    /** @description Better Auth's account id: an `id` from GET /list-accounts */
                     accountId: string;
                 };
             };

@@ -4,6 +4,8 @@
 // interface's snake_case records, and its error bodies are the bare {message} our mount rewrites
 // to {message, code}; all of that is adjusted here.
 import type { HTTPMethods } from 'fastify'
+import { betterAuthExamples } from './better-auth-examples.js'
+import { exampleIds } from './examples.js'
 import type { OpenApiDocument, Operation, PathItem, Response, Schema } from './types.js'
 
 /** A root path answered by forwarding to a Better Auth endpoint (see src/auth/mount.ts). */
@@ -121,6 +123,20 @@ function addMissingSuccess(path: string, op: Operation) {
 }
 
 /**
+ * A request example this service accepts as it is (better-auth-examples.ts). Better Auth's own
+ * field examples name callback URLs on another site, which the service refuses: they become a
+ * path of the service.
+ */
+function addExample(path: string, op: Operation) {
+  const media = op.requestBody?.content['application/json']
+  if (!media) return
+  visit(media.schema, (obj) => {
+    if (typeof obj.example === 'string' && /^https?:\/\//.test(obj.example)) obj.example = '/'
+  })
+  if (path in betterAuthExamples) media.example = clone(betterAuthExamples[path])
+}
+
+/**
  * The operation Better Auth documents for `method path`, copied so it can be served at the root.
  * The copy gets its own operationId (ids are unique across a document).
  */
@@ -151,8 +167,9 @@ function accountInfoCompat(ba: OpenApiDocument): Operation {
         schema: {
           type: 'object',
           required: ['accountId'],
-          properties: { accountId: { type: 'string', description: 'The provider account id (from GET /list-accounts)' } },
+          properties: { accountId: { type: 'string', description: "Better Auth's account id: an `id` from GET /list-accounts" } },
         },
+        example: { accountId: exampleIds.accountId },
       },
     },
   }
@@ -225,6 +242,7 @@ export function mergeBetterAuth(ours: OpenApiDocument, betterAuth: OpenApiDocume
     for (const op of Object.values(item)) {
       adaptOperation(path, op)
       addMissingSuccess(path, op)
+      addExample(path, op)
     }
   }
 
