@@ -140,6 +140,7 @@ export const groups = {
       'db/device-foreign-keys.test.ts',
       'db/pglite-init.test.ts',
       'openapi/client.test.ts',
+      'openapi/examples.test.ts',
       'firmware/rollout.test.ts',
       'auth/revocation-race-password.test.ts',
     ],
