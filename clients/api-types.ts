@@ -1296,8 +1296,7 @@ export interface paths {
         /** @description Get the current session */
         get: operations["getSession"];
         put?: never;
-        /** @description Get the current session */
-        post: operations["getSessionPost"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1450,23 +1449,6 @@ export interface paths {
         put?: never;
         /** @description Change the password of the user */
         post: operations["changePassword"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/auth/update-session": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** @description Update the current session */
-        post: operations["updateSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2734,40 +2716,6 @@ export interface paths {
         put?: never;
         /** @description Reset password with email and OTP */
         post: operations["resetPasswordWithEmailOTP"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/auth/email-otp/request-email-change": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** @description Request email change with verification OTP sent to the new email */
-        post: operations["requestEmailChangeWithEmailOTP"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/auth/email-otp/change-email": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** @description Verify new email with OTP and change the email if verification is successful */
-        post: operations["changeEmailWithEmailOTP"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7709,45 +7657,6 @@ export interface operations {
             500: components["responses"]["InternalServerError"];
         };
     };
-    getSessionPost: {
-        parameters: {
-            query?: {
-                disableCookieCache?: boolean;
-                disableRefresh?: boolean;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                /** @example {} */
-                "application/json": Record<string, never>;
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        session: components["schemas"]["AuthSession"];
-                        user: components["schemas"]["AuthUser"];
-                    } | null;
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalServerError"];
-        };
-    };
     signOut: {
         parameters: {
             query?: never;
@@ -8229,43 +8138,6 @@ export interface operations {
                              */
                             updatedAt: string;
                         };
-                    };
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalServerError"];
-        };
-    };
-    updateSession: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /** @example {} */
-                "application/json": {
-                    [key: string]: unknown;
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        session?: components["schemas"]["AuthSession"];
                     };
                 };
             };
@@ -11490,94 +11362,6 @@ export interface operations {
                     otp: string;
                     /** @description New password */
                     password: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        success?: boolean;
-                    };
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalServerError"];
-        };
-    };
-    requestEmailChangeWithEmailOTP: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "newEmail": "ada.lovelace@example.com"
-                 *     }
-                 */
-                "application/json": {
-                    /** @description New email address to send the OTP */
-                    newEmail: string;
-                    otp?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        success?: boolean;
-                    };
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalServerError"];
-        };
-    };
-    changeEmailWithEmailOTP: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "newEmail": "ada.lovelace@example.com",
-                 *       "otp": "482913"
-                 *     }
-                 */
-                "application/json": {
-                    /** @description New email address to verify and change to */
-                    newEmail: string;
-                    /** @description OTP sent to the new email */
-                    otp: string;
                 };
             };
         };

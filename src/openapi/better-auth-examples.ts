@@ -28,13 +28,10 @@ export const betterAuthExamples: Record<string, unknown> = {
   '/sign-up/email': { name: ada.name, email: ada.email, password: ada.password, callbackURL: '/' },
   '/sign-in/email': { email: ada.email, password: ada.password, rememberMe: true },
   '/sign-out': {},
-  '/get-session': {},
   '/send-verification-email': { email: ada.email, callbackURL: '/' },
   '/verify-password': { password: ada.password },
   '/change-email': { newEmail: ada.newEmail, callbackURL: '/' },
   '/change-password': { currentPassword: ada.password, newPassword: ada.newPassword },
-  // No additional session fields are configured: there is nothing else to send.
-  '/update-session': {},
   '/update-user': { name: 'Ada King', phoneNumber: '+442079460000' },
   '/delete-user': { password: ada.password, callbackURL: '/' },
   '/request-password-reset': { email: ada.email, redirectTo: '/new-password' },
@@ -97,8 +94,6 @@ export const betterAuthExamples: Record<string, unknown> = {
   '/email-otp/request-password-reset': { email: ada.email },
   '/forget-password/email-otp': { email: ada.email },
   '/email-otp/reset-password': { email: ada.email, otp: exampleIds.otp, password: ada.password },
-  '/email-otp/request-email-change': { newEmail: ada.newEmail },
-  '/email-otp/change-email': { newEmail: ada.newEmail, otp: exampleIds.otp },
 
   // Passkeys
   '/passkey/verify-registration': {

@@ -195,6 +195,20 @@ const generateSchemaOperation = (basePath: string): Operation => ({
   responses: { 200: { description: 'OpenAPI document', content: { 'application/json': { schema: { type: 'object' } } } } },
 })
 
+/**
+ * Operations Better Auth documents that always refuse in this service's configuration: a client
+ * generated from the document would offer calls that cannot work. POST /get-session needs
+ * session.deferSessionRefresh (GET /get-session is the operation); /update-session has no session
+ * field that takes input here; e-mail change by one-time code is off (POST /change-email with a
+ * link is the way).
+ */
+export const OFF_HERE: ReadonlySet<string> = new Set([
+  'POST /get-session',
+  'POST /update-session',
+  'POST /email-otp/request-email-change',
+  'POST /email-otp/change-email',
+])
+
 function addOperation(doc: OpenApiDocument, path: string, method: string, op: Operation) {
   const item: PathItem = (doc.paths[path] ??= {})
   if (item[method]) throw new Error(`OpenAPI merge: ${method.toUpperCase()} ${path} is documented twice`)
@@ -247,7 +261,9 @@ export function mergeBetterAuth(ours: OpenApiDocument, betterAuth: OpenApiDocume
   }
 
   for (const [path, item] of Object.entries(ba.paths)) {
-    for (const [method, op] of Object.entries(item)) addOperation(ours, `${opts.basePath}${path}`, method, op)
+    for (const [method, op] of Object.entries(item)) {
+      if (!OFF_HERE.has(`${method.toUpperCase()} ${path}`)) addOperation(ours, `${opts.basePath}${path}`, method, op)
+    }
   }
   addOperation(ours, `${opts.basePath}/open-api/generate-schema`, 'get', generateSchemaOperation(opts.basePath))
 

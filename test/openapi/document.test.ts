@@ -5,6 +5,7 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import t from 'tap'
 import { AUTH_BASE_PATH } from '../../src/auth/auth.js'
 import { tableC } from '../../src/auth/mount.js'
+import { OFF_HERE } from '../../src/openapi/better-auth.js'
 import { WILDCARD_PARAM, operationIdFor, operationsOf } from '../../src/openapi/document.js'
 import type { OpenApiDocument } from '../../src/openapi/types.js'
 import { startApp, type TestApp } from '../helpers/app.js'
@@ -135,7 +136,23 @@ t.test('every Better Auth endpoint is documented under /api/auth, and nothing el
   // Its own reference page loads assets from a CDN; it is turned off in favour of /docs.
   const reference = await fetch(`${svc.url}${AUTH_BASE_PATH}/reference`)
   t.equal(reference.status, 404, 'Better Auth reference page is off')
-  const served = endpoints.filter((e) => e.url !== '/reference')
+  // Left out on purpose: each refuses whatever is sent in this configuration (checked below).
+  const served = endpoints.filter((e) => e.url !== '/reference' && !OFF_HERE.has(`${e.method} ${documentedPath(e.url)}`))
+  const { token } = await registerUser(makeClient(svc.url).client, uniqueEmail('off-here'))
+  for (const op of OFF_HERE) {
+    const [method, path] = op.split(' ')
+    t.ok(
+      endpoints.some((e) => e.method === method && documentedPath(e.url) === path),
+      `${op}: Better Auth serves it (else it needs no leaving out)`,
+    )
+    t.notOk(has(method!, `${AUTH_BASE_PATH}${path}`), `${op} is not in the document`)
+    const res = await fetch(`${svc.url}${AUTH_BASE_PATH}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ newEmail: 'x@example.com', otp: '123456' }),
+    })
+    t.ok(res.status >= 400 && res.status < 500, `${op} refuses a signed-in call here (${res.status})`)
+  }
   const missing = served.filter((e) => !has(e.method, `${AUTH_BASE_PATH}${documentedPath(e.url)}`)).map((e) => `${e.method} ${e.url}`)
   t.same(missing, [], 'every Better Auth endpoint is under /api/auth in the document')
 
