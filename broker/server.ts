@@ -3,7 +3,7 @@
 // injected (the service's device/app rules, or permissive ones for the standalone broker).
 import { createRequire } from 'node:module'
 import { createServer, type Server, type Socket } from 'node:net'
-import { createServer as createTlsServer } from 'node:tls'
+import { createSecureContext, createServer as createTlsServer, type Server as TlsServer } from 'node:tls'
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { Aedes, type AedesOptions, type Client } from 'aedes'
@@ -65,6 +65,11 @@ export type MqttServer = {
   listenTcp(port: number, host?: string): Promise<number>
   /** Starts a TLS listener (needs `tls` options); resolves with the bound port. */
   listenTls(port: number, host?: string): Promise<number>
+  /**
+   * Replaces the TLS key and certificate (a renewed certificate): new handshakes use them, open
+   * connections keep theirs. Throws, changing nothing, when they are unusable (not PEM, not a pair).
+   */
+  setTlsCredentials(tls: { key: Buffer; cert: Buffer }): void
   /** Serves MQTT over WebSocket on an existing HTTP server at `path`. */
   attachWebSocket(server: import('node:http').Server, path: string): void
   remoteAddress(client: Client): string | undefined
@@ -185,6 +190,8 @@ export async function createMqttServer(opts: {
 
   const sockets = new Set<Socket>()
   const servers: Server[] = []
+  const tlsServers: TlsServer[] = []
+  let tlsCredentials = opts.tls
   let wss: WebSocketServer | undefined
 
   // Shared by every socket (no closures per connection): `this` is the socket.
@@ -223,11 +230,18 @@ export async function createMqttServer(opts: {
       return listenOn(createServer(onSocket), port, host)
     },
     listenTls(port, host) {
-      if (!opts.tls) return Promise.reject(new Error('no TLS certificate configured'))
-      const server = createTlsServer({ key: opts.tls.key, cert: opts.tls.cert }, onSocket)
+      if (!tlsCredentials) return Promise.reject(new Error('no TLS certificate configured'))
+      const server = createTlsServer({ key: tlsCredentials.key, cert: tlsCredentials.cert }, onSocket)
       // A failed handshake is that client's problem only.
       server.on('tlsClientError', (_err, socket) => socket.destroy())
+      tlsServers.push(server)
       return listenOn(server, port, host)
+    },
+    setTlsCredentials(tls) {
+      // Built once first so a bad pair throws here, before any listener has taken it.
+      createSecureContext({ key: tls.key, cert: tls.cert })
+      tlsCredentials = tls
+      for (const server of tlsServers) server.setSecureContext({ key: tls.key, cert: tls.cert })
     },
     attachWebSocket(server, path) {
       wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxPacketSize + 8 })

@@ -4,6 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { z } from 'zod'
 import { publicKeyOf, readSigningKey, newSigningKeyPem } from './firmware/signing.js'
+import { isLoopbackHost, productionChecks } from './production-checks.js'
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
@@ -22,6 +23,12 @@ const optionalUrl = z
   .optional()
   .transform((v) => (v?.trim() ? v.trim() : undefined))
   .pipe(z.string().url().optional())
+
+/** A value where blank (an empty line in an environment file) means unset. */
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => v?.trim() || undefined)
 
 /** Browsers' push services (Chrome/FCM, Firefox, Edge/WNS, Safari). Endpoints elsewhere are refused. */
 const defaultPushHosts =
@@ -44,8 +51,11 @@ const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).def
 
 const envSchema = z.object({
   PORT: port(3000),
-  HOST: z.string().default('0.0.0.0'),
+  // Loopback: a development machine serves only itself until told otherwise (docs/deployment.md).
+  HOST: z.string().trim().min(1).default('127.0.0.1'),
   BASE_URL: optionalUrl,
+  // NODE_ENV=production refuses an http BASE_URL unless this says the network is trusted.
+  ALLOW_HTTP_BASE_URL: z.enum(['true', 'false']).default('false'),
   DATA_DIR: z.string().default('./data'),
   DATABASE_URL: optionalUrl,
   // The embedded database's page cache (PostgreSQL's shared_buffers; PGlite's own default is 128MB).
@@ -60,6 +70,9 @@ const envSchema = z.object({
     .regex(/^[^+#]*$/, 'REDIS_PREFIX may not contain + or #')
     .default('dps:'),
   MQTT_PORT: port(1883),
+  // The MQTT listeners' addresses: devices may need the network while HTTP stays behind a local proxy.
+  MQTT_HOST: optionalText,
+  MQTT_TLS_HOST: optionalText,
   MQTT_EXTERNAL_URL: optionalUrl,
   AUTH_SECRET: z.string().min(32, 'AUTH_SECRET must be at least 32 characters').optional(),
   ADMIN_EMAILS: csv,
@@ -297,8 +310,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const e = parsed.data
   const dataDir = resolve(e.DATA_DIR)
-  const publicHost = e.HOST === '0.0.0.0' || e.HOST === '::' ? 'localhost' : e.HOST
+  // A wildcard or loopback HOST is reached as localhost: what browsers treat as a secure context
+  // and what a passkey's relying party may be (an IP address may not).
+  const publicHost = e.HOST === '0.0.0.0' || e.HOST === '::' || isLoopbackHost(e.HOST) ? 'localhost' : e.HOST
   const baseUrl = (e.BASE_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, '')
+  const mqttHost = e.MQTT_HOST ?? e.HOST
+  const mqttTlsHost = e.MQTT_TLS_HOST ?? mqttHost
+  const mqttTls = Boolean(e.MQTT_TLS_CERT && e.MQTT_TLS_KEY)
   if (Boolean(e.MQTT_TLS_CERT) !== Boolean(e.MQTT_TLS_KEY)) {
     throw new ConfigError('Invalid configuration:\n  MQTT_TLS_CERT and MQTT_TLS_KEY must be set together')
   }
@@ -310,15 +328,36 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const keyName = { replicate: 'REPLICATE_API_TOKEN', fal: 'FAL_KEY', bfl: 'BFL_API_KEY', openai: 'OPENAI_API_KEY' }[e.IMAGE_PROVIDER]
     throw new ConfigError(`Invalid configuration:\n  IMAGE_PROVIDER=${e.IMAGE_PROVIDER} needs ${keyName}`)
   }
-  if (e.DEVICE_AUTO_APPROVE_USER_EMAIL && e.NODE_ENV === 'production') {
-    // It hands every device that asks to one account: never on a real deployment.
+  const checked =
+    e.NODE_ENV === 'production'
+      ? productionChecks({
+          authSecretSet: Boolean(e.AUTH_SECRET),
+          baseUrl: e.BASE_URL,
+          allowHttpBaseUrl: e.ALLOW_HTTP_BASE_URL === 'true',
+          host: e.HOST,
+          mqttHost,
+          mqttTlsHost,
+          trustProxy: parseTrustProxy(e.TRUST_PROXY),
+          smtpUrl: e.SMTP_URL,
+          trustedOrigins: e.TRUSTED_ORIGINS,
+          demoEnabled: e.DEMO_ENABLED === 'true',
+          adminEmails: e.ADMIN_EMAILS,
+          deviceAutoApproveUserEmail: e.DEVICE_AUTO_APPROVE_USER_EMAIL,
+          mqttTls,
+          mqttPublicUrl: e.MQTT_PUBLIC_URL,
+          mqttExternal: Boolean(e.MQTT_EXTERNAL_URL),
+        })
+      : { problems: [], warnings: [] }
+  if (checked.problems.length) {
     throw new ConfigError(
-      'Invalid configuration:\n  DEVICE_AUTO_APPROVE_USER_EMAIL is for development only and is refused when NODE_ENV=production',
+      `Refusing to start with NODE_ENV=production (docs/deployment.md, production checklist):\n${checked.problems.map((p) => `  ${p}`).join('\n')}`,
     )
   }
   return {
     port: e.PORT,
     host: e.HOST,
+    /** What the production checklist found worth saying but not refusing; logged at start. */
+    warnings: checked.warnings,
     baseUrl,
     dataDir,
     databaseUrl: e.DATABASE_URL,
@@ -448,9 +487,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sweepInterval: e.DEVICE_SWEEP_INTERVAL,
       /** Development only: every init is claimed at once for this account (refused in production). */
       autoApproveUserEmail: e.DEVICE_AUTO_APPROVE_USER_EMAIL?.toLowerCase(),
-      /** The MQTT URL handed to devices with their credentials. */
-      mqttPublicUrl: e.MQTT_PUBLIC_URL ?? `mqtt://${new URL(baseUrl).hostname}:${e.MQTT_PORT}`,
-      /** Derived from MQTT_PORT (and so follows the port taken when the default one is busy). */
+      /** The MQTT URL handed to devices with their credentials: over TLS when its listener is configured. */
+      mqttPublicUrl:
+        e.MQTT_PUBLIC_URL ??
+        (mqttTls ? `mqtts://${new URL(baseUrl).hostname}:${e.MQTT_TLS_PORT}` : `mqtt://${new URL(baseUrl).hostname}:${e.MQTT_PORT}`),
+      /** Derived from the listener's port (and so follows the port it bound, when another was taken or 0 asked for one). */
       mqttPublicUrlIsDefault: !e.MQTT_PUBLIC_URL,
     },
     mqtt: {
@@ -472,8 +513,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       offlineQueueLimit: e.MQTT_OFFLINE_QUEUE_LIMIT,
       /** Cluster mode: heartbeat interval; a node silent for three is dead (its devices go offline, its wills are published). */
       heartbeatMs: e.MQTT_HEARTBEAT_MS,
-      /** PEM files; the TLS listener starts only when both are set. */
-      tls: e.MQTT_TLS_CERT && e.MQTT_TLS_KEY ? { port: e.MQTT_TLS_PORT, certFile: e.MQTT_TLS_CERT, keyFile: e.MQTT_TLS_KEY } : undefined,
+      /** The plain TCP listener's address (HOST unless MQTT_HOST says). */
+      host: mqttHost,
+      /** PEM files, read again on SIGHUP; the TLS listener starts only when both are set. */
+      tls:
+        e.MQTT_TLS_CERT && e.MQTT_TLS_KEY
+          ? { port: e.MQTT_TLS_PORT, host: mqttTlsHost, certFile: e.MQTT_TLS_CERT, keyFile: e.MQTT_TLS_KEY }
+          : undefined,
       /** Fixed per node (kept in DATA_DIR) so stored wills and sessions survive restarts. */
       brokerId: e.MQTT_BROKER_ID ?? persistentValue(dataDir, 'broker-id', () => `node-${randomBytes(6).toString('hex')}`),
       limits: {

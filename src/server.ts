@@ -40,19 +40,24 @@ async function main() {
     }
     throw err
   }
-  // Both listeners bind HOST; the HTTP socket tells how it resolved (localhost → 127.0.0.1).
+  // The HTTP socket tells how HOST resolved (localhost → 127.0.0.1); MQTT listeners on the same
+  // address are named the same way, others as configured.
   const address = app.server.address()
   let host = config.host
   if (address && typeof address === 'object') {
     host = address.family === 'IPv6' ? `[${address.address}]` : address.address
     app.log.info(`HTTP listening on http://${host}:${address.port}`)
   }
+  const shown = (h: string) => (h === config.host ? host : h.includes(':') ? `[${h}]` : h)
   if (app.mqttPort !== undefined) {
-    app.log.info(`MQTT listening on mqtt://${host}:${app.mqttPort}`)
-    if (app.mqttTlsPort !== undefined) app.log.info(`MQTT over TLS listening on mqtts://${host}:${app.mqttTlsPort}`)
+    app.log.info(`MQTT listening on mqtt://${shown(config.mqtt.host)}:${app.mqttPort}`)
+    if (app.mqttTlsPort !== undefined && config.mqtt.tls) {
+      app.log.info(`MQTT over TLS listening on mqtts://${shown(config.mqtt.tls.host)}:${app.mqttTlsPort}`)
+    }
     app.log.info(`MQTT over WebSocket on ${config.baseUrl.replace(/^http/, 'ws')}/mqtt`)
   }
   app.log.info(`public URL ${config.baseUrl} (database: ${app.database.kind}${app.redis ? ', redis' : ''})`)
+  for (const warning of config.warnings) app.log.warn(`production checklist: ${warning}`)
 
   let closing = false
   const shutdown = async (signal: string) => {
@@ -69,6 +74,19 @@ async function main() {
   }
   process.on('SIGINT', () => void shutdown('SIGINT'))
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
+  // `systemctl reload` (and a certificate renewal hook) sends SIGHUP, whose default would end the process.
+  process.on('SIGHUP', () => {
+    if (!app.reloadMqttTls) {
+      app.log.info('SIGHUP received: nothing to reload (no MQTT TLS listener)')
+      return
+    }
+    try {
+      app.reloadMqttTls()
+      app.log.info('SIGHUP received: MQTT TLS certificate and key read again')
+    } catch (err) {
+      app.log.error(`SIGHUP received: MQTT TLS certificate not replaced, the previous one stays in use: ${(err as Error).message}`)
+    }
+  })
 }
 
 main().catch((err) => {

@@ -36,8 +36,11 @@ t.test('defaults', async (t) => {
   const dir = await tempDir(t)
   const c = loadConfig({ DATA_DIR: dir, AUTH_SECRET: SECRET })
   t.equal(c.port, 3000)
-  t.equal(c.host, '0.0.0.0')
-  t.equal(c.baseUrl, 'http://localhost:3000', 'a wildcard HOST becomes localhost in the public URL')
+  t.equal(c.host, '127.0.0.1', 'loopback: a development machine serves only itself')
+  t.equal(c.mqtt.host, '127.0.0.1', 'the MQTT listener binds HOST too')
+  t.equal(c.baseUrl, 'http://localhost:3000', 'the loopback HOST is localhost in the public URL')
+  t.equal(c.devices.mqttPublicUrl, 'mqtt://localhost:1883', 'devices are told the same host')
+  t.same(c.warnings, [], 'no production checklist outside NODE_ENV=production')
   t.equal(c.dataDir, dir)
   t.equal(c.databaseUrl, undefined, 'PGlite unless DATABASE_URL is set')
   t.equal(c.pgliteSharedBuffers, '32MB', "a smaller page cache than PGlite's 128MB")
@@ -116,7 +119,13 @@ t.test('BASE_URL derivation', async (t) => {
   const base = { DATA_DIR: dir, AUTH_SECRET: SECRET }
   t.equal(loadConfig({ ...base, PORT: '8080' }).baseUrl, 'http://localhost:8080', 'from PORT')
   t.equal(loadConfig({ ...base, HOST: '::', PORT: '8080' }).baseUrl, 'http://localhost:8080', ':: is a wildcard too')
-  t.equal(loadConfig({ ...base, HOST: '127.0.0.1', PORT: '4000' }).baseUrl, 'http://127.0.0.1:4000', 'a concrete HOST is kept')
+  t.equal(loadConfig({ ...base, HOST: '0.0.0.0', PORT: '8080' }).baseUrl, 'http://localhost:8080', 'a wildcard HOST becomes localhost')
+  for (const loopback of ['127.0.0.1', '::1', 'localhost', '127.0.1.1']) {
+    const c = loadConfig({ ...base, HOST: loopback, PORT: '4000' })
+    t.equal(c.baseUrl, 'http://localhost:4000', `loopback ${loopback} becomes localhost`)
+    t.equal(c.passkey.rpId, 'localhost', 'a host passkeys accept (an IP address is not)')
+  }
+  t.equal(loadConfig({ ...base, HOST: '192.168.1.20', PORT: '4000' }).baseUrl, 'http://192.168.1.20:4000', 'a concrete HOST is kept')
   t.equal(loadConfig({ ...base, BASE_URL: 'https://pair.example.com/' }).baseUrl, 'https://pair.example.com', 'trailing slashes dropped')
   t.equal(loadConfig({ ...base, BASE_URL: 'https://pair.example.com/svc///' }).baseUrl, 'https://pair.example.com/svc')
   t.equal(loadConfig({ ...base, BASE_URL: '   ' }).baseUrl, 'http://localhost:3000', 'a blank BASE_URL counts as unset')
@@ -299,4 +308,113 @@ t.test('cookie origins: the public URL and the trusted origins, in the form an O
     TRUSTED_ORIGINS: 'https://app.example/,http://localhost:5173',
   })
   t.same(c.cookieOrigins, ['https://frames.example', 'https://app.example', 'http://localhost:5173'])
+})
+
+t.test('MQTT listener addresses: MQTT_HOST for TCP, MQTT_TLS_HOST for TLS, each defaulting to the one before', async (t) => {
+  const dir = await tempDir(t)
+  const base = { DATA_DIR: dir, AUTH_SECRET: SECRET }
+  const tls = { MQTT_TLS_CERT: '/etc/dps/cert.pem', MQTT_TLS_KEY: '/etc/dps/key.pem' }
+  const lan = loadConfig({ ...base, HOST: '0.0.0.0', ...tls })
+  t.equal(lan.mqtt.host, '0.0.0.0', 'HOST when MQTT_HOST is unset')
+  t.equal(lan.mqtt.tls?.host, '0.0.0.0', 'and MQTT_HOST when MQTT_TLS_HOST is unset')
+  const proxied = loadConfig({ ...base, MQTT_HOST: '0.0.0.0' })
+  t.equal(proxied.host, '127.0.0.1', 'HTTP stays on loopback behind a local proxy')
+  t.equal(proxied.mqtt.host, '0.0.0.0', 'while devices on the network reach MQTT')
+  const tlsOnly = loadConfig({ ...base, MQTT_TLS_HOST: '::', ...tls })
+  t.equal(tlsOnly.mqtt.host, '127.0.0.1', 'plain MQTT stays local')
+  t.same(tlsOnly.mqtt.tls, { port: 8883, host: '::', certFile: '/etc/dps/cert.pem', keyFile: '/etc/dps/key.pem' })
+})
+
+t.test('the MQTT URL devices are given: mqtts on the TLS port once TLS is configured, unless MQTT_PUBLIC_URL says', async (t) => {
+  const dir = await tempDir(t)
+  const base = { DATA_DIR: dir, AUTH_SECRET: SECRET, BASE_URL: 'https://frames.example.com' }
+  const tls = { MQTT_TLS_CERT: '/etc/dps/cert.pem', MQTT_TLS_KEY: '/etc/dps/key.pem' }
+  t.equal(loadConfig(base).devices.mqttPublicUrl, 'mqtt://frames.example.com:1883')
+  t.equal(loadConfig({ ...base, ...tls }).devices.mqttPublicUrl, 'mqtts://frames.example.com:8883')
+  t.equal(loadConfig({ ...base, ...tls, MQTT_TLS_PORT: '9883' }).devices.mqttPublicUrl, 'mqtts://frames.example.com:9883')
+  const given = loadConfig({ ...base, ...tls, MQTT_PUBLIC_URL: 'mqtt://10.0.0.5:1883' })
+  t.equal(given.devices.mqttPublicUrl, 'mqtt://10.0.0.5:1883')
+  t.equal(given.devices.mqttPublicUrlIsDefault, false)
+  expectConfigError(t, { ...base, MQTT_TLS_CERT: '/etc/dps/cert.pem' }, /MQTT_TLS_CERT and MQTT_TLS_KEY must be set together/)
+})
+
+/** Everything the production checklist asks for. */
+const PRODUCTION = {
+  NODE_ENV: 'production',
+  AUTH_SECRET: SECRET,
+  BASE_URL: 'https://frames.example.com',
+  TRUST_PROXY: '127.0.0.1',
+  MQTT_TLS_HOST: '0.0.0.0',
+  MQTT_TLS_CERT: '/etc/dps/cert.pem',
+  MQTT_TLS_KEY: '/etc/dps/key.pem',
+  SMTP_URL: 'smtp://mail.example.com:587',
+  ADMIN_EMAILS: 'ops@example.com',
+  DEMO_ENABLED: 'false',
+}
+
+function refusal(env: Record<string, string>): string {
+  try {
+    loadConfig(env)
+  } catch (err) {
+    if (err instanceof ConfigError) return err.message
+    throw err
+  }
+  return ''
+}
+
+t.test('NODE_ENV=production: a complete checklist starts without a warning', async (t) => {
+  const dir = await tempDir(t)
+  const c = loadConfig({ DATA_DIR: dir, ...PRODUCTION })
+  t.same(c.warnings, [])
+  t.equal(c.host, '127.0.0.1', 'HTTP behind the proxy on this machine')
+  t.equal(c.devices.mqttPublicUrl, 'mqtts://frames.example.com:8883')
+  t.notOk(existsSync(join(dir, 'auth-secret')), 'no secret generated')
+})
+
+t.test('NODE_ENV=production refuses to start without AUTH_SECRET and BASE_URL, naming each', async (t) => {
+  const dir = await tempDir(t)
+  const { AUTH_SECRET: _s, BASE_URL: _b, ...rest } = PRODUCTION
+  const message = refusal({ DATA_DIR: dir, ...rest })
+  t.match(message, /^Refusing to start with NODE_ENV=production/)
+  t.match(message, /\n {2}AUTH_SECRET is not set/)
+  t.match(message, /\n {2}BASE_URL is not set/)
+  t.notOk(existsSync(join(dir, 'auth-secret')), 'nothing was generated for a start that did not happen')
+  t.match(refusal({ DATA_DIR: dir, ...PRODUCTION, AUTH_SECRET: 'short' }), /AUTH_SECRET must be at least 32 characters/)
+  t.match(
+    refusal({ DATA_DIR: dir, ...PRODUCTION, DEVICE_AUTO_APPROVE_USER_EMAIL: 'a@example.com' }),
+    /DEVICE_AUTO_APPROVE_USER_EMAIL is for development only/,
+  )
+  t.equal(refusal({ DATA_DIR: dir, ...rest, NODE_ENV: 'development' }), '', 'only in production')
+})
+
+t.test('NODE_ENV=production refuses an http BASE_URL unless ALLOW_HTTP_BASE_URL=true', async (t) => {
+  const dir = await tempDir(t)
+  const lan = { DATA_DIR: dir, ...PRODUCTION, BASE_URL: 'http://frames.lan:3000' }
+  t.match(refusal(lan), /BASE_URL is http:\/\/frames\.lan:3000, not https.*ALLOW_HTTP_BASE_URL=true/)
+  const allowed = loadConfig({ ...lan, ALLOW_HTTP_BASE_URL: 'true', HOST: '0.0.0.0', TRUST_PROXY: '' })
+  t.equal(allowed.baseUrl, 'http://frames.lan:3000')
+  t.same(allowed.warnings, [], 'a trusted LAN served directly: nothing to say')
+  expectConfigError(t, { ...lan, ALLOW_HTTP_BASE_URL: 'yes' }, /ALLOW_HTTP_BASE_URL/)
+})
+
+t.test('NODE_ENV=production warns, and still starts, for what is only unusual', async (t) => {
+  const dir = await tempDir(t)
+  const warned = (env: Record<string, string>) => loadConfig({ DATA_DIR: dir, ...PRODUCTION, ...env }).warnings.join('\n')
+  t.match(warned({ SMTP_URL: '' }), /SMTP_URL is not set: e-mails .* only written to DATA_DIR\/outbox/)
+  t.match(warned({ TRUSTED_ORIGINS: 'https://app.example.com,http://localhost:5173' }), /TRUSTED_ORIGINS lists http:\/\/localhost:5173:/)
+  t.notMatch(warned({ TRUSTED_ORIGINS: 'https://app.example.com' }), /TRUSTED_ORIGINS/, 'an https origin is fine')
+  t.match(warned({ TRUST_PROXY: '' }), /TRUST_PROXY is not set although BASE_URL is https/)
+  t.match(
+    warned({ TRUST_PROXY: '', BASE_URL: 'http://frames.lan:3000', ALLOW_HTTP_BASE_URL: 'true' }),
+    /HOST is 127\.0\.0\.1: only this machine reaches the HTTP API/,
+  )
+  t.match(warned({ MQTT_TLS_HOST: '' }), /MQTT listens on 127\.0\.0\.1 only.*MQTT_TLS_HOST=0\.0\.0\.0/)
+  t.match(warned({ MQTT_TLS_CERT: '', MQTT_TLS_KEY: '', MQTT_HOST: '0.0.0.0' }), /devices connect over plain MQTT/)
+  t.notMatch(
+    warned({ MQTT_TLS_CERT: '', MQTT_TLS_KEY: '', MQTT_PUBLIC_URL: 'mqtts://frames.example.com:8883' }),
+    /plain MQTT|MQTT listens/,
+    'TLS ended by something else in front, named by MQTT_PUBLIC_URL',
+  )
+  t.match(warned({ DEMO_ENABLED: 'true' }), /DEMO_ENABLED is true/)
+  t.match(warned({ ADMIN_EMAILS: '' }), /ADMIN_EMAILS is empty/)
 })

@@ -1,6 +1,7 @@
 // The real entry point, as `npm start` runs it, in its own process (test/helpers/child.ts):
 // npm exec would run it through a shell that does not pass SIGTERM on.
 import t from 'tap'
+import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -33,7 +34,11 @@ t.test('starts, logs its real address, serves, and exits 0 on SIGTERM', async (t
   const mqttPort = Number(mqtt.split(':').pop())
   t.match(mqtt, /^MQTT listening on mqtt:\/\/127\.0\.0\.1:\d+$/, 'logs the MQTT listener on the bound host')
   t.ok(mqttPort > 0, 'MQTT_PORT=0 is logged as the port the system picked')
-  t.match(await srv.waitFor(/MQTT over WebSocket on \S+/), `MQTT over WebSocket on ws://127.0.0.1:${port}/mqtt`)
+  t.match(
+    await srv.waitFor(/MQTT over WebSocket on \S+/),
+    `MQTT over WebSocket on ws://localhost:${port}/mqtt`,
+    'the public URL names a loopback HOST localhost',
+  )
   const used = await srv.waitFor(/\(database: [^)]*\)/)
   t.equal(used, process.env.DATABASE_URL ? '(database: postgres, redis)' : '(database: pglite)', 'on the configured database')
 
@@ -117,4 +122,40 @@ t.test('an invalid configuration exits non-zero naming the variable', async (t) 
   t.match(run.output, /Invalid configuration/)
   t.match(run.output, /PORT/)
   t.notMatch(run.output, /HTTP listening on/)
+})
+
+t.test('NODE_ENV=production without AUTH_SECRET or BASE_URL: exits 78 naming each, no stack trace', async (t) => {
+  const port = await freePort()
+  const run = await startServer({ PORT: String(port), NODE_ENV: 'production', AUTH_SECRET: '', BASE_URL: '' }).closed
+  t.equal(run.code, 78, 'EX_CONFIG')
+  t.match(run.output, /Refusing to start with NODE_ENV=production/)
+  t.match(run.output, /AUTH_SECRET is not set/)
+  t.match(run.output, /BASE_URL is not set/)
+  t.notMatch(run.output, /^\s+at /m, 'no stack trace')
+  t.notMatch(run.output, /HTTP listening on/)
+  await t.rejects(fetch(`http://127.0.0.1:${port}/ok`), 'nothing listens')
+})
+
+t.test('NODE_ENV=production with the checklist short of SMTP: starts, warns, and takes SIGHUP without exiting', async (t) => {
+  const port = await freePort()
+  // A data folder and database of its own: the shared ones' stored keys are sealed with the generated AUTH_SECRET.
+  const own = await mkdtemp(join(tmpdir(), 'dps-server-prod-'))
+  t.teardown(() => rm(own, { recursive: true, force: true }))
+  const srv = startServiceProcess(t, {
+    ...(await childBacking(t)),
+    PORT: String(port),
+    DATA_DIR: own,
+    NODE_ENV: 'production',
+    AUTH_SECRET: randomBytes(32).toString('base64url'),
+    BASE_URL: 'https://frames.example.com',
+    SMTP_URL: '',
+  })
+  await srv.waitFor(/public URL/)
+  t.match(await srv.waitFor(/production checklist: SMTP_URL is not set[^"]*/), /only written to DATA_DIR\/outbox/)
+  srv.child.kill('SIGHUP')
+  await srv.waitFor(/SIGHUP received: nothing to reload/)
+  t.equal((await fetch(`http://127.0.0.1:${port}/ok`)).status, 200, 'still serving after SIGHUP')
+  srv.child.kill('SIGTERM')
+  const run = await srv.closed
+  t.equal(run.code, 0)
 })

@@ -1,5 +1,6 @@
-// Starts the embedded broker with the app: TCP on MQTT_PORT once the app is ready, WebSocket
-// at /mqtt on the HTTP server, closed before the database on shutdown.
+// Starts the embedded broker with the app: TCP on MQTT_HOST:MQTT_PORT (and TLS on
+// MQTT_TLS_HOST:MQTT_TLS_PORT) once the app is ready, WebSocket at /mqtt on the HTTP server,
+// closed before the database on shutdown.
 import { readFileSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
 import { createDeviceBroker, type DeviceBroker } from './device-broker.js'
@@ -18,6 +19,11 @@ declare module 'fastify' {
   interface FastifyInstance {
     broker?: DeviceBroker
     mqttTlsPort?: number
+    /**
+     * Reads MQTT_TLS_CERT and MQTT_TLS_KEY again (on SIGHUP: a renewed certificate without a
+     * restart); throws, keeping the previous pair, when they cannot be read or do not fit.
+     */
+    reloadMqttTls?: () => void
   }
 }
 
@@ -89,10 +95,20 @@ export async function startBroker(
   app.decorate('mqttPort', undefined as number | undefined)
   app.decorate('mqttTlsPort', undefined as number | undefined)
   broker.server.attachWebSocket(app.server, '/mqtt')
+  const { tls } = config.mqtt
+  if (tls) {
+    app.decorate('reloadMqttTls', () =>
+      broker.server.setTlsCredentials({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) }),
+    )
+  }
   app.addHook('onReady', async () => {
     try {
       app.mqttPort = await listenMqtt(broker, config, app.log)
-      if (config.mqtt.tls) app.mqttTlsPort = await broker.listenTls(config.mqtt.tls.port, config.host)
+      if (tls) app.mqttTlsPort = await broker.listenTls(tls.port, tls.host)
+      // Devices are handed the port bound by the listener their URL names (MQTT_PORT=0 or
+      // MQTT_TLS_PORT=0 pick a free one; a taken default moves on), not the one configured.
+      const bound = tls ? app.mqttTlsPort : app.mqttPort
+      if (bound !== undefined) tellDevices(config, bound)
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
         throw new ConfigError(
@@ -125,17 +141,13 @@ const FALLBACK_PORTS = 16
  */
 async function listenMqtt(broker: DeviceBroker, config: Config, log: { warn: (msg: string) => void }): Promise<number> {
   try {
-    const bound = await broker.listen(config.mqttPort, config.host)
-    // MQTT_PORT=0 picks a free port: devices must be handed that one, not 0.
-    if (bound !== config.mqttPort) tellDevices(config, bound)
-    return bound
+    return await broker.listen(config.mqttPort, config.mqtt.host)
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || !config.mqttPortIsDefault) throw err
   }
   for (let port = config.mqttPort + 1; port <= config.mqttPort + FALLBACK_PORTS; port++) {
     try {
-      const bound = await broker.listen(port, config.host)
-      tellDevices(config, bound)
+      const bound = await broker.listen(port, config.mqtt.host)
       log.warn(
         `MQTT port ${config.mqttPort} is in use (another MQTT broker, such as Mosquitto, runs here): listening on ${bound} instead, and devices are told so. Set MQTT_PORT to choose a port.`,
       )

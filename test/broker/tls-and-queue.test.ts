@@ -1,4 +1,4 @@
-// The optional TLS listener, and the cap on an offline device's queue.
+// The optional TLS listener, the MQTT listeners' own addresses, and the cap on an offline device's queue.
 import t from 'tap'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -8,11 +8,15 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { close, connect, mqttUrl, subscribe } from '../helpers/mqtt.js'
 
-t.test('MQTT over TLS with a configured certificate', async (t) => {
-  const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
+/** A self-signed certificate for localhost: its own CA. */
+const selfSigned = () =>
+  selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
     notAfterDate: new Date(Date.now() + 86_400_000),
     keySize: 2048,
   })
+
+t.test('MQTT over TLS with a configured certificate', async (t) => {
+  const pems = await selfSigned()
   const dir = t.testdir({})
   await writeFile(join(dir, 'cert.pem'), pems.cert)
   await writeFile(join(dir, 'key.pem'), pems.private)
@@ -37,6 +41,72 @@ t.test('MQTT over TLS with a configured certificate', async (t) => {
   })
   t.equal(await subscribe(c, `devices/${dev.deviceId}/cmd`), 1, 'a device subscribes over TLS')
   await close(c)
+  t.equal(dev.mqttUrl, url, 'its credentials name the TLS listener, on the port it bound')
+  const other = await selfSigned()
+  await t.rejects(
+    connect(url, { clientId: dev.deviceId, username: dev.deviceId, password: dev.password, ca: other.cert, servername: 'localhost' }),
+    'a certificate from another CA is refused',
+  )
+})
+
+t.test('MQTT TLS certificate replaced without a restart (what SIGHUP does)', async (t) => {
+  const first = await selfSigned()
+  const dir = t.testdir({})
+  const certFile = join(dir, 'cert.pem')
+  const keyFile = join(dir, 'key.pem')
+  await writeFile(certFile, first.cert)
+  await writeFile(keyFile, first.private)
+  const svc = await startApp(t, { env: { MQTT_TLS_CERT: certFile, MQTT_TLS_KEY: keyFile, MQTT_TLS_PORT: '0', DEVICE_POLL_INTERVAL: '0' } })
+  const { client } = makeClient(svc.url)
+  const { token } = await signUp(client, uniqueEmail())
+  const dev = await pairDevice(svc, token)
+  const as = (ca: string) => ({ clientId: dev.deviceId, username: dev.deviceId, password: dev.password, ca, servername: 'localhost' })
+  const before = await connect(dev.mqttUrl, as(first.cert))
+
+  const renewed = await selfSigned()
+  await writeFile(certFile, renewed.cert)
+  await writeFile(keyFile, renewed.private)
+  svc.app.reloadMqttTls?.()
+  await t.rejects(connect(dev.mqttUrl, as(first.cert)), 'new handshakes no longer get the old certificate')
+  t.equal(await subscribe(before, `devices/${dev.deviceId}/cmd`), 1, 'an open connection goes on across the reload')
+  const after = await connect(dev.mqttUrl, as(renewed.cert))
+  t.equal(await subscribe(after, `devices/${dev.deviceId}/cmd`), 1, 'new handshakes get the renewed one')
+  await close(after)
+  await close(before)
+
+  await writeFile(keyFile, first.private)
+  t.throws(() => svc.app.reloadMqttTls?.(), 'a key that does not match the certificate is refused')
+  const still = await connect(dev.mqttUrl, as(renewed.cert))
+  t.ok(still.connected, 'and the certificate in use stays')
+  await close(still)
+})
+
+t.test('MQTT_HOST and MQTT_TLS_HOST bind the MQTT listeners apart from HOST', async (t) => {
+  const pems = await selfSigned()
+  const dir = t.testdir({ 'cert.pem': pems.cert, 'key.pem': pems.private })
+  // Other loopback addresses stand for the network interfaces a deployment would name.
+  const svc = await startApp(t, {
+    env: {
+      MQTT_HOST: '127.0.0.2',
+      MQTT_TLS_HOST: '127.0.0.3',
+      MQTT_TLS_CERT: join(dir, 'cert.pem'),
+      MQTT_TLS_KEY: join(dir, 'key.pem'),
+      MQTT_TLS_PORT: '0',
+      DEVICE_POLL_INTERVAL: '0',
+    },
+  })
+  const { client } = makeClient(svc.url)
+  const { token } = await signUp(client, uniqueEmail())
+  const dev = await pairDevice(svc, token)
+  const opts = { clientId: dev.deviceId, username: dev.deviceId, password: dev.password }
+  await t.rejects(connect(`mqtt://127.0.0.1:${svc.app.mqttPort}`, opts), 'plain MQTT is not on HOST')
+  await close(await connect(`mqtt://127.0.0.2:${svc.app.mqttPort}`, opts))
+  await t.rejects(
+    connect(`mqtts://127.0.0.2:${svc.app.mqttTlsPort}`, { ...opts, ca: pems.cert, servername: 'localhost' }),
+    'nor TLS on MQTT_HOST',
+  )
+  await close(await connect(`mqtts://127.0.0.3:${svc.app.mqttTlsPort}`, { ...opts, ca: pems.cert, servername: 'localhost' }))
+  t.equal((await fetch(`${svc.url}/ok`)).status, 200, 'HTTP stays where it was')
 })
 
 t.test('an offline device keeps at most MQTT_OFFLINE_QUEUE_LIMIT messages', async (t) => {

@@ -67,6 +67,8 @@ export async function restartScenario(t: Test, stop: 'SIGKILL' | 'SIGTERM') {
     ...(await childBacking(t)),
     DATA_DIR: dataDir,
     PORT: String(port),
+    // The origin this test's requests come from (a loopback HOST alone would make it localhost).
+    BASE_URL: url,
     MQTT_PORT: String(mqttPort),
     DEVICE_POLL_INTERVAL: '0',
     RATE_LIMIT_MAX: '100000',
