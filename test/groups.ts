@@ -70,7 +70,8 @@ export const groups = {
   // The CLI's arguments, state file and exit codes are the simulator's own; its pairing runs on
   // both backings in `sim+auth-a`. The OpenAPI document and the docs page are built from the
   // routes alone. The web console is a client of the API, whose behaviour on either backing the
-  // API's own files check. The local model's drawing is a function of its input alone.
+  // API's own files check. The local model's drawing is a function of its input alone. The
+  // migration lock test uses the machine's PostgreSQL on either.
   'sim-cli+static+unit': {
     backing: false,
     files: [
@@ -81,6 +82,7 @@ export const groups = {
       'openapi/docs-page.test.ts',
       'suite.test.ts',
       'config.test.ts',
+      'db/migrate-lock.test.ts',
       'images/convert.test.ts',
       'images/dither.test.ts',
       'images/encoders.test.ts',

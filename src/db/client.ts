@@ -57,6 +57,14 @@ export type DatabaseHandle = {
 
 export const migrationsFolder = fromRoot('migrations')
 
+/**
+ * The PostgreSQL advisory lock migrations run under ("dps_mig" in ASCII). Every instance of a
+ * cluster migrates at start: drizzle's migrator takes no lock of its own, so two starting together
+ * would both apply the same migration and one would fail. Under the lock one migrates while the
+ * others wait, then find nothing left to apply.
+ */
+export const MIGRATION_LOCK_KEY = '28271138495621479'
+
 const pgliteDir = (dataDir: string) => join(dataDir, 'pglite')
 
 /**
@@ -85,7 +93,20 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; pgli
     return {
       db: db as unknown as Database,
       kind: 'postgres',
-      migrate: () => migratePostgres(db, { migrationsFolder }),
+      async migrate() {
+        // A session lock on a connection of its own, held while the migrator uses the pool.
+        const lock = await sql.reserve()
+        try {
+          await lock`select pg_advisory_lock(${MIGRATION_LOCK_KEY}::bigint)`
+          try {
+            await migratePostgres(db, { migrationsFolder })
+          } finally {
+            await lock`select pg_advisory_unlock(${MIGRATION_LOCK_KEY}::bigint)`
+          }
+        } finally {
+          lock.release()
+        }
+      },
       close: () => sql.end({ timeout: 5 }),
     }
   }
