@@ -70,8 +70,11 @@ export type MqttServer = {
    * connections keep theirs. Throws, changing nothing, when they are unusable (not PEM, not a pair).
    */
   setTlsCredentials(tls: { key: Buffer; cert: Buffer }): void
-  /** Serves MQTT over WebSocket on an existing HTTP server at `path`. */
-  attachWebSocket(server: import('node:http').Server, path: string): void
+  /**
+   * Serves MQTT over WebSocket on an existing HTTP server at `path`. `clientAddress` names the
+   * client behind a trusted proxy (its connection rate and presence events use it).
+   */
+  attachWebSocket(server: import('node:http').Server, path: string, clientAddress?: (req: IncomingMessage) => string | undefined): void
   remoteAddress(client: Client): string | undefined
   /** What the inbound checks refused (packet-guard.ts). */
   guardStats: GuardStats
@@ -243,7 +246,7 @@ export async function createMqttServer(opts: {
       tlsCredentials = tls
       for (const server of tlsServers) server.setSecureContext({ key: tls.key, cert: tls.cert })
     },
-    attachWebSocket(server, path) {
+    attachWebSocket(server, path, clientAddress) {
       wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxPacketSize + 8 })
       const ws = wss
       server.on('upgrade', (req, socket, head) => {
@@ -255,7 +258,7 @@ export async function createMqttServer(opts: {
         ws.handleUpgrade(req, socket as Socket, head, (conn) => {
           const stream = createWebSocketStream(conn)
           stream.on('error', () => stream.destroy())
-          handle(stream, req.socket.remoteAddress, req)
+          handle(stream, clientAddress?.(req) ?? req.socket.remoteAddress, req)
         })
       })
     },

@@ -100,8 +100,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<F
         ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' } } }
         : {}),
     },
-    // Fastify also accepts a hop count at runtime; its typings omit it.
-    trustProxy: config.trustProxy as boolean | string[],
+    trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimit,
     // Plugins that run migrations or open connections can take more than Fastify's 10 s on a busy
     // machine: a slow start is not a failed one.

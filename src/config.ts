@@ -237,12 +237,20 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-/** Fastify `trustProxy`: false (socket address), true, a hop count, or a list of addresses/CIDRs. */
-function parseTrustProxy(raw: string | undefined): boolean | number | string[] {
-  if (!raw || raw === 'false') return false
-  if (raw === 'true') return true
-  if (/^\d+$/.test(raw)) return Number(raw)
-  return raw
+/**
+ * Fastify `trustProxy`: false (socket address), true, or a list of addresses/CIDRs. A hop count
+ * is refused: Fastify 5 accepts one but trusts no proxy with it, so the setting would do nothing.
+ */
+function parseTrustProxy(raw: string | undefined): boolean | string[] {
+  const v = raw?.trim()
+  if (!v || v === 'false') return false
+  if (v === 'true') return true
+  if (/^\d+$/.test(v)) {
+    throw new ConfigError(
+      `Invalid configuration:\n  TRUST_PROXY: a hop count (${v}) is not supported; give the proxy's address or CIDR (127.0.0.1 for a proxy on this machine), or true`,
+    )
+  }
+  return v
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)
@@ -317,6 +325,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const mqttHost = e.MQTT_HOST ?? e.HOST
   const mqttTlsHost = e.MQTT_TLS_HOST ?? mqttHost
   const mqttTls = Boolean(e.MQTT_TLS_CERT && e.MQTT_TLS_KEY)
+  const trustProxy = parseTrustProxy(e.TRUST_PROXY)
   if (Boolean(e.MQTT_TLS_CERT) !== Boolean(e.MQTT_TLS_KEY)) {
     throw new ConfigError('Invalid configuration:\n  MQTT_TLS_CERT and MQTT_TLS_KEY must be set together')
   }
@@ -337,7 +346,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           host: e.HOST,
           mqttHost,
           mqttTlsHost,
-          trustProxy: parseTrustProxy(e.TRUST_PROXY),
+          trustProxy,
           smtpUrl: e.SMTP_URL,
           trustedOrigins: e.TRUSTED_ORIGINS,
           demoEnabled: e.DEMO_ENABLED === 'true',
@@ -385,8 +394,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         return []
       }
     }),
-    /** Fastify `trustProxy`: false (socket address), true, a hop count, or a list of addresses/CIDRs. */
-    trustProxy: parseTrustProxy(e.TRUST_PROXY),
+    /** Fastify `trustProxy`: false (socket address), true, or a list of addresses/CIDRs; also for MQTT over WebSocket. */
+    trustProxy,
     smtpUrl: e.SMTP_URL,
     mailFrom: e.MAIL_FROM,
     s3: e.S3_BUCKET

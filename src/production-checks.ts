@@ -11,7 +11,7 @@ export type DeploymentFacts = {
   host: string
   mqttHost: string
   mqttTlsHost: string
-  trustProxy: boolean | number | string[]
+  trustProxy: boolean | string[]
   smtpUrl?: string
   trustedOrigins: readonly string[]
   demoEnabled: boolean

@@ -14,6 +14,7 @@ import type { Database } from '../db/client.js'
 import type { DeviceLink } from '../devices/sessions.js'
 import type { RedisHandle } from '../redis/client.js'
 import { seqOf } from '../downlink/outbox.js'
+import { forwardedAddress } from '../http/client-address.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -94,7 +95,7 @@ export async function startBroker(
   app.decorate('broker', broker)
   app.decorate('mqttPort', undefined as number | undefined)
   app.decorate('mqttTlsPort', undefined as number | undefined)
-  broker.server.attachWebSocket(app.server, '/mqtt')
+  broker.server.attachWebSocket(app.server, '/mqtt', forwardedAddress(config.trustProxy))
   const { tls } = config.mqtt
   if (tls) {
     app.decorate('reloadMqttTls', () =>

@@ -194,3 +194,40 @@ t.test('a browser page signs in to the broker with its session cookie, and only 
   t.pass('signing out ends the live connection')
   t.equal(await refusalCode(asBrowser({ cookie, origin: svc.url })), 4, 'and the cookie is refused afterwards')
 })
+
+t.test('behind a trusted proxy the forwarded address is the WebSocket client: its rate and its events', async (t) => {
+  const start = (env: Record<string, string>) => startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', MQTT_CONNECT_RATE: '1', ...env } })
+  const proxied = await start({ TRUST_PROXY: '127.0.0.1' })
+  const direct = await start({})
+  for (const [name, s] of [
+    ['proxied', proxied],
+    ['direct', direct],
+  ] as const) {
+    const { token: owner } = await signUp(makeClient(s.url).client, uniqueEmail(`ws-${name}`))
+    const dev = await pairDevice(s, owner)
+    const url = `${s.url.replace(/^http/, 'ws')}/mqtt`
+    const from = (address: string) => ({
+      clientId: dev.deviceId,
+      username: dev.deviceId,
+      password: dev.password,
+      wsOptions: { headers: { 'x-forwarded-for': address } },
+    })
+    const first = await connect(url, from('203.0.113.7'))
+    await close(first)
+    const second = connect(url, from('203.0.113.8'))
+    if (name === 'proxied') {
+      await close(await second)
+      t.pass('a second client behind the proxy has its own connection rate')
+      await t.rejects(connect(url, from('203.0.113.7')), 'while the first one is over its rate')
+      const events = await eventually(async () => {
+        const res = await fetch(`${s.url}/api/device/${dev.deviceId}/events`, { headers: { authorization: `Bearer ${owner}` } })
+        const body = (await res.json()) as { events: Array<{ type: string; data: { remoteAddress?: string } }> }
+        const seen = body.events.filter((e) => e.type === 'device.connected').map((e) => e.data.remoteAddress)
+        return seen.length >= 2 ? seen : undefined
+      })
+      t.same([...events].sort(), ['203.0.113.7', '203.0.113.8'], 'presence events name the forwarded addresses')
+    } else {
+      await t.rejects(second, 'without TRUST_PROXY the header is ignored: both are the socket address, over its rate')
+    }
+  }
+})
