@@ -67,6 +67,15 @@ async function create(ctx: Context, teardowns: Array<() => unknown>): Promise<Ra
   const missing = await rabbitmqMissing()
   if (missing) throw new Error(`RabbitMQ is needed for this scenario: ${missing}`)
   const rig = await sharedRig(ctx)
+  // Each device is a socket and a queue on RabbitMQ. Out of file descriptors, RabbitMQ refuses
+  // connections and then loses its own database (Mnesia) until restarted: seen here at the
+  // default limit of 1,024 with 1,000 devices.
+  const fds = Number((await run('rabbitmqctl', ['-q', 'eval', 'file_handle_cache:ulimit().'])).stdout.trim())
+  const needed = rig.devices * 2 + 1000
+  if (!(fds >= needed))
+    throw new Error(
+      `RabbitMQ may open ${fds} files, ${rig.devices} devices need about ${needed}: start it with a higher limit (docs/rabbitmq.md, "File descriptors")`,
+    )
   const port = await freePort()
   const secret = `bench-${randomBytes(16).toString('hex')}`
   await setUpRabbitMQ({ teardown: (fn) => teardowns.push(fn) }, `http://127.0.0.1:${port}`, secret)
