@@ -86,6 +86,7 @@ export const groups = {
       'images/convert.test.ts',
       'images/dither.test.ts',
       'images/encoders.test.ts',
+      'images/palettes.test.ts',
       'images/queue.test.ts',
       'generation/local-image.test.ts',
       'generation/providers/bfl.test.ts',

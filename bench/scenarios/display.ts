@@ -1,5 +1,7 @@
 // display: 1024×1024 PNG → 800×480 1-bit BMP, Spectra 6 PNG and 4-grey PNG. Ours (sharp decode +
-// resize, our Floyd–Steinberg to the display's fixed palette, our BMP / palette-PNG writer)
+// resize, our dithering to the display's inks with the palette's default method — blue noise for
+// 1 bit, Floyd–Steinberg in CIELAB against the measured inks for Spectra 6, Floyd–Steinberg for
+// 4 greys — and our BMP / palette-PNG writer)
 // against the plain sharp palette pipeline (png({ palette: true, colours, dither }), libimagequant
 // with an adaptive palette) on the same image. Both sides run in this process, alternating per
 // image; per image the wall time and the process's CPU time (user + system, which includes libvips

@@ -10,7 +10,17 @@ import { ERRORS } from '../error-codes.js'
 import { encodeIndexedBmp } from './bmp.js'
 import { ditherToPalette } from './dither.js'
 import { encodeIndexedPng } from './png.js'
-import { PALETTES, type DisplayProfile, type Palette, type Rgb, type Variant } from './profiles.js'
+import {
+  INKS,
+  MEASURED_PALETTES,
+  PALETTES,
+  ditherOf,
+  type DisplayProfile,
+  type DitherMethod,
+  type Palette,
+  type PalettePanel,
+  type Variant,
+} from './profiles.js'
 
 export type VariantFormat = Variant['format']
 
@@ -101,26 +111,28 @@ export async function renderForDisplay(input: Buffer, profile: DisplayProfile): 
   }
 }
 
-/** Encode already-rendered pixels as one variant. */
-export async function encodeVariant(pixels: DisplayPixels, format: VariantFormat): Promise<Variant> {
+const FORMAT_PALETTE: Record<Exclude<VariantFormat, 'jpeg' | 'png'>, PalettePanel> = {
+  bmp1: 'bw',
+  png1: 'bw',
+  'png-gray4': 'gray4',
+  'png-spectra6': 'spectra6',
+  'png-acep7': 'acep7',
+}
+
+/**
+ * Encode already-rendered pixels as one variant, dithered with `dither` (default: the palette's,
+ * see DEFAULT_DITHER).
+ */
+export async function encodeVariant(pixels: DisplayPixels, format: VariantFormat, dither?: DitherMethod): Promise<Variant> {
   const { width, height } = pixels
   const done = (data: Buffer): Variant => ({ format, contentType: CONTENT_TYPES[format], width, height, data })
-  switch (format) {
-    case 'bmp1':
-      return done(encodeIndexedBmp(quantise(pixels, PALETTES.bw), width, height, PALETTES.bw, 1))
-    case 'png1':
-      return done(encodeIndexedPng(quantise(pixels, PALETTES.bw), width, height, PALETTES.bw))
-    case 'png-gray4':
-      return done(encodeIndexedPng(quantise(pixels, PALETTES.gray4), width, height, PALETTES.gray4))
-    case 'png-spectra6':
-      return done(encodeIndexedPng(quantise(pixels, PALETTES.spectra6), width, height, PALETTES.spectra6))
-    case 'png-acep7':
-      return done(encodeIndexedPng(quantise(pixels, PALETTES.acep7), width, height, PALETTES.acep7))
-    case 'jpeg':
-      return done(await (await fromRaw(pixels)).jpeg({ quality: 85, mozjpeg: true }).toBuffer())
-    case 'png':
-      return done(await (await fromRaw(pixels)).png().toBuffer())
-  }
+  if (format === 'jpeg') return done(await (await fromRaw(pixels)).jpeg({ quality: 85, mozjpeg: true }).toBuffer())
+  if (format === 'png') return done(await (await fromRaw(pixels)).png().toBuffer())
+  const palette = FORMAT_PALETTE[format]
+  const codes = inkCodes(pixels, palette, ditherOf({ dither }, palette))
+  return done(
+    format === 'bmp1' ? encodeIndexedBmp(codes, width, height, PALETTES.bw, 1) : encodeIndexedPng(codes, width, height, PALETTES[palette]),
+  )
 }
 
 /**
@@ -129,23 +141,33 @@ export async function encodeVariant(pixels: DisplayPixels, format: VariantFormat
  */
 export async function convertForDisplay(input: Buffer, profile: DisplayProfile): Promise<Variant[]> {
   const pixels = await renderForDisplay(input, profile)
-  const formats = formatsFor(profile)
+  const palette = paletteOf(profile)
+  const dither = ditherOf(profile, palette)
   // bw writes two files from the same dithered pixels: dither once.
-  if (paletteOf(profile) === 'bw') {
-    const indices = quantise(pixels, PALETTES.bw)
+  if (palette === 'bw') {
+    const codes = inkCodes(pixels, 'bw', dither)
     const { width, height } = pixels
     return [
-      { format: 'bmp1', contentType: 'image/bmp', width, height, data: encodeIndexedBmp(indices, width, height, PALETTES.bw, 1) },
-      { format: 'png1', contentType: 'image/png', width, height, data: encodeIndexedPng(indices, width, height, PALETTES.bw) },
+      { format: 'bmp1', contentType: 'image/bmp', width, height, data: encodeIndexedBmp(codes, width, height, PALETTES.bw, 1) },
+      { format: 'png1', contentType: 'image/png', width, height, data: encodeIndexedPng(codes, width, height, PALETTES.bw) },
     ]
   }
   const out: Variant[] = []
-  for (const f of formats) out.push(await encodeVariant(pixels, f))
+  for (const f of formatsFor(profile)) out.push(await encodeVariant(pixels, f, dither))
   return out
 }
 
-function quantise(pixels: DisplayPixels, palette: readonly Rgb[]): Uint8Array {
-  return ditherToPalette(pixels.data, pixels.width, pixels.height, palette)
+/**
+ * Dither to the palette's measured inks, then replace each ink's place in INKS by the panel's own
+ * code for it (Spectra 6: blue 5, green 6), the index the file carries.
+ */
+function inkCodes(pixels: DisplayPixels, palette: PalettePanel, method: DitherMethod): Uint8Array {
+  const indices = ditherToPalette(pixels.data, pixels.width, pixels.height, MEASURED_PALETTES[palette], method)
+  const codes = INKS[palette].map((i) => i.code)
+  if (codes.every((code, i) => code === i)) return indices
+  const map = Uint8Array.from(codes)
+  for (let i = 0; i < indices.length; i++) indices[i] = map[indices[i]!]!
+  return indices
 }
 
 async function fromRaw(pixels: DisplayPixels): Promise<Sharp> {
