@@ -3497,6 +3497,11 @@ export interface components {
             fit?: "cover" | "contain";
             /** @description also send small images (≤ 64 KiB) inline, base64, in the MQTT message */
             inline?: boolean;
+            /**
+             * @description How images are dithered to the panel's inks: Floyd–Steinberg or Atkinson error diffusion, or ordered dithering with a blue-noise threshold map (no checkerboard in flat mid-greys). Left out, the palette's default applies (bw: blue-noise, gray4: floyd-steinberg, spectra6: floyd-steinberg, acep7: floyd-steinberg); ignored for colour displays.
+             * @enum {string}
+             */
+            dither?: "floyd-steinberg" | "atkinson" | "blue-noise";
         };
         DeviceInformation: {
             model?: string;
@@ -4770,6 +4775,11 @@ export interface operations {
                         fit?: "cover" | "contain";
                         /** @description also send small images (≤ 64 KiB) inline, base64, in the MQTT message */
                         inline?: boolean;
+                        /**
+                         * @description How images are dithered to the panel's inks: Floyd–Steinberg or Atkinson error diffusion, or ordered dithering with a blue-noise threshold map (no checkerboard in flat mid-greys). Left out, the palette's default applies (bw: blue-noise, gray4: floyd-steinberg, spectra6: floyd-steinberg, acep7: floyd-steinberg); ignored for colour displays.
+                         * @enum {string}
+                         */
+                        dither?: "floyd-steinberg" | "atkinson" | "blue-noise";
                     } & {
                         [key: string]: unknown;
                     };
@@ -5131,6 +5141,14 @@ export interface operations {
                     color?: string;
                     description?: string;
                     selectedModel?: string;
+                    /** @description of the display only the dithering can be changed: its size and palette are the panel's */
+                    display?: {
+                        /**
+                         * @description How images are dithered to the panel's inks: Floyd–Steinberg or Atkinson error diffusion, or ordered dithering with a blue-noise threshold map (no checkerboard in flat mid-greys). Left out, the palette's default applies (bw: blue-noise, gray4: floyd-steinberg, spectra6: floyd-steinberg, acep7: floyd-steinberg); ignored for colour displays.
+                         * @enum {string}
+                         */
+                        dither: "floyd-steinberg" | "atkinson" | "blue-noise";
+                    };
                 };
             };
         };

@@ -10,7 +10,7 @@ import { ClaimRefusedError, PairingFailedError, SimDevice, type SimDeviceOptions
 import { TrmnlSimDevice } from './trmnl.js'
 import { Fleet, type FleetStats } from './fleet.js'
 import { renderPreview } from './preview.js'
-import { PROFILE_NAMES, resolveProfile } from './profiles.js'
+import { DITHER_METHODS, PROFILE_NAMES, resolveProfile } from './profiles.js'
 import { StateFileError } from './state.js'
 
 export const EXIT = {
@@ -38,6 +38,8 @@ Options:
   --profile NAME        display: ${PROFILE_NAMES.join(' | ')} (default bw-800x480)
   --width N, --height N override the profile's size in pixels
   --inline              ask for small images inline in the MQTT message
+  --dither METHOD       how the service dithers for this display: ${DITHER_METHODS.join(' | ')}
+                        (default: the palette's own)
   --name NAME           device name (default sim-<profile>; in a fleet NAME-1 … NAME-N)
   --state PATH          state file (default ./.display-sim/<name>.json); with --count a folder
                         (default ./.display-sim/<name>-fleet/) holding one file per device;
@@ -133,6 +135,7 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
         width: { type: 'string' },
         height: { type: 'string' },
         inline: { type: 'boolean' },
+        dither: { type: 'string' },
         name: { type: 'string' },
         state: { type: 'string' },
         out: { type: 'string' },
@@ -176,6 +179,7 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
       width: int('width', values.width, 8, 4096),
       height: int('height', values.height, 8, 4096),
       inline: values.inline,
+      dither: values.dither,
     })
   } catch (err) {
     throw new UsageError((err as Error).message)

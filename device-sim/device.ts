@@ -1018,7 +1018,7 @@ function contentTypeOf(format: string): string {
 }
 
 function describe(d: DisplayProfile): string {
-  return `${d.palette} ${d.width}×${d.height}`
+  return `${d.palette} ${d.width}×${d.height}${d.dither ? ` (${d.dither})` : ''}`
 }
 
 /** Ends an mqtt.js client: a clean DISCONNECT (no last will) unless forced. */

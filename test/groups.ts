@@ -51,7 +51,7 @@ export const groups = {
   },
   'generation-runner+devices-a': {
     backing: true,
-    files: ['generation/runner.test.ts', 'devices/pairing.test.ts', 'devices/bad-input.test.ts'],
+    files: ['generation/runner.test.ts', 'devices/pairing.test.ts', 'devices/bad-input.test.ts', 'devices/dither.test.ts'],
   },
   'admin-race+sim-fleet': { backing: true, files: ['auth/revocation-race-admin.test.ts', 'device-sim/fleet.test.ts'] },
   'broker-b+auth-c': {

@@ -3,7 +3,7 @@
 import { Type } from 'typebox'
 import { Shared, StringEnum } from '../http/typebox.js'
 import type { DeviceInitRow, DeviceRow } from './repository.js'
-import { PALETTE_NAMES } from '../images/profiles.js'
+import { DEFAULT_DITHER, DITHER_METHODS, PALETTE_NAMES } from '../images/profiles.js'
 
 const str = { type: 'string' } as const
 const nstr = { type: ['string', 'null'] } as const
@@ -43,6 +43,18 @@ const deviceRecordSchema = {
   },
 } as const
 
+const defaults = Object.entries(DEFAULT_DITHER)
+  .filter(([palette]) => palette !== 'color')
+  .map(([palette, method]) => `${palette}: ${method}`)
+  .join(', ')
+
+/** How a palette display's images are dithered; shared by the display profile and PATCH /api/device/{id}. */
+export const ditherSchema = StringEnum(DITHER_METHODS, {
+  description:
+    `How images are dithered to the panel's inks: Floyd–Steinberg or Atkinson error diffusion, or ordered dithering with a blue-noise threshold map (no checkerboard in flat mid-greys). ` +
+    `Left out, the palette's default applies (${defaults}); ignored for colour displays.`,
+})
+
 // The two a device sends (in POST /api/device/init) are TypeBox, so the request's type comes from them.
 export const displayProfileSchema = Shared(
   'DisplayProfile',
@@ -53,6 +65,7 @@ export const displayProfileSchema = Shared(
       palette: Type.String({ enum: [...PALETTE_NAMES] }),
       fit: Type.Optional(StringEnum(['cover', 'contain'], { default: 'cover' })),
       inline: Type.Optional(Type.Boolean({ description: 'also send small images (≤ 64 KiB) inline, base64, in the MQTT message' })),
+      dither: Type.Optional(ditherSchema),
     },
     { additionalProperties: false },
   ),

@@ -12,7 +12,7 @@ export type DeviceRow = typeof device.$inferSelect
 export type DeviceInitRow = typeof deviceInit.$inferSelect
 export type NewDeviceInit = typeof deviceInit.$inferInsert
 export type NewDevice = typeof device.$inferInsert
-export type DevicePatch = Partial<Pick<DeviceRow, 'name' | 'icon' | 'color' | 'description' | 'selectedModel'>>
+export type DevicePatch = Partial<Pick<DeviceRow, 'name' | 'icon' | 'color' | 'description' | 'selectedModel' | 'display'>>
 
 const isUniqueViolation = (err: unknown) => {
   const e = err as { code?: string; cause?: { code?: string } }

@@ -11,7 +11,7 @@ import { appError } from '../errors.js'
 import { listDeviceEvents } from '../events/repository.js'
 import { toEventRecord } from '../events/records.js'
 import { requireAccess } from './access.js'
-import { claimBody, codeBody, color, description, deviceId, icon, initBody, name, selectedModel } from './inputs.js'
+import { claimBody, codeBody, deviceId, initBody, patchBody } from './inputs.js'
 import { toDeviceDetail, toDeviceRecord } from './records.js'
 import { findDevice, findMemberRole, listDevices } from './repository.js'
 import type { DeviceService } from './service.js'
@@ -271,16 +271,7 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
         summary: 'Change a device',
         security: callerSecurity,
         params: idParams,
-        body: Type.Object(
-          {
-            name: Type.Optional(name),
-            icon: Type.Optional(icon),
-            color: Type.Optional(color),
-            description: Type.Optional(description),
-            selectedModel: Type.Optional(selectedModel),
-          },
-          { minProperties: 1, additionalProperties: false, examples: [{ name: 'Kitchen frame', color: '#2a9d8f' }] },
-        ),
+        body: patchBody,
         response: { 200: { $ref: 'DeviceDetail#' }, ...errors(400, 401, 403, 404) },
       },
     },

@@ -30,7 +30,7 @@ import {
   type DeviceRow,
 } from './repository.js'
 import { randomUUID } from 'node:crypto'
-import type { ClaimInput, CodeInput, InitInput } from './inputs.js'
+import type { ClaimInput, CodeInput, InitInput, PatchInput } from './inputs.js'
 import type { DeviceLink } from './sessions.js'
 import { type CommandMessage, type ConfigMessage, deviceTopics, type ScheduleInfo } from '../mqtt/contract.js'
 import { findSchedule } from '../schedules/repository.js'
@@ -73,6 +73,7 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
           palette: input.display.palette,
           fit: input.display.fit ?? 'cover',
           ...(input.display.inline !== undefined ? { inline: input.display.inline } : {}),
+          ...(input.display.dither !== undefined ? { dither: input.display.dither } : {}),
         },
         info: JSON.parse(JSON.stringify(info)),
         createdAt: now,
@@ -303,9 +304,12 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
     return deleted
   }
 
-  async function patch(userId: string, deviceId: string, changes: DevicePatch) {
+  async function patch(userId: string, deviceId: string, { display, ...changes }: PatchInput) {
     const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
-    await updateDevice(db, dev.id, { ...changes, ...(changes.color ? { color: changes.color.toLowerCase() } : {}) })
+    const update: DevicePatch = { ...changes, ...(changes.color ? { color: changes.color.toLowerCase() } : {}) }
+    // The display's size and palette are the panel's; the owner may choose how it is dithered.
+    if (display) update.display = { ...dev.display, ...display }
+    await updateDevice(db, dev.id, update)
     // Every change is a new desired config: the device is out of sync until it reports it.
     const updated = await setDesiredState(db, dev.id, { bumpConfig: true })
     if (!updated) throw appError('DEVICE_NOT_FOUND')

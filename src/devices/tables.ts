@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { boolean, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 import { organization, user } from '../db/schema.js'
+import type { DitherMethod } from '../images/profiles.js'
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' })
 
@@ -11,6 +12,8 @@ export type DisplayProfile = {
   palette: string
   fit?: 'cover' | 'contain'
   inline?: boolean
+  /** how images are dithered; left out, the palette's default */
+  dither?: DitherMethod
 }
 
 export type DeviceReport = {

@@ -64,7 +64,7 @@ export type DisconnectReason =
 export type PresenceChange = { deviceId: string; deviceName: string; userId: string; online: boolean; reason?: DisconnectReason; at: Date }
 
 /** A display as a device describes it (in its config message the service echoes it back). */
-type WireDisplay = { width: number; height: number; palette: string; fit?: string; inline?: boolean }
+type WireDisplay = { width: number; height: number; palette: string; fit?: string; inline?: boolean; dither?: string }
 
 /** devices/{id}/prompt: a prompt sent to the device. */
 export type PromptMessage = {

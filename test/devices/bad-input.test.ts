@@ -110,6 +110,7 @@ t.test('POST /api/device/init', async (t) => {
     { what: 'bad palette', body: { display: { ...display, palette: 'rainbow' } } },
     { what: 'palette a number', body: { display: { ...display, palette: 7 } } },
     { what: 'bad fit', body: { display: { ...display, fit: 'stretch' } } },
+    { what: 'bad dither', body: { display: { ...display, dither: 'random' } } },
     { what: 'model a number', body: { display, model: 42 } },
     { what: 'serial a boolean', body: { display, serial: true } },
     { what: 'oversized model', body: { display, model: long(101) } },
@@ -305,6 +306,10 @@ t.test('PATCH /api/device/:id', async (t) => {
       { what: 'unknown field isActive', body: { name: 'x', isActive: true } },
       { what: 'unknown field organization_id', body: { organization_id: 'org' } },
       { what: 'unknown field pinCode', body: { pinCode: 'BBBB-BBBB' } },
+      { what: 'bad dither', body: { display: { dither: 'random' } } },
+      { what: 'display without dither', body: { display: {} } },
+      { what: 'display size', body: { display: { width: 400 } } },
+      { what: 'display null', body: { display: null } },
       ...malformed,
     ],
     alice.token,
@@ -315,6 +320,7 @@ t.test('PATCH /api/device/:id', async (t) => {
   t.equal(after.body.name, 'Original', 'the name is unchanged')
   t.equal(after.body.color, '#123456', 'the colour is unchanged')
   t.equal(after.body.userId, alice.id, 'the owner is unchanged')
+  t.same(after.body.display, { ...display, fit: 'cover' }, 'the display is unchanged')
   t.equal(after.body.isActive, false)
 })
 

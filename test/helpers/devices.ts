@@ -19,13 +19,14 @@ async function post(url: string, body: unknown, token?: string) {
 export async function pairDevice(
   svc: Pick<TestApp, 'url'>,
   token: string,
-  opts: { name?: string; palette?: string; width?: number; height?: number; organizationId?: string } = {},
+  opts: { name?: string; palette?: string; width?: number; height?: number; dither?: string; organizationId?: string } = {},
 ): Promise<PairedDevice> {
   const init = await post(`${svc.url}/api/device/init`, {
     display: {
       width: opts.width ?? DEFAULT_DISPLAY.width,
       height: opts.height ?? DEFAULT_DISPLAY.height,
       palette: opts.palette ?? DEFAULT_DISPLAY.palette,
+      ...(opts.dither ? { dither: opts.dither } : {}),
     },
     model: 'test-frame',
     firmware: '1.0.0',
