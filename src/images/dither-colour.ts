@@ -42,6 +42,10 @@ type PreparedPalette = {
    */
   black: readonly [number, number, number]
   white: readonly [number, number, number]
+  /** The grey axis from the black ink to the white ink: t = (L − black L)·greyStep, a = black a + t·aGrey. */
+  greyStep: number
+  aGrey: number
+  bGrey: number
   lScale: number
   aScale: number
   bScale: number
@@ -115,6 +119,9 @@ function prepare(palette: readonly Rgb[]): PreparedPalette {
     lightnessRank,
     black: [L[dark]!, A[dark]!, B[dark]!],
     white: [L[light]!, A[light]!, B[light]!],
+    greyStep: 1 / (L[light]! - L[dark]! || 1),
+    aGrey: A[light]! - A[dark]!,
+    bGrey: B[light]! - B[dark]!,
     lScale: (L[light]! - L[dark]!) / wl!,
     aScale: (A[light]! - A[dark]! - wa!) / wl!,
     bScale: (B[light]! - B[dark]! - wb!) / wl!,
@@ -198,21 +205,23 @@ const boxed = new Float64Array(3)
 function toInkBox(p: PreparedPalette, l: number, a: number, b: number): Float64Array {
   const [lMin, aMin, bMin] = p.min
   const [lMax, aMax, bMax] = p.max
-  const ll = Math.min(lMax, Math.max(lMin, l))
-  // Where the grey axis (black ink → white ink) is at this lightness; inside the box, as both are.
-  const t = Math.min(1, Math.max(0, (ll - p.black[0]) / (p.white[0] - p.black[0] || 1)))
-  const aN = p.black[1] + t * (p.white[1] - p.black[1])
-  const bN = p.black[2] + t * (p.white[2] - p.black[2])
-  const da = a - aN
-  const db = b - bN
-  let f = 1
-  if (a < aMin) f = Math.min(f, (aMin - aN) / da)
-  else if (a > aMax) f = Math.min(f, (aMax - aN) / da)
-  if (b < bMin) f = Math.min(f, (bMin - bN) / db)
-  else if (b > bMax) f = Math.min(f, (bMax - bN) / db)
+  const ll = Math.max(lMin, Math.min(lMax, l))
   boxed[0] = ll
-  boxed[1] = aN + f * da
-  boxed[2] = bN + f * db
+  boxed[1] = a
+  boxed[2] = b
+  if (a < aMin || a > aMax || b < bMin || b > bMax) {
+    // Where the grey axis is at this lightness; inside the box, as both its ends are.
+    const t = Math.max(0, Math.min(1, (ll - p.black[0]) * p.greyStep))
+    const aN = p.black[1] + t * p.aGrey
+    const bN = p.black[2] + t * p.bGrey
+    const da = a - aN
+    const db = b - bN
+    let f = a < aMin ? (aMin - aN) / da : a > aMax ? (aMax - aN) / da : 1
+    if (b < bMin) f = Math.min(f, (bMin - bN) / db)
+    else if (b > bMax) f = Math.min(f, (bMax - bN) / db)
+    boxed[1] = aN + f * da
+    boxed[2] = bN + f * db
+  }
   return boxed
 }
 
@@ -230,6 +239,7 @@ export function diffuseColour(
   const [l0, a0, b0] = p.black
   const { lScale, aScale, bScale } = p
   const atkinson = kernel === 'atkinson'
+  const { greyStep, aGrey, bGrey } = p
   const { cells } = p
   const useCells = cells.length > 0
   const [, na, nb] = p.dims
@@ -255,11 +265,20 @@ export function diffuseColour(
       let l = l0 + srcL * lScale + e0[c]!
       let a = lab[o + 1]! + a0 + srcL * aScale + e0[c + 1]!
       let b = lab[o + 2]! + b0 + srcL * bScale + e0[c + 2]!
-      if (l < lMin || l > lMax || a < aMin || a > aMax || b < bMin || b > bMax) {
-        const inBox = toInkBox(p, l, a, b)
-        l = inBox[0]!
-        a = inBox[1]!
-        b = inBox[2]!
+      // Into the inks' box: toInkBox written out, with the same arithmetic (most pixels of a
+      // saturated picture need it, and the call and its result array cost a fifth of the loop).
+      l = Math.max(lMin, Math.min(lMax, l))
+      if (a < aMin || a > aMax || b < bMin || b > bMax) {
+        const t = Math.max(0, Math.min(1, (l - l0) * greyStep))
+        const aN = a0 + t * aGrey
+        const bN = b0 + t * bGrey
+        const da = a - aN
+        const db = b - bN
+        let f = a < aMin ? (aMin - aN) / da : a > aMax ? (aMax - aN) / da : 1
+        if (b < bMin) f = Math.min(f, (bMin - bN) / db)
+        else if (b > bMax) f = Math.min(f, (bMax - bN) / db)
+        a = aN + f * da
+        b = bN + f * db
       }
       let best: number
       if (useCells) {

@@ -33,11 +33,12 @@ export function srgbToLab([r, g, b]: Rgb): Lab {
   return [116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)]
 }
 
-// Tables for the per-pixel path: linear light per 8-bit code, and f(t) on a 1/65536 grid of t
-// (X/Xn and Z/Zn reach just above 1 for white, hence the few extra cells). Nearest cell, no
-// interpolation: the steepest part of f lies below EPSILON, where f is a straight line, and above
-// it the grid is fine enough that L* is within 0.02 of the exact value.
-const F_STEPS = 65536
+// Tables for the per-pixel path: linear light per 8-bit code, and f(t) on a grid of F_STEPS + 1
+// points over 0..1, interpolated linearly (a few cells beyond 1 for white's X/Xn and Z/Zn, which
+// reach just above it). Small enough to stay in the CPU's first-level cache, which matters more
+// here than the arithmetic (Math.cbrt per channel is about four times slower, a table of 65,536
+// points without interpolation a fifth slower); L*, a* and b* are within 0.01 of the exact values.
+const F_STEPS = 2048
 let linear: Float64Array | undefined
 let fTable: Float64Array | undefined
 
@@ -45,7 +46,7 @@ function tables(): { linear: Float64Array; fTable: Float64Array } {
   if (!linear || !fTable) {
     linear = new Float64Array(256)
     for (let v = 0; v < 256; v++) linear[v] = srgbToLinear(v)
-    fTable = new Float64Array(F_STEPS + 64)
+    fTable = new Float64Array(F_STEPS + 8)
     for (let i = 0; i < fTable.length; i++) fTable[i] = labF(i / F_STEPS)
   }
   return { linear, fTable }
@@ -53,19 +54,27 @@ function tables(): { linear: Float64Array; fTable: Float64Array } {
 
 /**
  * Convert `count` packed RGB pixels of `rgb` starting at pixel `from` into `out` as L, a, b
- * triples (out[0..3·count)). Equal to `srgbToLab` within 0.05 in each component.
+ * triples (out[0..3·count)). Equal to `srgbToLab` within 0.01 in each component.
  */
 export function rowToLab(rgb: PixelSource, from: number, count: number, out: Float64Array): void {
   const { linear: lin, fTable: f } = tables()
+  // Scales folded in, so the loop has no division.
+  const steps = F_STEPS
   const sx = F_STEPS / XN
   const sz = F_STEPS / ZN
   for (let i = 0, p = from * 3, o = 0; i < count; i++, p += 3, o += 3) {
     const r = lin[rgb[p]!]!
     const g = lin[rgb[p + 1]!]!
     const b = lin[rgb[p + 2]!]!
-    const fx = f[((0.4124 * r + 0.3576 * g + 0.1805 * b) * sx + 0.5) | 0]!
-    const fy = f[((0.2126 * r + 0.7152 * g + 0.0722 * b) * F_STEPS + 0.5) | 0]!
-    const fz = f[((0.0193 * r + 0.1192 * g + 0.9505 * b) * sz + 0.5) | 0]!
+    const tx = (0.4124 * r + 0.3576 * g + 0.1805 * b) * sx
+    const ty = (0.2126 * r + 0.7152 * g + 0.0722 * b) * steps
+    const tz = (0.0193 * r + 0.1192 * g + 0.9505 * b) * sz
+    const ix = tx | 0
+    const iy = ty | 0
+    const iz = tz | 0
+    const fx = f[ix]! + (tx - ix) * (f[ix + 1]! - f[ix]!)
+    const fy = f[iy]! + (ty - iy) * (f[iy + 1]! - f[iy]!)
+    const fz = f[iz]! + (tz - iz) * (f[iz + 1]! - f[iz]!)
     out[o] = 116 * fy - 16
     out[o + 1] = 500 * (fx - fy)
     out[o + 2] = 200 * (fy - fz)

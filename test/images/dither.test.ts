@@ -283,9 +283,10 @@ function referenceDiffusion(rgb: Uint8Array, width: number, height: number, pale
       let l = black[0]! + px[0]! * scale[0]! + e[0]!
       let a = px[1]! + black[1]! + px[0]! * scale[1]! + e[1]!
       let b = px[2]! + black[2]! + px[0]! * scale[2]! + e[2]!
-      if (l < lo[0]! || l > hi[0]! || a < lo[1]! || a > hi[1]! || b < lo[2]! || b > hi[2]!) {
-        l = Math.min(hi[0]!, Math.max(lo[0]!, l))
-        const t = Math.min(1, Math.max(0, (l - black[0]!) / (white[0]! - black[0]!)))
+      l = Math.min(hi[0]!, Math.max(lo[0]!, l))
+      if (a < lo[1]! || a > hi[1]! || b < lo[2]! || b > hi[2]!) {
+        // Towards the grey axis (black ink → white ink) at this lightness, as far as needed.
+        const t = Math.min(1, Math.max(0, (l - black[0]!) * (1 / (white[0]! - black[0]!))))
         const aN = black[1]! + t * (white[1]! - black[1]!)
         const bN = black[2]! + t * (white[2]! - black[2]!)
         let f = 1

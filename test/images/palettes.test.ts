@@ -79,7 +79,7 @@ t.test('CIELAB conversion', async (t) => {
     const exact = srgbToLab([grid[i]!, grid[i + 1]!, grid[i + 2]!])
     for (let k = 0; k < 3; k++) worst = Math.max(worst, Math.abs(out[i + k]! - exact[k]!))
   }
-  t.ok(worst < 0.1, `largest difference ${worst.toFixed(4)} over ${grid.length / 3} colours`)
+  t.ok(worst < 0.01, `largest difference ${worst.toFixed(4)} over ${grid.length / 3} colours`)
 })
 
 t.test('the nearest ink is chosen against the measured colours, by CIELAB distance', async (t) => {
