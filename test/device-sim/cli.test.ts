@@ -161,7 +161,11 @@ t.test(
     t.match(r.stderr, /denied/, 'says the pairing was denied')
     const link = /claim it: open (\S+) or scan:/.exec(r.stdout)
     t.ok(link, 'prints the pairing link')
-    t.match(link?.[1], new RegExp(`^${svc.url}/device\\?user_code=[0-9a-f-]{36}$`))
+    t.match(
+      link?.[1],
+      new RegExp(`^${svc.url}/device\\?user_code=[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$`),
+      'carrying the pin it shows',
+    )
     const qrLines = r.stdout.split('\n').filter((l) => /[█▀▄]{4,}/.test(l))
     t.ok(qrLines.length >= 10, `and a QR code of it (${qrLines.length} lines)`)
     t.match(r.stdout, /or with curl: curl -X POST/)
