@@ -11,6 +11,7 @@ import mqttPacket from 'mqtt-packet'
 import { createWebSocketStream, WebSocketServer } from 'ws'
 import { connackGate } from './connack-gate.js'
 import { dedupeByIdentity } from './dedupe.js'
+import { storedQueue, type StoredQueueRules } from './stored-queue.js'
 import { withRetainedTree } from './retained.js'
 import { guardPackets, isCapped, isOverRate, type GuardStats, type InboundLimits, type PacketGuard } from './packet-guard.js'
 
@@ -94,6 +95,8 @@ export async function createMqttServer(opts: {
   tls?: { key: Buffer; cert: Buffer }
   /** aedes' heartbeatInterval in ms (default 60,000). */
   heartbeatMs?: number
+  /** What a starting session is sent from its stored queue (stored-queue.ts); everything when absent. */
+  storedQueue?: StoredQueueRules
 }): Promise<MqttServer> {
   const { limits } = opts
   /** Each client's remote address (a string per client, not an object around it). */
@@ -101,11 +104,13 @@ export async function createMqttServer(opts: {
   const refusals = new WeakMap<Client, RefuseReason>()
   const guardStats: GuardStats = { nulClosed: 0, subscriptionsCapped: 0, rateDropped: 0, rateClosed: 0 }
 
+  // Single-node: aedes' in-memory persistence with retained messages in a topic tree (retained.ts).
+  const persistence = opts.persistence ?? (withRetainedTree(memoryPersistence()) as unknown as AedesOptions['persistence'])
+  const stored = opts.storedQueue && storedQueue(opts.storedQueue)
   const aedes = await Aedes.createBroker({
     id: opts.id,
     mq: opts.mq,
-    // Single-node: aedes' in-memory persistence with retained messages in a topic tree (retained.ts).
-    persistence: opts.persistence ?? (withRetainedTree(memoryPersistence()) as unknown as AedesOptions['persistence']),
+    persistence: stored && persistence ? stored.persistence(persistence) : persistence,
     // aedes refuses with return code 6, which MQTT 3.1.1 does not define; preConnect refuses instead.
     keepaliveLimit: 0,
     queueLimit: limits.queueLimit,
@@ -125,6 +130,10 @@ export async function createMqttServer(opts: {
       }
       if (opts.hooks.authorizePublish) return opts.hooks.authorizePublish(client, packet, done)
       done(null)
+    },
+    authorizeForward(client, packet) {
+      if (stored && !stored.forward(client, packet)) return null
+      return opts.hooks.authorizeForward ? opts.hooks.authorizeForward(client, packet) : packet
     },
     authorizeSubscribe(client, sub, done) {
       if (isCapped(sub)) return done(null, null)

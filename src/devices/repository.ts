@@ -364,12 +364,17 @@ export async function recordPresenceMany(db: Executor, changes: readonly Presenc
   return out
 }
 
-/** Devices a node still shows connected through it (after it stopped without closing them): now offline. */
+/**
+ * Devices the database shows connected through a broker that is gone (it stopped without closing
+ * them): now offline. `brokerId` is one run of a node (`<node>~<run>`, whose connection ids start
+ * with it), or a node, which releases every run of it.
+ */
 export async function releaseNodeConnections(db: Executor, brokerId: string, at: Date): Promise<PresenceUpdated[]> {
+  const escaped = brokerId.replace(/[\\%_]/g, (c) => `\\${c}`)
   const rows = await db.execute(sql`
     update ${device} as d set is_active = false, connection_id = null, last_seen_at = greatest(d.last_seen_at, ${at.toISOString()}::timestamptz)
     from ${device} as o
-    where o.id = d.id and d.connection_id like ${`${brokerId.replace(/[\\%_]/g, (c) => `\\${c}`)}/%`}
+    where o.id = d.id and (d.connection_id like ${`${escaped}/%`} or d.connection_id like ${`${escaped}~%`})
     returning d.id, d.user_id, d.organization_id, d.name, o.is_active as was_active, o.connection_id as previous_connection_id`)
   return rowsOf<{
     id: string

@@ -5,7 +5,7 @@
 import { batched } from '../../broker/batching.js'
 import type { Database } from '../db/client.js'
 import type { DeviceLink } from '../devices/sessions.js'
-import type { DownlinkKind } from '../mqtt/contract.js'
+import { replacingKinds, type DownlinkKind } from '../mqtt/contract.js'
 import { insertEvents } from '../events/repository.js'
 import { ackWriter } from './acks.js'
 import {
@@ -20,9 +20,6 @@ import {
 
 /** How long acknowledgements gather before they are written (see acks.ts). */
 const ACK_WINDOW_MS = 50
-
-/** Kinds where only the newest message matters: an older config, desired image or firmware offer is never sent again. */
-const REPLACING: ReadonlySet<string> = new Set<DownlinkKind>(['config', 'image', 'ota'])
 
 export type OutboxLimits = {
   /** Pending messages kept per device; older ones are dropped (and that is an Event). */
@@ -140,7 +137,7 @@ export function createOutbox(deps: {
         kind,
         payload: payload as Record<string, unknown>,
         retain,
-        replacesOlder: REPLACING.has(kind),
+        replacesOlder: replacingKinds.has(kind),
       })
       if (seq === undefined) {
         // The device was deleted meanwhile: nobody is left to receive it.

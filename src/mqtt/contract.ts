@@ -9,6 +9,8 @@
 
 export const downlinkKinds = ['prompt', 'image', 'config', 'cmd', 'ota'] as const
 export type DownlinkKind = (typeof downlinkKinds)[number]
+/** Kinds where only the newest message matters: an older config, desired image or firmware offer is never sent once a newer one exists. */
+export const replacingKinds: ReadonlySet<string> = new Set<DownlinkKind>(['config', 'image', 'ota'])
 export const uplinkKinds = ['status', 'ack', 'log', 'ota'] as const
 export type UplinkKind = (typeof uplinkKinds)[number]
 

@@ -1,6 +1,6 @@
 // The service's broker: devices authenticate with their secret, apps with a session token;
 // topic rules from contract.ts; presence and uplink handled in presence.ts and uplink.ts.
-import { randomUUID } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import type { Aedes, Client, PublishPacket } from 'aedes'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
@@ -32,6 +32,7 @@ import {
   deviceFilter,
   downlinkKinds,
   parseDeviceTopic,
+  replacingKinds,
   topicFor,
   type DisconnectReason,
   type DownlinkKind,
@@ -133,14 +134,23 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     stats.refusedConnections += 1
     done(connackError(code, message), false)
   }
-  const newConnectionId = () => `${deps.id}/${randomUUID()}`
+  /**
+   * This process's broker id. aedes numbers the packets it stores from 1 in every process, and the
+   * Redis persistence keys a stored packet by broker id and number: a restarted node under its
+   * fixed id overwrote the packets its last run had queued for sleeping devices, and a device was
+   * handed another device's messages. Each run is a broker of its own, `<node>~<run>`; the node id
+   * (MQTT_BROKER_ID, which cannot contain `~`) finds this node's connections and wills of earlier runs.
+   */
+  const instance = `${deps.id}~${randomBytes(6).toString('hex')}`
+  const nodeOf = (brokerId: string) => brokerId.split('~')[0]
+  const newConnectionId = () => `${instance}/${randomUUID()}`
 
   if (deps.mq) {
     // Registered before aedes' own handler of the same message, which closes a client that
     // connected again on another instance: ours runs first and names the close a takeover.
     onClientRegistered(deps.mq as Emitter, (from, clientId) => {
       const client = current.get(clientId)
-      if (from !== deps.id && client && !client.closed) {
+      if (from !== instance && client && !client.closed) {
         const m = meta.get(client)
         if (m) m.reason ??= 'takeover'
         withoutWill(client)
@@ -149,12 +159,25 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
   }
 
   const server = await createMqttServer({
-    id: deps.id,
+    id: instance,
     limits: deps.limits,
     mq: deps.mq,
     persistence: deps.persistence,
     tls: deps.tls,
     heartbeatMs: deps.heartbeatMs,
+    storedQueue: {
+      // A device waking into its stored session gets the newest config, image and firmware offer
+      // queued for it, not the ones they replaced (the outbox superseded those too).
+      lastValue: (topic) => {
+        const t = parseDeviceTopic(topic)
+        return t !== null && t.rest.length === 1 && replacingKinds.has(t.rest[0]!)
+      },
+      // A queue without its session (Redis lost it): the outbox resends what is pending, in order.
+      dropStored: (client) => {
+        const m = meta.get(client)
+        return m?.kind === 'device' && m.session?.resumed === false
+      },
+    },
     onReject: (reason, address) => {
       stats.refusedConnections += 1
       log.warn({ reason, address }, 'mqtt connection refused')
@@ -459,10 +482,11 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
   }
 
   await releaseNode(deps.id, 'server_shutdown')
-  // This node's own stored wills from its last run: the state published above replaces them.
+  // This node's own stored wills from its earlier runs: the state published above replaces them.
   const persistence = sessionStore(aedes)
   for await (const will of persistence.streamWill({})) {
-    if (will.brokerId === deps.id) await persistence.delWill({ id: will.clientId, brokerId: will.brokerId })
+    if (will.brokerId !== instance && nodeOf(will.brokerId) === deps.id)
+      await persistence.delWill({ id: will.clientId, brokerId: will.brokerId })
   }
   const nodeWatch = deps.mq ? watchNodes() : undefined
 
@@ -520,7 +544,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
       const now = Date.now()
       const brokers = aedes.brokers
       const alive = new Set([
-        deps.id,
+        instance,
         ...Object.entries(brokers)
           .filter(([, at]) => at + 3 * every >= now)
           .map(([id]) => id),

@@ -128,7 +128,7 @@ t.test('a takeover across instances and the shared offline queue cap', { skip },
       (e) =>
         e.type === 'device.disconnected' &&
         e.data.connectionId &&
-        String(e.data.connectionId).startsWith('node-a/') &&
+        String(e.data.connectionId).startsWith('node-a~') &&
         e.data.reason !== 'client_disconnect',
     ),
   )

@@ -93,7 +93,11 @@ t.test('connect and clean disconnect', async (t) => {
   t.equal(connected!.deviceId, dev.deviceId)
   t.equal(connected!.data.clientId, dev.deviceId)
   t.match(connected!.data.remoteAddress, /127\.0\.0\.1/)
-  t.match(connected!.data.connectionId, new RegExp(`^${svc.config.mqtt.brokerId}/[0-9a-f-]{36}$`), 'the connection id names this node')
+  t.match(
+    connected!.data.connectionId,
+    new RegExp(`^${svc.config.mqtt.brokerId}~[0-9a-f]{12}/[0-9a-f-]{36}$`),
+    'the connection id names this node',
+  )
   t.equal(connected!.data.cleanSession, true)
   const on = await online
   t.equal(on.payload.online, true)
@@ -340,7 +344,7 @@ t.test('a restart after a crash: devices the node still showed connected are rec
   const { device: deviceTable } = await import('../../src/devices/tables.js')
   const { eq } = await import('drizzle-orm')
   const [live] = await db.select().from(deviceTable).where(eq(deviceTable.id, dev.deviceId))
-  t.match(live?.connectionId, new RegExp(`^${node.config.mqtt.brokerId}/`), 'the row names the live connection on this node')
+  t.match(live?.connectionId, new RegExp(`^${node.config.mqtt.brokerId}~[0-9a-f]{12}/`), 'the row names the live connection on this node')
   c.end(true)
   const reuse = { dataDir: node.dataDir, databaseUrl: node.config.databaseUrl, redisPrefix: node.config.redisPrefix }
   await node.close()

@@ -20,15 +20,21 @@ const PROMPTS_PER_DEVICE = 14
 const KINDS = ['prompt', 'image', 'config', 'cmd'] as const
 
 type Received = { promptId: string; seq: number }
+/** Everything a device is handed, whatever its topic (a device must never get another's). */
+export type Delivered = { topic: string; promptId?: string; seq?: number }
 
 async function json<T>(res: Response): Promise<T> {
   return (await res.json()) as T
 }
 
-/** Connects a device with a persistent session; on a new session it subscribes to its downlink topics, one by one as firmware does. */
-async function online(
+/**
+ * Connects a device with a persistent session; on a new session it subscribes to its downlink
+ * topics, one by one as firmware does. `received` gets its prompts; `delivered` every message.
+ */
+export async function online(
   dev: PairedDevice,
   mqttPort: number,
+  delivered?: Delivered[],
   received?: Received[],
 ): Promise<{ client: MqttClient; sessionPresent: boolean }> {
   const client = mqtt.connect(`mqtt://127.0.0.1:${mqttPort}`, {
@@ -39,14 +45,15 @@ async function online(
     reconnectPeriod: 0,
     protocolVersion: 4,
   })
-  if (received) {
-    // Listening before the CONNACK: a resumed session's stored messages follow it at once.
-    client.on('message', (topic, payload) => {
-      if (!topic.endsWith('/prompt')) return
-      const body = JSON.parse(payload.toString('utf8')) as { promptId: string; seq: number }
-      received.push({ promptId: body.promptId, seq: body.seq })
-    })
-  }
+  // Listening before the CONNACK: a resumed session's stored messages follow it at once.
+  client.on('message', (topic, payload) => {
+    let body: { promptId?: string; seq?: number } = {}
+    try {
+      body = JSON.parse(payload.toString('utf8'))
+    } catch {}
+    delivered?.push({ topic, promptId: body.promptId, seq: body.seq })
+    if (received && topic.endsWith('/prompt')) received.push({ promptId: body.promptId!, seq: body.seq! })
+  })
   const connack = await new Promise<{ sessionPresent: boolean }>((resolve, reject) => {
     client.once('connect', resolve)
     client.once('error', reject)
@@ -132,7 +139,7 @@ export async function restartScenario(t: Test, stop: 'SIGKILL' | 'SIGTERM') {
   for (const dev of devices) {
     const got: Received[] = []
     received.set(dev.deviceId, got)
-    const { client, sessionPresent } = await online(dev, mqttPort, got)
+    const { client, sessionPresent } = await online(dev, mqttPort, undefined, got)
     clients.push(client)
     t.equal(
       sessionPresent,
@@ -174,7 +181,7 @@ export async function restartScenario(t: Test, stop: 'SIGKILL' | 'SIGTERM') {
     return body.messages.filter((m) => m.kind === 'prompt').every((m) => m.status === 'delivered')
   })
   const later: Received[] = []
-  const again = await online(dev, mqttPort, later)
+  const again = await online(dev, mqttPort, undefined, later)
   clients.push(again.client)
   const marker = await json<{ id: string }>(
     await fetch(`${url}/api/prompts`, { method: 'POST', headers: auth, body: JSON.stringify({ text: 'marker', deviceId: dev.deviceId }) }),
