@@ -365,8 +365,10 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     fire: schedules.fire,
     flush: schedules.flush,
     log: app.log,
+    node: config.nodeId,
     tickMs: config.schedule.tickMs,
     batch: config.schedule.batch,
+    leaseMs: config.schedule.leaseMs,
   })
   app.decorate('scheduler', scheduler)
   await app.register(scheduleRoutes, { playlists, schedules })

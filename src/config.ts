@@ -119,6 +119,7 @@ const envSchema = z.object({
   SCHEDULE_MIN_SECONDS: z.coerce.number().int().min(1).max(86400).default(60),
   SCHEDULE_TICK_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   SCHEDULE_BATCH: z.coerce.number().int().min(1).max(5000).default(1000),
+  SCHEDULE_LEASE_MS: z.coerce.number().int().min(500).max(600_000).optional(),
   LOCAL_PROVIDER_DURATION_MS: z.coerce.number().int().min(0).max(600_000).default(1500),
   REPLICATE_API_TOKEN: z.string().optional(),
   REPLICATE_BASE_URL: providerBaseUrl('https://api.replicate.com'),
@@ -332,6 +333,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if ((e.VAPID_PUBLIC_KEY && !e.VAPID_PRIVATE_KEY) || (!e.VAPID_PUBLIC_KEY && e.VAPID_PRIVATE_KEY)) {
     throw new ConfigError('Invalid configuration:\n  VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY must be set together')
   }
+  // Fixed per node (kept in DATA_DIR): what this node's earlier runs left (connections, wills,
+  // schedule claims) is recognised as its own after a restart.
+  const nodeId = e.MQTT_BROKER_ID ?? persistentValue(dataDir, 'broker-id', () => `node-${randomBytes(6).toString('hex')}`)
   const providers = providersFrom(e)
   if (e.IMAGE_PROVIDER !== 'local' && !providers[e.IMAGE_PROVIDER]) {
     const keyName = { replicate: 'REPLICATE_API_TOKEN', fal: 'FAL_KEY', bfl: 'BFL_API_KEY', openai: 'OPENAI_API_KEY' }[e.IMAGE_PROVIDER]
@@ -369,6 +373,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     warnings: checked.warnings,
     baseUrl,
     dataDir,
+    /** This node's fixed id (MQTT_BROKER_ID, or generated once into DATA_DIR/broker-id). */
+    nodeId,
     databaseUrl: e.DATABASE_URL,
     pgliteSharedBuffers: e.PGLITE_SHARED_BUFFERS,
     redisUrl: e.REDIS_URL,
@@ -434,6 +440,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       tickMs: e.SCHEDULE_TICK_MS,
       /** Due turns claimed per statement (the rest wait for the next claim, by this or another instance). */
       batch: e.SCHEDULE_BATCH,
+      /**
+       * How long a claim on due turns lasts unless renewed (every third of it, while the batch is
+       * worked on): a crashed node's turns are taken over within it, so it is at most half the
+       * shortest turn, and 30 s at most.
+       */
+      leaseMs: e.SCHEDULE_LEASE_MS ?? Math.min(30_000, Math.max(1000, e.SCHEDULE_MIN_SECONDS * 500)),
     },
     generation: {
       /** Seconds a job may take before it fails with TIMEOUT (and is refunded). */
@@ -529,8 +541,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         e.MQTT_TLS_CERT && e.MQTT_TLS_KEY
           ? { port: e.MQTT_TLS_PORT, host: mqttTlsHost, certFile: e.MQTT_TLS_CERT, keyFile: e.MQTT_TLS_KEY }
           : undefined,
-      /** Fixed per node (kept in DATA_DIR) so stored wills and sessions survive restarts. */
-      brokerId: e.MQTT_BROKER_ID ?? persistentValue(dataDir, 'broker-id', () => `node-${randomBytes(6).toString('hex')}`),
+      /** This node's id (nodeId): each run of it is a broker of its own, `<node>~<run>` (device-broker.ts). */
+      brokerId: nodeId,
       limits: {
         maxPacketSize: e.MQTT_MAX_PACKET_SIZE,
         connectRate: e.MQTT_CONNECT_RATE,

@@ -47,6 +47,8 @@ export const groups = {
       'cluster/membership.test.ts',
       'schedules/cluster.test.ts',
       'downlink/outbox.test.ts',
+      'downlink/superseded-backlog.test.ts',
+      'downlink/redis-restart.test.ts',
     ],
   },
   'generation-runner+devices-a': {
@@ -121,6 +123,7 @@ export const groups = {
       'auth/session-cache.test.ts',
       'schedules/schedule.test.ts',
       'schedules/prompt-items.test.ts',
+      'schedules/leases.test.ts',
     ],
   },
   'auth-b+restart-term': {
@@ -133,6 +136,7 @@ export const groups = {
       'health/alerts.test.ts',
       'firmware/failures.test.ts',
       'downlink/restart-term.test.ts',
+      'downlink/restart-accounts.test.ts',
     ],
   },
   'devices-b+password-race': {

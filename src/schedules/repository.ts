@@ -196,6 +196,33 @@ export async function finishTurns(
   return new Set(rowsOf<{ device_id: string }>(rows).map((r) => r.device_id))
 }
 
+/**
+ * Keeps this instance's claims while it works on them: their lease runs `until` now. A crashed
+ * instance renews nothing, so its claims come free within one lease.
+ */
+export async function renewLeases(db: Executor, owner: string, until: Date): Promise<number> {
+  const rows = await db
+    .update(deviceSchedule)
+    .set({ leaseUntil: until })
+    .where(eq(deviceSchedule.leaseOwner, owner))
+    .returning({ id: deviceSchedule.deviceId })
+  return rows.length
+}
+
+/**
+ * Lets go of what earlier runs of this node still hold (it was killed with a batch claimed):
+ * `owner` is the current run, `<node>/<run>`; nothing else of that node can be alive.
+ */
+export async function releaseNodeLeases(db: Executor, owner: string): Promise<number> {
+  const node = owner.slice(0, owner.indexOf('/') + 1).replace(/[\\%_]/g, (c) => `\\${c}`)
+  const rows = await db
+    .update(deviceSchedule)
+    .set({ leaseUntil: null, leaseOwner: null })
+    .where(and(sql`${deviceSchedule.leaseOwner} like ${`${node}%`}`, sql`${deviceSchedule.leaseOwner} <> ${owner}`))
+    .returning({ id: deviceSchedule.deviceId })
+  return rows.length
+}
+
 /** The earliest due time among schedules nobody holds, so the loop can sleep until then. */
 export async function nextDueAt(db: Executor, now: Date): Promise<Date | null> {
   const [row] = await db

@@ -1,11 +1,12 @@
 // Fires due schedule turns. The due work is rows in the database (device_schedule.next_at), claimed
-// in batches with a lease and SKIP LOCKED, so two instances never take the same device at once and
-// a crashed instance's claims come free when their lease ends. Time comes from an injected clock:
-// tests and the benchmark move it instead of waiting.
+// in batches with a lease and SKIP LOCKED, so two instances never take the same device at once.
+// The lease is short and renewed while a batch is worked on: a crashed instance's claims come free
+// within one lease (shorter than the shortest turn), and a restarted one lets go of its earlier
+// run's claims at start. Time comes from an injected clock: tests and the benchmark move it
+// instead of waiting.
 import { randomUUID } from 'node:crypto'
-import { hostname } from 'node:os'
 import type { Database } from '../db/client.js'
-import { claimDueSchedules, finishTurns, nextDueAt, type ScheduleRow } from './repository.js'
+import { claimDueSchedules, finishTurns, nextDueAt, releaseNodeLeases, renewLeases, type ScheduleRow } from './repository.js'
 import type { ScheduleCurrent } from './tables.js'
 
 type Done = { nextAt: Date | null; current: ScheduleCurrent | null }
@@ -18,7 +19,9 @@ export type SchedulerOptions<Memo> = {
   fire: (row: ScheduleRow, now: Date, memo: Memo) => Promise<Done>
   /** Sends what the batch's turns left in the memo, together; answers the devices whose send failed. */
   flush: (memo: Memo) => Promise<ReadonlySet<string>>
-  log: { error: (o: object, m?: string) => void }
+  log: { error: (o: object, m?: string) => void; warn?: (o: object, m?: string) => void }
+  /** This node's fixed id (kept across restarts): claims of its earlier runs are let go at start. */
+  node: string
   /** Longest wait between two looks (a plan saved on another instance is seen within it). */
   tickMs?: number
   /** Schedules claimed per statement, and fired at once. */
@@ -35,9 +38,10 @@ export function createScheduler<Memo>(opts: SchedulerOptions<Memo>) {
   const tickMs = opts.tickMs ?? 1000
   const batch = opts.batch ?? 200
   const concurrency = opts.concurrency ?? 32
-  // Long enough for a batch that converts new uploads; a crashed instance's claims come free after it.
-  const leaseMs = opts.leaseMs ?? 300_000
-  const owner = `${hostname()}/${randomUUID()}`
+  // Renewed every third of it while a batch is worked on (converting new uploads may take long);
+  // a crashed instance's claims come free after it.
+  const leaseMs = opts.leaseMs ?? 30_000
+  const owner = `${opts.node}/${randomUUID()}`
   let timer: NodeJS.Timeout | undefined
   let running: Promise<number> | undefined
   let again = false
@@ -61,8 +65,30 @@ export function createScheduler<Memo>(opts: SchedulerOptions<Memo>) {
     }
   }
 
+  /** Renews this instance's claims every third of a lease while a batch is in hand. */
+  function holdClaims(): () => void {
+    const timer = setInterval(
+      () =>
+        void renewLeases(db, owner, new Date(clock().getTime() + leaseMs)).catch((err) =>
+          (log.warn ?? log.error)({ err }, 'could not renew the claims on schedule turns'),
+        ),
+      Math.max(100, Math.floor(leaseMs / 3)),
+    )
+    timer.unref()
+    return () => clearInterval(timer)
+  }
+
   /** Fires everything due now; resolves with how many turns this instance fired. */
   async function drain(): Promise<number> {
+    const release = holdClaims()
+    try {
+      return await drainClaimed()
+    } finally {
+      release()
+    }
+  }
+
+  async function drainClaimed(): Promise<number> {
     let fired = 0
     for (;;) {
       const now = clock()
@@ -116,7 +142,10 @@ export function createScheduler<Memo>(opts: SchedulerOptions<Memo>) {
 
   return {
     tick,
-    start() {
+    /** Lets go of this node's claims from an earlier run, then looks for due turns. */
+    async start() {
+      const released = await releaseNodeLeases(db, owner)
+      if (released) (log.warn ?? log.error)({ released }, 'let go of schedule turns an earlier run of this node had claimed')
       stopped = false
       arm(0)
     },

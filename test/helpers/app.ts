@@ -14,7 +14,7 @@ import postgres from 'postgres'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
-import { migrationsFolder, openDatabase } from '../../src/db/client.js'
+import { migrationsFolder, openDatabase, type DatabaseHandle } from '../../src/db/client.js'
 
 const execFileAsync = promisify(execFile)
 
@@ -175,4 +175,22 @@ export async function startApp(t: Tap, opts: StartOptions = {}): Promise<TestApp
     }
     return { app, config, url: `http://127.0.0.1:${port}`, dataDir, close }
   }
+}
+
+/**
+ * A migrated database alone, without the app, for tests of a domain's rules and repositories:
+ * a copy of the PGlite template, or a fresh PostgreSQL database when DATABASE_URL is set.
+ * Closed when the test ends.
+ */
+export async function testDatabase(t: Tap): Promise<DatabaseHandle> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'dps-db-'))
+  const databaseUrl = process.env.DATABASE_URL ? await freshPostgres(t, process.env.DATABASE_URL) : undefined
+  if (!databaseUrl) await copyTree(join(await pgliteTemplate(), 'pglite'), join(dataDir, 'pglite'))
+  const handle = openDatabase({ databaseUrl, dataDir })
+  t.teardown(async () => {
+    await handle.close()
+    await rm(dataDir, { recursive: true, force: true })
+  })
+  await handle.migrate()
+  return handle
 }
