@@ -42,6 +42,7 @@ export function createScheduler<Memo>(opts: SchedulerOptions<Memo>) {
   // a crashed instance's claims come free after it.
   const leaseMs = opts.leaseMs ?? 30_000
   const owner = `${opts.node}/${randomUUID()}`
+  const warn = (o: object, m: string) => (log.warn ? log.warn(o, m) : log.error(o, m))
   let timer: NodeJS.Timeout | undefined
   let running: Promise<number> | undefined
   let again = false
@@ -70,7 +71,7 @@ export function createScheduler<Memo>(opts: SchedulerOptions<Memo>) {
     const timer = setInterval(
       () =>
         void renewLeases(db, owner, new Date(clock().getTime() + leaseMs)).catch((err) =>
-          (log.warn ?? log.error)({ err }, 'could not renew the claims on schedule turns'),
+          warn({ err }, 'could not renew the claims on schedule turns'),
         ),
       Math.max(100, Math.floor(leaseMs / 3)),
     )
@@ -145,7 +146,7 @@ export function createScheduler<Memo>(opts: SchedulerOptions<Memo>) {
     /** Lets go of this node's claims from an earlier run, then looks for due turns. */
     async start() {
       const released = await releaseNodeLeases(db, owner)
-      if (released) (log.warn ?? log.error)({ released }, 'let go of schedule turns an earlier run of this node had claimed')
+      if (released) warn({ released }, 'let go of schedule turns an earlier run of this node had claimed')
       stopped = false
       arm(0)
     },
