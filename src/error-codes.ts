@@ -24,6 +24,7 @@ export const ERRORS = {
     message: 'Only PNG, JPEG, WebP, GIF and AVIF images are accepted (the type is read from the file itself)',
   },
   INTERNAL_ERROR: { status: 500, message: 'Internal server error' },
+  STORAGE_FULL: { status: 507, message: 'The server is out of storage space: nothing was stored. Try again later' },
   CONSOLE_NOT_BUILT: { status: 503, message: 'The web console is not built: run `npm run build:web` (npm start does it)' },
 
   // Auth
@@ -39,7 +40,6 @@ export const ERRORS = {
   CODE_EXPIRED: { status: 410, message: 'This code has expired; restart pairing on the device' },
   TOO_MANY_ATTEMPTS: { status: 429, message: 'Too many wrong codes, try again later' },
   SLOW_DOWN: { status: 429, message: 'Poll less often' },
-  MQTT_AUTH_DISABLED: { status: 503, message: 'Set MQTT_AUTH_SECRET to enable the external-broker hook' },
 
   // Prompts and generation
   UNKNOWN_TEMPLATE: { status: 400, message: 'Unknown template' },

@@ -1,5 +1,6 @@
 // Every error body the service sends is { message, code }. Routes throw AppError; everything
 // else is mapped here so nothing leaks a stack trace.
+import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ERRORS, type ErrorCode } from './error-codes.js'
 
@@ -45,6 +46,7 @@ const statusCodes: Record<number, string> = {
   429: 'TOO_MANY_REQUESTS',
   500: 'INTERNAL_ERROR',
   503: 'SERVICE_UNAVAILABLE',
+  507: 'STORAGE_FULL',
 }
 
 export function codeForStatus(status: number): string {
@@ -81,10 +83,59 @@ function isRefusedValue(err: unknown): boolean {
  */
 const isGoneReference = (err: unknown) => sqlState(err) === '23503'
 
+/**
+ * The disk (or quota) is full: PostgreSQL's disk_full (53100, also what PGlite raises when its
+ * data folder cannot grow) or ENOSPC/EDQUOT from the file system (the object store, the mail
+ * outbox), anywhere in the chain of causes. Nothing the request wanted was stored (each write is
+ * one transaction), and the client may try again later: 507, not an internal error.
+ */
+function isStorageFull(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e.code === '53100' || e.code === 'ENOSPC' || e.code === 'EDQUOT') return true
+  }
+  return false
+}
+
 /** Fastify's message, and for a value outside a list the list itself: "must be equal to one of the allowed values" alone leaves the caller guessing. */
 function validationMessage(err: FastifyError): string {
   const allowed = err.validation?.find((v) => v.keyword === 'enum')?.params?.allowedValues
   return Array.isArray(allowed) ? `${err.message}: ${allowed.map((v) => JSON.stringify(v)).join(', ')}` : err.message
+}
+
+/** How much of a refused body is read (and thrown away) before the answer, at most: see discardBody. */
+const DISCARD_MAX_BYTES = 64 * 1024 * 1024
+const DISCARD_MAX_MS = 30_000
+
+/**
+ * Reads what is left of a request body and throws it away, up to a bound. Fastify answers a body
+ * over its limit at once and closes the connection after the answer (the client may still be
+ * sending); a client still writing then got EPIPE and never read the 413 (Node's fetch, mobile
+ * HTTP stacks). Once the body is in, the client is reading, and the answer reaches it; past the
+ * bound the answer goes out anyway.
+ */
+function discardBody(raw: IncomingMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (raw.complete || raw.destroyed) return resolve()
+    let seen = 0
+    const done = () => {
+      clearTimeout(timer)
+      raw.off('data', onData)
+      raw.off('end', done)
+      raw.off('error', done)
+      raw.off('close', done)
+      resolve()
+    }
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length
+      if (seen > DISCARD_MAX_BYTES) done()
+    }
+    const timer = setTimeout(done, DISCARD_MAX_MS)
+    raw.on('data', onData)
+    raw.once('end', done)
+    raw.once('error', done)
+    raw.once('close', done)
+    raw.resume()
+  })
 }
 
 /** Answers a request no route matched, or returns false to let it be a 404 (the console's deep links). */
@@ -92,7 +143,8 @@ export type NotFoundFallback = (req: FastifyRequest, reply: FastifyReply) => Pro
 
 export function installErrorHandling(app: FastifyInstance): { setNotFoundFallback(fallback: NotFoundFallback): void } {
   let fallback: NotFoundFallback | undefined
-  app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler(async (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    if ((err.statusCode === 413 || (err instanceof AppError && err.statusCode === 413)) && !req.raw.complete) await discardBody(req.raw)
     if (err instanceof AppError) {
       return reply.code(err.statusCode).headers(err.headers).send({ message: err.message, code: err.code })
     }
@@ -107,6 +159,10 @@ export function installErrorHandling(app: FastifyInstance): { setNotFoundFallbac
       // Validation should have caught it; the log says where it did not.
       req.log.warn({ err }, 'the database refused a value from the request')
       return reply.code(ERRORS.INVALID_VALUE.status).send({ message: ERRORS.INVALID_VALUE.message, code: 'INVALID_VALUE' })
+    }
+    if (isStorageFull(err)) {
+      req.log.error({ err }, 'out of storage space')
+      return reply.code(ERRORS.STORAGE_FULL.status).send({ message: ERRORS.STORAGE_FULL.message, code: 'STORAGE_FULL' })
     }
     if (isGoneReference(err))
       return reply.code(ERRORS.REFERENCE_GONE.status).send({ message: ERRORS.REFERENCE_GONE.message, code: 'REFERENCE_GONE' })

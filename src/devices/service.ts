@@ -1,7 +1,7 @@
 // The pairing flow (RFC 8628 shaped) and the device lifecycle. Routes call these; these call
 // the repositories. Every state change is a compare-and-set, so concurrent requests race safely.
 import type { Config } from '../config.js'
-import type { Database } from '../db/client.js'
+import type { Database, Executor } from '../db/client.js'
 import { appError } from '../errors.js'
 import { deleteDeviceEvents, insertEvent } from '../events/repository.js'
 import { findUserByEmail } from '../auth/users-repository.js'
@@ -31,7 +31,7 @@ import {
 } from './repository.js'
 import { randomUUID } from 'node:crypto'
 import type { ClaimInput, CodeInput, InitInput, PatchInput } from './inputs.js'
-import type { DeviceLink } from './sessions.js'
+import type { DurableLink } from './sessions.js'
 import { type CommandMessage, type ConfigMessage, deviceTopics, type ScheduleInfo } from '../mqtt/contract.js'
 import { findSchedule } from '../schedules/repository.js'
 import { scheduleInfo } from '../schedules/wire.js'
@@ -41,7 +41,7 @@ import type { DeviceCommandName, DeviceInfo } from './tables.js'
 const MAX_FAILED_ATTEMPTS = 5
 const ATTEMPT_WINDOW_SECONDS = 15 * 60
 
-export type DeviceServiceDeps = { db: Database; config: Config; counters: Counters; link: DeviceLink }
+export type DeviceServiceDeps = { db: Database; config: Config; counters: Counters; link: DurableLink }
 
 // The input types come from the request schemas, so they are what the routes validate.
 export type { ClaimInput, CodeInput, InitInput } from './inputs.js'
@@ -309,30 +309,35 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
     const update: DevicePatch = { ...changes, ...(changes.color ? { color: changes.color.toLowerCase() } : {}) }
     // The display's size and palette are the panel's; the owner may choose how it is dithered.
     if (display) update.display = { ...dev.display, ...display }
-    await updateDevice(db, dev.id, update)
-    // Every change is a new desired config: the device is out of sync until it reports it.
-    const updated = await setDesiredState(db, dev.id, { bumpConfig: true })
-    if (!updated) throw appError('DEVICE_NOT_FOUND')
-    await publishConfig(updated)
+    // The change and the config that announces it are stored together: a crash cannot keep one without the other.
+    const { updated, message } = await db.transaction(async (tx) => {
+      await updateDevice(tx, dev.id, update)
+      // Every change is a new desired config: the device is out of sync until it reports it.
+      const updated = await setDesiredState(tx, dev.id, { bumpConfig: true })
+      if (!updated) throw appError('DEVICE_NOT_FOUND')
+      return { updated, message: await link.stage(tx, dev.id, 'config', await configMessage(tx, updated), { retain: true }) }
+    })
+    await message.send()
     return updated
   }
 
-  /**
-   * The retained desired config on devices/{id}/config, with the device's schedule as the
-   * scheduler last worked it out (or as given, by the scheduler itself).
-   */
-  async function publishConfig(dev: DeviceRow, schedule?: ScheduleInfo | null) {
-    const message = {
+  /** The desired config of a device, with its schedule as the scheduler last worked it out (or as given, by the scheduler itself). */
+  async function configMessage(ex: Executor, dev: DeviceRow, schedule?: ScheduleInfo | null): Promise<ConfigMessage> {
+    return {
       version: dev.desiredConfigVersion,
       name: dev.name,
       selectedModel: dev.selectedModel,
       color: dev.color,
       icon: dev.icon,
       display: dev.display,
-      schedule: schedule !== undefined ? schedule : scheduleInfo(await findSchedule(db, dev.id)),
+      schedule: schedule !== undefined ? schedule : scheduleInfo(await findSchedule(ex, dev.id)),
       firmwareKey: config.firmware.publicKey,
-    } satisfies ConfigMessage
-    await link.publish(dev.id, 'config', message, { retain: true })
+    }
+  }
+
+  /** The retained desired config on devices/{id}/config. */
+  async function publishConfig(dev: DeviceRow, schedule?: ScheduleInfo | null) {
+    await link.publish(dev.id, 'config', await configMessage(db, dev, schedule), { retain: true })
   }
 
   /** A new desired config (the version goes up: out of sync until the device reports it), published. */
@@ -343,17 +348,21 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
 
   async function sendCommand(userId: string, deviceId: string, command: DeviceCommandName, args: Record<string, unknown>) {
     const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
-    const row = await insertCommand(db, { id: randomUUID(), deviceId: dev.id, userId, command, args })
-    await insertEvent(db, {
-      type: 'device.command',
-      deviceId: dev.id,
-      userId,
-      organizationId: dev.organizationId,
-      data: { commandId: row.id, command, args },
+    // The command, its event and its message are stored together; then sent.
+    const { row, message } = await db.transaction(async (tx) => {
+      const row = await insertCommand(tx, { id: randomUUID(), deviceId: dev.id, userId, command, args })
+      await insertEvent(tx, {
+        type: 'device.command',
+        deviceId: dev.id,
+        userId,
+        organizationId: dev.organizationId,
+        data: { commandId: row.id, command, args },
+      })
+      // QoS 1 on a persistent session: a sleeping device gets it when it reconnects.
+      const payload: CommandMessage = { commandId: row.id, command, args, issuedAt: row.createdAt.toISOString() }
+      return { row, message: await link.stage(tx, dev.id, 'cmd', payload) }
     })
-    // QoS 1 on a persistent session: a sleeping device gets it when it reconnects.
-    const message: CommandMessage = { commandId: row.id, command, args, issuedAt: row.createdAt.toISOString() }
-    await link.publish(dev.id, 'cmd', message)
+    await message.send()
     return row
   }
 

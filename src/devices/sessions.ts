@@ -1,6 +1,7 @@
 // How the device module reaches devices over MQTT: publish to a device's topics and end its
 // live session. The embedded broker implements it (src/mqtt/device-broker.ts); in external-broker
 // mode an MQTT client does.
+import type { Executor } from '../db/client.js'
 import type { DownlinkKind } from '../mqtt/contract.js'
 
 export type DeviceLink = {
@@ -8,4 +9,16 @@ export type DeviceLink = {
   publish(deviceId: string, kind: DownlinkKind, payload: object, opts?: { retain?: boolean }): Promise<void>
   /** Closes the device's live connection, if any; resolves true when one was closed. */
   kick(deviceId: string, reason?: string): Promise<boolean>
+}
+
+/** A message stored in the caller's transaction: `send` hands it to the device once that transaction has committed. */
+export type StagedMessage = { send(): Promise<void> }
+
+/**
+ * A DeviceLink whose messages are stored before they are sent (the durable downlink): `stage`
+ * stores one in the caller's transaction, so it is queued exactly when what it announces is
+ * (a prompt and its message, both or neither, whatever crash comes between).
+ */
+export type DurableLink = DeviceLink & {
+  stage(tx: Executor, deviceId: string, kind: DownlinkKind, payload: object, opts?: { retain?: boolean }): Promise<StagedMessage>
 }

@@ -3,8 +3,8 @@
 // the device acknowledges it, and sent again, in order, when the device starts a session that
 // lacks it. The same path in every mode, so no mode depends on a broker's memory.
 import { batched } from '../../broker/batching.js'
-import type { Database } from '../db/client.js'
-import type { DeviceLink } from '../devices/sessions.js'
+import type { Database, Executor } from '../db/client.js'
+import type { DeviceLink, DurableLink, StagedMessage } from '../devices/sessions.js'
 import { replacingKinds, type DownlinkKind } from '../mqtt/contract.js'
 import { insertEvents } from '../events/repository.js'
 import { ackWriter } from './acks.js'
@@ -44,7 +44,7 @@ export type ResendOptions = {
   kinds?: ReadonlySet<string>
 }
 
-export type Outbox = DeviceLink & {
+export type Outbox = DurableLink & {
   /** The device acknowledged `seq` (PUBACK or up/ack); resolves with the message's kind, or undefined when no such message exists. */
   delivered(deviceId: string, seq: number): Promise<string | undefined>
   /** The device reported the config version it applies and the image it shows: those messages arrived. */
@@ -130,8 +130,7 @@ export function createOutbox(deps: {
 
   async function publish(deviceId: string, kind: DownlinkKind, payload: object, opts: { retain?: boolean } = {}) {
     const retain = opts.retain ?? false
-    inflight.set(deviceId, (inflight.get(deviceId) ?? 0) + 1)
-    try {
+    await sending(deviceId, async () => {
       const seq = await recorder.load({
         deviceId,
         kind,
@@ -139,22 +138,50 @@ export function createOutbox(deps: {
         retain,
         replacesOlder: replacingKinds.has(kind),
       })
-      if (seq === undefined) {
-        // The device was deleted meanwhile: nobody is left to receive it.
-        stats.unknownDevice += 1
-        return
-      }
-      stats.recorded += 1
-      const active = resending.get(deviceId)
-      if (active?.resent.has(seq)) return
-      active?.live.add(seq)
-      await transport.publish(deviceId, kind, numbered(seq, payload), { retain })
+      await handOver(deviceId, kind, payload, retain, seq)
+    })
+  }
+
+  async function stage(
+    tx: Executor,
+    deviceId: string,
+    kind: DownlinkKind,
+    payload: object,
+    opts: { retain?: boolean } = {},
+  ): Promise<StagedMessage> {
+    const retain = opts.retain ?? false
+    const [seq] = await recordMessages(tx, [
+      { deviceId, kind, payload: payload as Record<string, unknown>, retain, replacesOlder: replacingKinds.has(kind) },
+    ])
+    // Until `send`, a resend that reads it after the commit sends it; `send` then knows (resent).
+    return { send: () => sending(deviceId, () => handOver(deviceId, kind, payload, retain, seq)) }
+  }
+
+  /** Counts a publish between being recorded and being sent (see `resending`). */
+  async function sending(deviceId: string, work: () => Promise<void>) {
+    inflight.set(deviceId, (inflight.get(deviceId) ?? 0) + 1)
+    try {
+      await work()
     } finally {
       const n = (inflight.get(deviceId) ?? 1) - 1
       if (n > 0) inflight.set(deviceId, n)
       else inflight.delete(deviceId)
       forgetIfDone(deviceId)
     }
+  }
+
+  /** Hands a recorded message to the transport, unless a resend sent it already. */
+  async function handOver(deviceId: string, kind: DownlinkKind, payload: object, retain: boolean, seq: number | undefined) {
+    if (seq === undefined) {
+      // The device was deleted meanwhile: nobody is left to receive it.
+      stats.unknownDevice += 1
+      return
+    }
+    stats.recorded += 1
+    const active = resending.get(deviceId)
+    if (active?.resent.has(seq)) return
+    active?.live.add(seq)
+    await transport.publish(deviceId, kind, numbered(seq, payload), { retain })
   }
 
   function delivered(deviceId: string, seq: number): Promise<string | undefined> {
@@ -240,6 +267,7 @@ export function createOutbox(deps: {
 
   return {
     publish,
+    stage,
     kick: (deviceId, reason) => transport.kick(deviceId, reason),
     delivered,
     reported,

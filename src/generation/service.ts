@@ -107,8 +107,9 @@ export function createGenerationService(deps: GenerationDeps) {
       seed: seedFor(`${prompt.text}\n${prompt.negativeText ?? ''}`),
     }
     const now = new Date()
-    const { job, created } = await db.transaction(async (tx) => {
+    const { job, message } = await db.transaction(async (tx) => {
       const created = draft ? await insertPrompt(tx, draft) : undefined
+      const message = created ? await deps.prompts.stage(tx, created) : undefined
       const row = await insertJob(tx, {
         id: randomUUID(),
         userId,
@@ -123,9 +124,9 @@ export function createGenerationService(deps: GenerationDeps) {
       })
       // Taken atomically with the job: two jobs racing for the last credit cannot both pass.
       if (Number(model.price) > 0 && (await debit(tx, userId, model.price, row.id)) === null) throw insufficient()
-      return { job: row, created }
+      return { job: row, message }
     })
-    if (created) await deps.prompts.announce(created)
+    await message?.send()
     if (Number(model.price) > 0) await deps.balanceChanged?.()
     runner.poke()
     return job

@@ -1,9 +1,9 @@
 // Prompts: stored for the user's history and, when a device is named, published to it.
 import { randomUUID } from 'node:crypto'
-import type { Database } from '../db/client.js'
+import type { Database, Executor } from '../db/client.js'
 import { requireAccess } from '../devices/access.js'
 import { findDevice, type DeviceRow } from '../devices/repository.js'
-import type { DeviceLink } from '../devices/sessions.js'
+import type { DurableLink, StagedMessage } from '../devices/sessions.js'
 import { appError } from '../errors.js'
 import { findModel } from '../generation/models.js'
 import type { PromptInput } from './records.js'
@@ -26,7 +26,7 @@ export function generationSize(dev?: Pick<DeviceRow, 'display'> | null, size?: {
 
 export type PromptDraft = Parameters<typeof insertPrompt>[1]
 
-export function createPromptService(deps: { db: Database; link: DeviceLink; defaultModel: string }) {
+export function createPromptService(deps: { db: Database; link: DurableLink; defaultModel: string }) {
   const { db, link } = deps
 
   /** Everything that can refuse the prompt, checked; nothing stored yet. */
@@ -51,10 +51,13 @@ export function createPromptService(deps: { db: Database; link: DeviceLink; defa
     }
   }
 
-  /** Sends a stored prompt to its device, once whatever stored it has committed. */
-  async function announce(row: PromptRow): Promise<void> {
-    if (!row.deviceId) return
-    await link.publish(row.deviceId, 'prompt', {
+  /**
+   * Stores a prompt's message to its device in the transaction that stores the prompt: both or
+   * neither, whatever crash or full disk comes between. `send` after the commit.
+   */
+  async function stage(tx: Executor, row: PromptRow): Promise<StagedMessage | undefined> {
+    if (!row.deviceId) return undefined
+    return link.stage(tx, row.deviceId, 'prompt', {
       promptId: row.id,
       text: row.text,
       negativeText: row.negativeText,
@@ -65,12 +68,16 @@ export function createPromptService(deps: { db: Database; link: DeviceLink; defa
   }
 
   async function create(userId: string, input: PromptInput): Promise<PromptRow> {
-    const row = await insertPrompt(db, await prepare(userId, input))
-    await announce(row)
+    const draft = await prepare(userId, input)
+    const { row, message } = await db.transaction(async (tx) => {
+      const row = await insertPrompt(tx, draft)
+      return { row, message: await stage(tx, row) }
+    })
+    await message?.send()
     return row
   }
 
-  return { create, prepare, announce }
+  return { create, prepare, stage }
 }
 
 export type PromptService = ReturnType<typeof createPromptService>

@@ -124,11 +124,13 @@ export type StartOptions = {
   clock?: () => Date
   /** Reuse a data folder and database (to restart the "same" service). */
   reuse?: { dataDir: string; databaseUrl?: string; redisPrefix?: string }
+  /** An empty folder (the caller's, and the caller removes it) to use as DATA_DIR. */
+  dataDir?: string
 }
 
 export async function startApp(t: Tap, opts: StartOptions = {}): Promise<TestApp> {
-  const dataDir = opts.reuse?.dataDir ?? (await mkdtemp(join(tmpdir(), 'dps-test-')))
-  if (!opts.reuse) t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const dataDir = opts.reuse?.dataDir ?? opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'dps-test-')))
+  if (!opts.reuse && !opts.dataDir) t.teardown(() => rm(dataDir, { recursive: true, force: true }))
   const env: Record<string, string | undefined> = {
     HOST: '127.0.0.1',
     DATA_DIR: dataDir,
@@ -138,7 +140,8 @@ export async function startApp(t: Tap, opts: StartOptions = {}): Promise<TestApp
     RATE_LIMIT_MAX: '100000',
     RATE_LIMIT_AUTH_MAX: '100000',
   }
-  if (process.env.DATABASE_URL) {
+  // A blank DATABASE_URL or REDIS_URL in `opts.env` asks for the embedded default whatever the suite runs on.
+  if (process.env.DATABASE_URL && opts.env?.DATABASE_URL !== '') {
     env.DATABASE_URL = opts.reuse?.databaseUrl ?? (await freshPostgres(t, process.env.DATABASE_URL))
   } else if (!opts.reuse && !opts.env?.DATABASE_URL) {
     await copyTree(join(await pgliteTemplate(), 'pglite'), join(dataDir, 'pglite'))

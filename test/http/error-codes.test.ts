@@ -50,3 +50,23 @@ t.test('database refusals are 4xx: a value it cannot store is 400, a row deleted
   t.equal((await app.inject({ url: '/value' })).json().code, 'INVALID_VALUE')
   t.equal((await app.inject({ url: '/other' })).statusCode, 500, 'anything else is still an internal error')
 })
+
+t.test('a full disk is 507 STORAGE_FULL: PostgreSQL disk_full (53100, also PGlite), ENOSPC and EDQUOT, however wrapped', async (t) => {
+  const app = Fastify({ logger: false })
+  installErrorHandling(app)
+  const failures: Record<string, () => Error> = {
+    '/disk-full': () =>
+      Object.assign(new Error('query failed'), { cause: Object.assign(new Error('could not extend file'), { code: '53100' }) }),
+    '/enospc': () => Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }),
+    '/edquot': () => Object.assign(new Error('upload failed'), { cause: Object.assign(new Error('quota'), { code: 'EDQUOT' }) }),
+  }
+  for (const [path, make] of Object.entries(failures))
+    app.get(path, async () => {
+      throw make()
+    })
+  t.teardown(() => app.close())
+  for (const path of Object.keys(failures)) {
+    const res = await app.inject({ url: path })
+    t.same([res.statusCode, res.json().code], [507, 'STORAGE_FULL'], path)
+  }
+})
