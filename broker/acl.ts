@@ -7,9 +7,10 @@
 //   pattern [read|write|readwrite|deny] TOPIC   (every client; %c = client id, %u = user name)
 //
 // As in Mosquitto: a matching deny refuses; otherwise access needs a rule that grants it; with no
-// rule, nothing is allowed. A subscription needs read access to everything its filter can match,
-// and is refused when a deny names any topic it could match (Mosquitto checks each message on
-// delivery instead; this broker checks once, at SUBSCRIBE).
+// rule, nothing is allowed. A subscription is refused when a deny covers everything its filter
+// can match, and granted when a grant covers its filter; a granted filter that can also match
+// denied topics (`#` beside `topic deny test/nosubscribe`) is checked again message by message on
+// delivery (`allows(who, 'read', topic)` from the broker's authorizeForward), as Mosquitto does.
 import { readFile } from 'node:fs/promises'
 
 type Access = 'read' | 'write'
@@ -71,9 +72,9 @@ export function parseAcl(text: string): Acl {
       const own = who.username === undefined ? anonymous : (users.get(who.username) ?? [])
       const expanded = patterns.map((p) => ({ ...p, topic: expand(p.topic, who) })).filter((p) => p.topic !== undefined) as Rule[]
       const rules = [...own, ...expanded]
-      // A deny reaches a filter that could match any topic it names (messages are not checked
-      // again on delivery); a grant must cover all the filter can match.
-      if (rules.some((r) => r.deny && overlaps(r.topic, topicOrFilter))) return false
+      // A deny refuses a filter only when it covers all the filter can match; one that covers part
+      // of it is applied to each message on delivery. A grant must cover all the filter can match.
+      if (rules.some((r) => r.deny && covers(r.topic, topicOrFilter))) return false
       return rules.some((r) => (access === 'read' ? r.read : r.write) && covers(r.topic, topicOrFilter))
     },
   }
@@ -106,21 +107,6 @@ export function covers(acl: string, filter: string): boolean {
     if (level !== f[i]) return false
   }
   return a.length === f.length
-}
-
-/** Whether some topic matches both filters. */
-export function overlaps(x: string, y: string): boolean {
-  const a = x.split('/')
-  const b = y.split('/')
-  const wild = (l: string) => l === '+' || l === '#'
-  if ((wild(a[0]!) && b[0]!.startsWith('$')) || (wild(b[0]!) && a[0]!.startsWith('$'))) return false
-  for (let i = 0; i < Math.max(a.length, b.length); i++) {
-    if (a[i] === '#' || b[i] === '#') return true
-    if (a[i] === undefined || b[i] === undefined) return false
-    if (a[i] === '+' || b[i] === '+') continue
-    if (a[i] !== b[i]) return false
-  }
-  return true
 }
 
 export async function loadAcl(path: string): Promise<Acl> {

@@ -1,9 +1,9 @@
 // The same broker without the service, for protocol work: any MQTT 3.1.1 client or test suite
 // can be pointed at it.  npm run broker -- --port 1884 --allow-anonymous
 import { parseArgs } from 'node:util'
-import { randomUUID } from 'node:crypto'
-import { connackError, createMqttServer, defaultLimits, DROP_TOPIC } from './server.js'
+import { defaultLimits } from './server.js'
 import { AclError, loadAcl, type Acl } from './acl.js'
+import { createStandaloneBroker } from './standalone-broker.js'
 
 const help = `Usage: npm run broker -- [options]
 
@@ -12,8 +12,10 @@ const help = `Usage: npm run broker -- [options]
   --allow-anonymous    accept clients without credentials (alone: accept every client)
   --user NAME:PASS     accept this username and password (repeatable)
   --acl-file PATH      topic access in Mosquitto's acl_file format (topic, user, pattern
-                       with %c/%u); refused subscriptions get 0x80, refused publishes are
-                       acknowledged and dropped, as Mosquitto does. Without it: no checks.
+                       with %c/%u); as Mosquitto does, a subscription all of whose topics
+                       are denied gets 0x80, a wildcard that also reaches denied topics is
+                       granted and each message checked on delivery, and refused publishes
+                       are acknowledged and dropped. Without it: no checks.
   --max-packet BYTES   largest packet accepted (default ${defaultLimits.maxPacketSize})
   -h, --help           this text
 
@@ -53,39 +55,7 @@ async function main() {
       return process.exit(1)
     })
   }
-  const usernames = new WeakMap<object, string>()
-  const who = (client: { id: string }) => ({ clientId: client.id, username: usernames.get(client) })
-  const server = await createMqttServer({
-    id: `standalone-${randomUUID().slice(0, 8)}`,
-    // For protocol work and benchmarks: no rate, connection or subscription caps.
-    limits: { ...defaultLimits, maxPacketSize, connectRate: 0, keepaliveLimit: 0, inboundRate: 0, maxSubscriptions: 0 },
-    hooks: {
-      authorizeSubscribe(client, sub, done) {
-        if (!acl || !client || acl.allows(who(client), 'read', sub.topic)) return done(null, sub)
-        done(null, null)
-      },
-      authorizePublish(client, packet, done) {
-        // A will or a client's own publish alike; MQTT 3.1.1 has no negative PUBACK.
-        if (acl && client && !acl.allows(who(client), 'write', packet.topic)) {
-          packet.topic = DROP_TOPIC
-          packet.retain = false
-        }
-        done(null)
-      },
-      authenticate(client, username, password, done) {
-        // --allow-anonymous alone lets every client in, whatever it sends (test suites often send
-        // credentials); with --user lists, named clients must match, as in Mosquitto.
-        const accept = (name: string | undefined) => {
-          if (name !== undefined) usernames.set(client, name)
-          done(null, true)
-        }
-        if (values['allow-anonymous'] && (!username || users.size === 0)) return accept(users.size === 0 ? username : undefined)
-        const expected = username ? users.get(username) : undefined
-        if (expected !== undefined && password?.toString('utf8') === expected) return accept(username)
-        done(connackError(4, 'bad user name or password'), false)
-      },
-    },
-  })
+  const server = await createStandaloneBroker({ allowAnonymous: values['allow-anonymous'], users, acl, maxPacketSize })
   const bound = await server.listenTcp(port, values.host).catch((err: NodeJS.ErrnoException) => {
     console.error(err.code === 'EADDRINUSE' ? `port ${port} is in use: choose another with --port` : String(err))
     process.exit(1)

@@ -5,6 +5,7 @@ import type { Aedes, Client, PublishPacket } from 'aedes'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
 import { batchedAccessCheck, batchedLookup, checkCredentials, mayPublish, maySubscribe, type Identity } from './credentials.js'
+import { deviceMaySubscribe } from './topic-rules.js'
 import type { DeviceLink } from '../devices/sessions.js'
 import { resentCount, resentHas, resentWith, type ClientMeta } from './client-meta.js'
 import type { DownlinkHooks } from './downlink-hooks.js'
@@ -251,6 +252,14 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
           packet.retain = false
         }
         done(null)
+      },
+
+      // A device's wildcard (devices/{own}/#) also matches topics it may not subscribe to by name
+      // (its events, its own uplink): each message is checked on delivery, as Mosquitto does.
+      // Apps subscribe by exact name only (appSubscriptionTarget).
+      authorizeForward(client, packet) {
+        const m = meta.get(client)
+        return m?.kind !== 'device' || deviceMaySubscribe(m.subject, packet.topic) ? packet : null
       },
 
       authorizeSubscribe(client, sub, done) {

@@ -54,7 +54,7 @@ export function nextMessage<T = Record<string, unknown>>(
   })
 }
 
-export function subscribe(client: MqttClient, topic: string, qos: 0 | 1 = 1, timeoutMs = 10_000): Promise<number> {
+export function subscribe(client: MqttClient, topic: string, qos: 0 | 1 | 2 = 1, timeoutMs = 10_000): Promise<number> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no SUBACK for ${topic} within ${timeoutMs} ms`)), timeoutMs)
     client.subscribe(topic, { qos }, (err, granted) => {
