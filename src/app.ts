@@ -297,8 +297,12 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   await app.register(deviceRoutes, { auth, db: database.db, devices })
   await app.register(downlinkRoutes, { auth, db: database.db })
   await app.register(verificationPage)
-  await app.register(mqttAuthRoutes, { auth, db: database.db, config, redis })
-  await app.register(rabbitmqAuthRoutes, { auth, db: database.db, config })
+  // The external brokers' hooks exist only where one is configured (MQTT_AUTH_SECRET): elsewhere
+  // they are routes of another configuration, a 404 like any unknown path (a 503 reads as an outage).
+  if (config.mqtt.authSecret) {
+    await app.register(mqttAuthRoutes, { auth, db: database.db, config, secret: config.mqtt.authSecret, redis })
+    await app.register(rabbitmqAuthRoutes, { auth, db: database.db, config, secret: config.mqtt.authSecret })
+  }
   await app.register(notificationRoutes, { auth, db: database.db, notifier: notifications.notifier })
   // The filesystem store's presigned links point here; S3 answers its own.
   if (storage.kind === 'fs')

@@ -32,6 +32,7 @@ export const groups = {
       'broker/multi-subscribe.test.ts',
       'broker/ordering.test.ts',
       'broker/smoke.test.ts',
+      'broker/device-wildcard.test.ts',
       'downlink/restart-kill.test.ts',
     ],
   },
@@ -73,7 +74,9 @@ export const groups = {
   // both backings in `sim+auth-a`. The OpenAPI document and the docs page are built from the
   // routes alone. The web console is a client of the API, whose behaviour on either backing the
   // API's own files check. The local model's drawing is a function of its input alone. The
-  // migration lock test uses the machine's PostgreSQL on either.
+  // migration lock test uses the machine's PostgreSQL on either. The full-disk test fills a
+  // DATA_DIR of its own and runs the embedded database there on either. How a body over the limit
+  // is answered, and which routes a configuration has, are decided before the database.
   'sim-cli+static+unit': {
     backing: false,
     files: [
@@ -110,8 +113,12 @@ export const groups = {
       'broker/server-limits.test.ts',
       'broker/retained.test.ts',
       'broker/standalone.test.ts',
+      'broker/paho-interop.test.ts',
       'schedules/plan.test.ts',
       'bench/report.test.ts',
+      'prompts/full-disk.test.ts',
+      'http/body-limit.test.ts',
+      'http/unconfigured-routes.test.ts',
     ],
   },
   'presence+auth-d': {
@@ -124,6 +131,7 @@ export const groups = {
       'schedules/schedule.test.ts',
       'schedules/prompt-items.test.ts',
       'schedules/leases.test.ts',
+      'schedules/crash.test.ts',
     ],
   },
   'auth-b+restart-term': {

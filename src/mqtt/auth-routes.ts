@@ -52,9 +52,13 @@ function appGrants(redis: RedisHandle | undefined) {
   }
 }
 
-export async function mqttAuthRoutes(app: FastifyInstance, opts: { auth: Auth; db: Database; config: Config; redis?: RedisHandle }) {
+export async function mqttAuthRoutes(
+  app: FastifyInstance,
+  opts: { auth: Auth; db: Database; config: Config; secret: string; redis?: RedisHandle },
+) {
   const { auth, db, config } = opts
-  const secret = config.mqtt.authSecret
+  /** MQTT_AUTH_SECRET: the routes are registered only when it is set. */
+  const secret = opts.secret
   const service = config.mqtt.external
   const grants = appGrants(opts.redis)
   const lookup = directLookup(db)
@@ -77,7 +81,6 @@ export async function mqttAuthRoutes(app: FastifyInstance, opts: { auth: Auth; d
     {
       // The hook secret is checked before the body is read, like every other credential.
       preParsing: async (req) => {
-        if (!secret) throw appError('MQTT_AUTH_DISABLED')
         const given = (req.headers.authorization ?? '').replace(/^Bearer\s+/i, '')
         if (!timingSafeEqual(digest(given), digest(secret))) throw appError('UNAUTHORIZED', 'Wrong or missing hook secret')
       },
@@ -95,7 +98,6 @@ export async function mqttAuthRoutes(app: FastifyInstance, opts: { auth: Auth; d
             properties: { result: { type: 'string', enum: ['allow', 'deny', 'ignore'] }, is_superuser: { type: 'boolean' } },
           },
           401: { $ref: 'Error#' },
-          503: { $ref: 'Error#' },
         },
       },
     },
