@@ -10,6 +10,7 @@ import { DOCS_PATH, registerOpenApi } from './openapi/register.js'
 import { installRouteAuth } from './auth/route-auth.js'
 import { clientErrorHandler } from './http/client-errors.js'
 import { closeUnusedConnectionsOnClose } from './http/connections.js'
+import { forbidFraming } from './http/frame-guard.js'
 import { sessionRecordSchema, userRecordSchema } from './auth/session-shape.js'
 import { sessionRoutes } from './auth/session-routes.js'
 import type { Config } from './config.js'
@@ -122,6 +123,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   // The time the scheduler and the device logs go by (tests move it).
   const clock = opts.clock ?? (() => new Date())
   const errorHandling = installErrorHandling(app)
+  forbidFraming(app)
   const handlers = trackHandlers(app)
   const shared = [
     errorBodySchema,
@@ -200,6 +202,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     db: database.db,
     docsPath: DOCS_PATH,
     allowedOrigins: new Set(config.cookieOrigins),
+    ownOrigin: new URL(config.baseUrl).origin,
   })
   // Before any route: the OpenAPI document is collected from routes as they are registered.
   await registerOpenApi(app, { auth })
