@@ -280,7 +280,14 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   app.addHook('preClose', async () => notifications.notifier.idle())
   app.decorate('deviceLink', link)
   const counters = redis ? redisCounters(redis) : memoryCounters()
-  const devices = createDeviceService({ db: database.db, config, counters, link })
+  const devices = createDeviceService({
+    db: database.db,
+    config,
+    counters,
+    link,
+    accessChanged: async () =>
+      app.broker?.revalidateAppsEverywhere().catch((err) => app.log.warn({ err }, 'could not revalidate companion app connections')),
+  })
   if (config.devices.autoApproveUserEmail)
     app.log.warn(
       { email: config.devices.autoApproveUserEmail },
@@ -397,8 +404,9 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   await app.register(trmnlRoutes, { trmnl, logs: deviceLogs })
   app.addHook('onReady', async () => scheduler.start())
   producers.push(() => scheduler.close())
-  // A revocation on any instance clears every instance's cache: each then closes the MQTT
-  // connections of apps whose session it ended.
+  // A revocation or any other account change on any instance (sign-out, ban, remove-member, leave,
+  // role change, organization deleted, …) clears every instance's cache: each then closes the
+  // MQTT connections of apps whose session it ended or that watch a device their user lost.
   sessionCache.onClear(
     () => void app.broker?.revalidateApps().catch((err) => app.log.warn({ err }, 'could not revalidate companion app connections')),
   )

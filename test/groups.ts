@@ -25,6 +25,7 @@ export const groups = {
     backing: true,
     files: [
       'broker/app-access.test.ts',
+      'broker/app-revalidate.test.ts',
       'broker/auth.test.ts',
       'broker/acl-matrix.test.ts',
       'broker/connack-first.test.ts',
@@ -40,6 +41,7 @@ export const groups = {
     files: [
       'broker/cluster-errors.test.ts',
       'broker/cluster.test.ts',
+      'broker/cluster-revalidate.test.ts',
       'broker/node-loss.test.ts',
       'broker/presence-store.test.ts',
       'broker/external.test.ts',

@@ -41,14 +41,24 @@ import type { DeviceCommandName, DeviceInfo } from './tables.js'
 const MAX_FAILED_ATTEMPTS = 5
 const ATTEMPT_WINDOW_SECONDS = 15 * 60
 
-export type DeviceServiceDeps = { db: Database; config: Config; counters: Counters; link: DeviceLink }
+export type DeviceServiceDeps = {
+  db: Database
+  config: Config
+  counters: Counters
+  link: DeviceLink
+  /**
+   * Who may see a device changed other than through the account layer (which announces its own
+   * changes): live watchers (companion apps on MQTT) are checked again, on every instance.
+   */
+  accessChanged?: () => Promise<void>
+}
 
 // The input types come from the request schemas, so they are what the routes validate.
 export type { ClaimInput, CodeInput, InitInput } from './inputs.js'
 
 const wrongCode = () => appError('INVALID_CODE')
 
-export function createDeviceService({ db, config, counters, link }: DeviceServiceDeps) {
+export function createDeviceService({ db, config, counters, link, accessChanged }: DeviceServiceDeps) {
   const verificationUri = `${config.baseUrl}/device`
 
   async function init(input: InitInput) {
@@ -301,6 +311,8 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
       return deleteDeviceRows(tx, dev.id)
     })
     if (!deleted) throw appError('DEVICE_NOT_FOUND')
+    // Apps still subscribed to its state and events lose them now, not at their next reconnect.
+    await accessChanged?.()
     return deleted
   }
 
