@@ -51,6 +51,7 @@ import { fileRoutes } from './storage/routes.js'
 import { uploadRoutes } from './uploads/routes.js'
 import { createUploadService } from './uploads/service.js'
 import { createUploadSender } from './uploads/send.js'
+import { createConversionPool, type ConversionPool } from './images/conversion-pool.js'
 import { invitationRoutes } from './invitations/routes.js'
 import { consoleRoutes } from './web/routes.js'
 import { createPlaylistService } from './schedules/playlists.js'
@@ -83,6 +84,8 @@ declare module 'fastify' {
     generation: GenerationService
     /** Push notifications: notifyUser(userId, kind, { title, body, url }) for other modules. */
     notifier: Notifier
+    /** Converts images for displays off the event loop, fairly between accounts. */
+    images: ConversionPool
     /** The bound MQTT TCP port once the app is ready (embedded broker only). */
     mqttPort?: number
   }
@@ -168,6 +171,11 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   const storage = await createObjectStore(config)
   app.decorate('storage', storage)
   app.addHook('onClose', async () => storage.close())
+
+  // Display conversions run in worker threads, each account's in its own queue, in turn.
+  const images = createConversionPool({ threads: config.imageWorkers })
+  app.decorate('images', images)
+  app.addHook('onClose', async () => images.close())
 
   if (redis) {
     // Before anything reads what another node wrote (sessions, keys, images): same cluster, same everything.
@@ -314,7 +322,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   if (storage.kind === 'fs')
     await app.register(fileRoutes, { store: storage, secret: config.authSecret, maxBytes: config.uploads.maxBytes })
   const uploads = createUploadService({ store: storage, maxBytes: config.uploads.maxBytes })
-  const sendUpload = createUploadSender({ db: database.db, storage, link, baseUrl: config.baseUrl })
+  const sendUpload = createUploadSender({ db: database.db, storage, images, link, baseUrl: config.baseUrl })
   await app.register(uploadRoutes, { auth, db: database.db, uploads, send: sendUpload, maxBytes: config.uploads.maxBytes })
   await app.register(invitationRoutes, { auth, db: database.db })
   // The console: a client of the routes above only, served at / with its deep links.
@@ -333,6 +341,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     db: database.db,
     config,
     storage,
+    images,
     link,
     prompts,
     providers,
@@ -350,7 +359,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     balanceChanged: () => sessionCache.clearAll(),
   })
   await app.register(imageRoutes, { db: database.db, storage })
-  if (config.demoEnabled) await app.register(demoRoutes, { db: database.db, storage, baseUrl: config.baseUrl })
+  if (config.demoEnabled) await app.register(demoRoutes, { db: database.db, storage, images, baseUrl: config.baseUrl })
   // Unfinished jobs (from before a restart too) are picked up once the app is ready.
   app.addHook('onReady', async () => generation.start())
   producers.push(() => generation.close())
@@ -359,6 +368,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   const schedules = createScheduleService({
     db: database.db,
     storage,
+    images,
     link,
     baseUrl: config.baseUrl,
     devices,

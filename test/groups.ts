@@ -89,7 +89,7 @@ export const groups = {
       'images/dither.test.ts',
       'images/encoders.test.ts',
       'images/palettes.test.ts',
-      'images/queue.test.ts',
+      'images/conversion-pool.test.ts',
       'generation/local-image.test.ts',
       'generation/providers/bfl.test.ts',
       'generation/providers/config.test.ts',
@@ -168,6 +168,7 @@ export const groups = {
     files: [
       'notifications/push.test.ts',
       'uploads/upload.test.ts',
+      'images/conversion-load.test.ts',
       'storage/store.test.ts',
       'http/no-5xx.test.ts',
       'generation/jobs.test.ts',

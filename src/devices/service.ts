@@ -9,6 +9,7 @@ import type { Counters } from '../http/counters.js'
 import { canManageWithRole, requireAccess } from './access.js'
 import { matchesHash, newDeviceCode, newDeviceId, newDeviceSecret, newPinCode, newUserCode, normalisePinCode, sha256 } from './codes.js'
 import { toInitRecord } from './records.js'
+import { displayTooLarge } from '../images/profiles.js'
 import {
   countFailedAttempt,
   deleteDeviceRows,
@@ -62,6 +63,9 @@ export function createDeviceService({ db, config, counters, link, accessChanged 
   const verificationUri = `${config.baseUrl}/device`
 
   async function init(input: InitInput) {
+    // Before anything is stored: a display no panel has would make every conversion for it slow.
+    const tooLarge = displayTooLarge(input.display)
+    if (tooLarge) throw appError('DISPLAY_TOO_LARGE', `The display is larger than any panel this service serves: ${tooLarge}`)
     const id = newDeviceId()
     const deviceCode = newDeviceCode()
     const now = new Date()
