@@ -23,6 +23,7 @@ import { memoryCounters, redisCounters } from './http/counters.js'
 import { trackHandlers } from './http/drain.js'
 import { installSchemaCompilers } from './http/schema-compilers.js'
 import { installJsonParser } from './http/validation.js'
+import { checkMultipartBoundaries } from './http/multipart-boundary.js'
 import { sharedDeviceSchemas } from './devices/records.js'
 import { deviceRoutes } from './devices/routes.js'
 import { createDeviceService, type DeviceService } from './devices/service.js'
@@ -147,6 +148,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   for (const schema of shared) app.addSchema(schema)
   installSchemaCompilers(app, shared)
   installJsonParser(app)
+  checkMultipartBoundaries(app)
 
   if (!config.databaseUrl) await initPgliteDir(config.dataDir)
   const database = openDatabase({
