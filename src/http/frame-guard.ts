@@ -9,7 +9,7 @@ const HTML = /^\s*(text\/html|application\/xhtml\+xml)\b/i
 const FRAME_ANCESTORS = "frame-ancestors 'none'"
 
 /** The policy with its frame-ancestors directive, if any, replaced by 'none' (or 'none' added). */
-export function withoutFraming(policy: string | undefined): string {
+function withoutFraming(policy: string | undefined): string {
   if (!policy?.trim()) return FRAME_ANCESTORS
   const kept = policy
     .split(';')

@@ -10,7 +10,7 @@ const MULTIPART = /^\s*multipart\//i
 const BOUNDARY = /^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/
 
 /** The boundary parameter of a Content-Type, unquoted; undefined when there is none. */
-export function boundaryOf(contentType: string): string | undefined {
+function boundaryOf(contentType: string): string | undefined {
   const m = /;\s*boundary\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]*))/i.exec(contentType)
   if (!m) return undefined
   return m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]
