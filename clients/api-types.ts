@@ -3485,6 +3485,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        /** @description As large as real panels: a colour display at most 3840×2160 (either way round), an e-paper palette at most 3200×1800; larger is 400 DISPLAY_TOO_LARGE. */
         DisplayProfile: {
             width: number;
             height: number;

@@ -1,14 +1,17 @@
 // Compiles the service into dist/ (one ES module, dependencies left to node_modules), which
 // `npm start` runs with plain Node: no TypeScript loader thread at run time (about 70 MiB resident
 // less). It takes about half a second, so `npm start` builds every time and dist/ is never older
-// than src/. Usage: node scripts/build.mjs [--outdir DIR] [ENTRY.ts ...] (default src/server.ts).
+// than src/. Usage: node scripts/build.mjs [--outdir DIR] [ENTRY.ts ...] (default src/server.ts; the image
+// conversion worker is always built too).
 import { build } from 'esbuild'
 
 const args = process.argv.slice(2)
 let outdir = 'dist'
 const at = args.indexOf('--outdir')
 if (at !== -1) [, outdir] = args.splice(at, 2)
-const entries = args.length ? args : ['src/server.ts']
+// The display conversion's worker is loaded by file name (src/images/conversion-pool.ts), so every
+// bundle gets it beside itself.
+const entries = [...(args.length ? args : ['src/server.ts']), 'src/images/convert-worker.ts']
 await build({
   entryPoints: entries.map((e) => ({ in: e, out: e.replace(/^.*\//, '').replace(/\.ts$/, '') })),
   outdir,

@@ -10,6 +10,7 @@ import { DOCS_PATH, registerOpenApi } from './openapi/register.js'
 import { installRouteAuth } from './auth/route-auth.js'
 import { clientErrorHandler } from './http/client-errors.js'
 import { closeUnusedConnectionsOnClose } from './http/connections.js'
+import { forbidFraming } from './http/frame-guard.js'
 import { sessionRecordSchema, userRecordSchema } from './auth/session-shape.js'
 import { sessionRoutes } from './auth/session-routes.js'
 import type { Config } from './config.js'
@@ -22,6 +23,7 @@ import { memoryCounters, redisCounters } from './http/counters.js'
 import { trackHandlers } from './http/drain.js'
 import { installSchemaCompilers } from './http/schema-compilers.js'
 import { installJsonParser } from './http/validation.js'
+import { checkMultipartBoundaries } from './http/multipart-boundary.js'
 import { sharedDeviceSchemas } from './devices/records.js'
 import { deviceRoutes } from './devices/routes.js'
 import { createDeviceService, type DeviceService } from './devices/service.js'
@@ -50,6 +52,7 @@ import { fileRoutes } from './storage/routes.js'
 import { uploadRoutes } from './uploads/routes.js'
 import { createUploadService } from './uploads/service.js'
 import { createUploadSender } from './uploads/send.js'
+import { createConversionPool, type ConversionPool } from './images/conversion-pool.js'
 import { invitationRoutes } from './invitations/routes.js'
 import { consoleRoutes } from './web/routes.js'
 import { createPlaylistService } from './schedules/playlists.js'
@@ -82,6 +85,8 @@ declare module 'fastify' {
     generation: GenerationService
     /** Push notifications: notifyUser(userId, kind, { title, body, url }) for other modules. */
     notifier: Notifier
+    /** Converts images for displays off the event loop, fairly between accounts. */
+    images: ConversionPool
     /** The bound MQTT TCP port once the app is ready (embedded broker only). */
     mqttPort?: number
   }
@@ -122,6 +127,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   // The time the scheduler and the device logs go by (tests move it).
   const clock = opts.clock ?? (() => new Date())
   const errorHandling = installErrorHandling(app)
+  forbidFraming(app)
   const handlers = trackHandlers(app)
   const shared = [
     errorBodySchema,
@@ -142,6 +148,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   for (const schema of shared) app.addSchema(schema)
   installSchemaCompilers(app, shared)
   installJsonParser(app)
+  checkMultipartBoundaries(app)
 
   if (!config.databaseUrl) await initPgliteDir(config.dataDir)
   const database = openDatabase({
@@ -166,6 +173,11 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   const storage = await createObjectStore(config)
   app.decorate('storage', storage)
   app.addHook('onClose', async () => storage.close())
+
+  // Display conversions run in worker threads, each account's in its own queue, in turn.
+  const images = createConversionPool({ threads: config.imageWorkers })
+  app.decorate('images', images)
+  app.addHook('onClose', async () => images.close())
 
   if (redis) {
     // Before anything reads what another node wrote (sessions, keys, images): same cluster, same everything.
@@ -200,6 +212,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     db: database.db,
     docsPath: DOCS_PATH,
     allowedOrigins: new Set(config.cookieOrigins),
+    ownOrigin: new URL(config.baseUrl).origin,
   })
   // Before any route: the OpenAPI document is collected from routes as they are registered.
   await registerOpenApi(app, { auth })
@@ -277,7 +290,14 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   app.addHook('preClose', async () => notifications.notifier.idle())
   app.decorate('deviceLink', link)
   const counters = redis ? redisCounters(redis) : memoryCounters()
-  const devices = createDeviceService({ db: database.db, config, counters, link })
+  const devices = createDeviceService({
+    db: database.db,
+    config,
+    counters,
+    link,
+    accessChanged: async () =>
+      app.broker?.revalidateAppsEverywhere().catch((err) => app.log.warn({ err }, 'could not revalidate companion app connections')),
+  })
   if (config.devices.autoApproveUserEmail)
     app.log.warn(
       { email: config.devices.autoApproveUserEmail },
@@ -308,7 +328,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   if (storage.kind === 'fs')
     await app.register(fileRoutes, { store: storage, secret: config.authSecret, maxBytes: config.uploads.maxBytes })
   const uploads = createUploadService({ store: storage, maxBytes: config.uploads.maxBytes })
-  const sendUpload = createUploadSender({ db: database.db, storage, link, baseUrl: config.baseUrl })
+  const sendUpload = createUploadSender({ db: database.db, storage, images, link, baseUrl: config.baseUrl })
   await app.register(uploadRoutes, { auth, db: database.db, uploads, send: sendUpload, maxBytes: config.uploads.maxBytes })
   await app.register(invitationRoutes, { auth, db: database.db })
   // The console: a client of the routes above only, served at / with its deep links.
@@ -327,6 +347,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     db: database.db,
     config,
     storage,
+    images,
     link,
     prompts,
     providers,
@@ -344,7 +365,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     balanceChanged: () => sessionCache.clearAll(),
   })
   await app.register(imageRoutes, { db: database.db, storage })
-  if (config.demoEnabled) await app.register(demoRoutes, { db: database.db, storage, baseUrl: config.baseUrl })
+  if (config.demoEnabled) await app.register(demoRoutes, { db: database.db, storage, images, baseUrl: config.baseUrl })
   // Unfinished jobs (from before a restart too) are picked up once the app is ready.
   app.addHook('onReady', async () => generation.start())
   producers.push(() => generation.close())
@@ -353,6 +374,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   const schedules = createScheduleService({
     db: database.db,
     storage,
+    images,
     link,
     baseUrl: config.baseUrl,
     devices,
@@ -400,8 +422,9 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   await app.register(trmnlRoutes, { trmnl, logs: deviceLogs })
   app.addHook('onReady', async () => scheduler.start())
   producers.push(() => scheduler.close())
-  // A revocation on any instance clears every instance's cache: each then closes the MQTT
-  // connections of apps whose session it ended.
+  // A revocation or any other account change on any instance (sign-out, ban, remove-member, leave,
+  // role change, organization deleted, …) clears every instance's cache: each then closes the
+  // MQTT connections of apps whose session it ended or that watch a device their user lost.
   sessionCache.onClear(
     () => void app.broker?.revalidateApps().catch((err) => app.log.warn({ err }, 'could not revalidate companion app connections')),
   )

@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { availableParallelism } from 'node:os'
 import { z } from 'zod'
 import { publicKeyOf, readSigningKey, newSigningKeyPem } from './firmware/signing.js'
 import { isLoopbackHost, productionChecks } from './production-checks.js'
@@ -88,6 +89,13 @@ const envSchema = z.object({
   IMAGE_PROVIDER: z.enum(['local', 'replicate', 'fal', 'bfl', 'openai']).default('local'),
   GENERATION_TIMEOUT: z.coerce.number().int().min(5).max(86400).default(600),
   GENERATION_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(4),
+  // Worker threads converting images for displays; one core is left to the event loop by default.
+  IMAGE_WORKERS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .default(Math.max(1, availableParallelism() - 1)),
   GENERATION_POLL_BASE_MS: z.coerce.number().int().min(10).default(500),
   GENERATION_POLL_MAX_MS: z.coerce.number().int().min(10).default(10_000),
   GENERATION_TICK_MS: z.coerce.number().int().min(10).default(250),
@@ -480,6 +488,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       presenceWindow: e.PUSH_PRESENCE_WINDOW,
     },
     uploads: { maxBytes: e.UPLOAD_MAX_BYTES },
+    /** Worker threads that convert images for displays (src/images/conversion-pool.ts). */
+    imageWorkers: e.IMAGE_WORKERS,
     logLevel: e.LOG_LEVEL,
     demoEnabled: e.DEMO_ENABLED === 'true',
     /** Readable lines on a terminal, JSON anywhere else (a pipe, a file, journald), unless LOG_FORMAT says. */

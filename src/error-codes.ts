@@ -66,6 +66,7 @@ export const ERRORS = {
 
   // Images, uploads and stored files
   INVALID_DISPLAY_PROFILE: { status: 400, message: 'The display profile is not valid' },
+  DISPLAY_TOO_LARGE: { status: 400, message: 'The display is larger than any panel this service serves' },
   EMPTY_FILE: { status: 400, message: 'The file is empty' },
   TOO_MANY_FILES: { status: 400, message: 'Send exactly one file' },
   TOO_MANY_PARTS: { status: 400, message: 'Too many form fields' },

@@ -20,11 +20,12 @@ export const groups = {
   // that no input gets a 5xx or an error without {message, code}, is decided before the database
   // or by PostgreSQL's own rules, not by the driver or by Redis. The README's commands run on the
   // embedded defaults, as its quick start says.
-  'fuzz-http': { backing: false, files: ['fuzz/http.test.ts', 'docs/readme.test.ts'] },
+  'fuzz-http': { backing: false, files: ['fuzz/http.test.ts', 'fuzz/surfaces.test.ts', 'docs/readme.test.ts'] },
   'broker-a+restart-kill': {
     backing: true,
     files: [
       'broker/app-access.test.ts',
+      'broker/app-revalidate.test.ts',
       'broker/auth.test.ts',
       'broker/acl-matrix.test.ts',
       'broker/connack-first.test.ts',
@@ -41,6 +42,7 @@ export const groups = {
     files: [
       'broker/cluster-errors.test.ts',
       'broker/cluster.test.ts',
+      'broker/cluster-revalidate.test.ts',
       'broker/node-loss.test.ts',
       'broker/presence-store.test.ts',
       'broker/external.test.ts',
@@ -81,6 +83,7 @@ export const groups = {
     backing: false,
     files: [
       'web/console.test.ts',
+      'web/stored-text.test.ts',
       'web/not-built.test.ts',
       'device-sim/cli.test.ts',
       'openapi/document.test.ts',
@@ -92,7 +95,7 @@ export const groups = {
       'images/dither.test.ts',
       'images/encoders.test.ts',
       'images/palettes.test.ts',
-      'images/queue.test.ts',
+      'images/conversion-pool.test.ts',
       'generation/local-image.test.ts',
       'generation/providers/bfl.test.ts',
       'generation/providers/config.test.ts',
@@ -178,6 +181,7 @@ export const groups = {
     files: [
       'notifications/push.test.ts',
       'uploads/upload.test.ts',
+      'images/conversion-load.test.ts',
       'storage/store.test.ts',
       'http/no-5xx.test.ts',
       'generation/jobs.test.ts',

@@ -8,6 +8,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './helpers/app.js'
 import { childBacking, startServiceProcess } from './helpers/child.js'
+import { makeClient, signUp, uniqueEmail } from './helpers/client.js'
+import { pairDevice } from './helpers/devices.js'
+import { uploadPng } from './helpers/uploads.js'
 
 let dataDir: string
 /** The database and Redis settings for the child: a fresh database in PostgreSQL mode. */
@@ -27,7 +30,7 @@ function startServer(env: Record<string, string>, until?: RegExp) {
 
 t.test('starts, logs its real address, serves, and exits 0 on SIGTERM', async (t) => {
   const port = await freePort()
-  const srv = startServer({ PORT: String(port) }, /HTTP listening on http:\/\/127\.0\.0\.1:(\d+)/)
+  const srv = startServer({ PORT: String(port), DEVICE_POLL_INTERVAL: '0' }, /HTTP listening on http:\/\/127\.0\.0\.1:(\d+)/)
   const line = await srv.ready
   t.match(line, `HTTP listening on http://127.0.0.1:${port}`, 'logs the address it listens on')
   const mqtt = await srv.waitFor(/MQTT listening on mqtt:\/\/[^:]+:(\d+)/)
@@ -48,6 +51,20 @@ t.test('starts, logs its real address, serves, and exits 0 on SIGTERM', async (t
   const session = await fetch(`http://127.0.0.1:${port}/get-session`)
   t.equal(session.status, 401)
   t.equal(((await session.json()) as { code: string }).code, 'UNAUTHORIZED')
+
+  // A picture sent to a display is converted by the bundle's worker thread (dist/convert-worker.js).
+  // The public URL (BASE_URL) is localhost: the origin Better Auth expects of the client.
+  const base = `http://localhost:${port}`
+  const { token } = await signUp(makeClient(base).client, uniqueEmail('server'))
+  const dev = await pairDevice({ url: base }, token)
+  const key = await uploadPng(base, token, '#336699')
+  const sent = await fetch(`${base}/api/upload/send`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ key, deviceId: dev.deviceId }),
+  })
+  t.equal(sent.status, 200, 'an upload is converted and sent to a device')
+  t.equal(((await sent.json()) as { image: { format: string } }).image.format, 'bmp1', 'as the 1-bit BMP its display takes')
 
   srv.child.kill('SIGTERM')
   const run = await srv.closed

@@ -87,7 +87,9 @@ async function runOn(ctx: Context, databaseUrl?: string): Promise<Outcome> {
       const png = await sharp({ create: { width: 320, height: 240, channels: 3, background } })
         .png()
         .toBuffer()
-      imageIds.push((await storeImage({ db, storage: app.storage }, { userId, source: 'upload', original: png, profile })).image.id)
+      imageIds.push(
+        (await storeImage({ db, storage: app.storage, images: app.images }, { userId, source: 'upload', original: png, profile })).image.id,
+      )
     }
     const playlistId = randomUUID()
     await db.insert(playlist).values({ id: playlistId, userId, name: 'Bench', mode: 'sequential', itemSeconds: 300 })

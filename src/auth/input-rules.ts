@@ -62,10 +62,12 @@ const rules: Record<string, z.ZodType> = {
     banExpiresIn: z.number().int().positive().max(MAX_BAN_SECONDS).optional(),
   }),
   '/organization/create': z.looseObject(organizationInput),
-  // An update of nothing would be an UPDATE with no columns, which the database refuses.
+  // An update of nothing would be an UPDATE with no columns, which the database refuses. Better
+  // Auth drops keys it does not know, so `data` naming only unknown ones (`{data: {data: {…}}}`,
+  // `{id: …}`) was such an update: they are refused by name instead.
   '/organization/update': z.looseObject({
     data: z
-      .looseObject(organizationInput)
+      .strictObject({ ...organizationInput, metadata: z.record(z.string(), z.unknown()).optional() })
       .refine((d) => Object.keys(d).length > 0, 'data: name at least one field to change')
       .optional(),
   }),

@@ -116,7 +116,9 @@ export async function mountAuth(
     const parsed = JSON.parse(body.toString('utf8')) as { token?: unknown }
     if (typeof parsed?.token !== 'string') return body
     const token = bareSessionToken(parsed.token, opts.secret)
-    if (token === null) throw appError('INVALID_TOKEN')
+    // A percent-encoded NUL (`%00`) survives the body's NUL check and decodes to a character the
+    // database refuses: no session token holds one.
+    if (token === null || token.includes('\u0000')) throw appError('INVALID_TOKEN')
     return Buffer.from(JSON.stringify({ ...parsed, token }))
   }
 

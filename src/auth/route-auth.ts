@@ -8,7 +8,7 @@
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify'
 import type { Database } from '../db/client.js'
 import { appError } from '../errors.js'
-import type { Auth } from './auth.js'
+import { API_KEY_HEADER, type Auth } from './auth.js'
 import { requireCaller, requirePrincipal, type Caller, type Principal } from './guard.js'
 
 /**
@@ -49,30 +49,58 @@ const isPluginRoute = (route: RouteOptions, docsPath: string) =>
 const safeMethods = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 /**
- * A browser attaches the session cookie to cross-site requests, and a text/plain or multipart POST
- * needs no preflight: a write that carries the cookie must come from an origin we trust, as Better
- * Auth requires on its own routes. Bearer tokens are not sent by browsers on their own.
+ * Where a browser says a request came from: its Origin, else its Referer's origin (a browser may
+ * leave Origin out where it sends a Referer). "null" (a sandboxed frame, a privacy redirect) names
+ * no origin, unless the browser also says the request is same-origin (Sec-Fetch-Site), which Better
+ * Auth takes as this service's own origin too.
  */
-function checkCookieOrigin(req: FastifyRequest, allowed: ReadonlySet<string>) {
-  if (safeMethods.has(req.method) || !req.headers.cookie) return
+function requestOrigin(req: FastifyRequest, own: string): string | undefined {
   const origin = req.headers.origin
-  if (origin !== undefined && !allowed.has(origin)) throw appError('FORBIDDEN_ORIGIN')
+  if (origin === 'null') return req.headers['sec-fetch-site'] === 'same-origin' ? own : undefined
+  if (origin) return origin
+  const referer = req.headers.referer
+  if (!referer) return undefined
+  try {
+    return new URL(referer).origin
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A browser attaches the session cookie to cross-site requests, and a text/plain or multipart POST
+ * needs no preflight: a write that carries the cookie must say it comes from an origin we trust, as
+ * Better Auth requires on its own routes (a write with the cookie and neither Origin nor Referer is
+ * refused there as well). Bearer tokens and API keys are not sent by browsers on their own, and a
+ * page elsewhere cannot add them without a preflight that CORS refuses: a request carrying one acts
+ * through it, not through the cookie.
+ */
+function checkCookieOrigin(req: FastifyRequest, allowed: ReadonlySet<string>, own: string) {
+  if (safeMethods.has(req.method) || !req.headers.cookie) return
+  if (req.headers.authorization?.startsWith('Bearer ') || req.headers[API_KEY_HEADER]) return
+  const origin = requestOrigin(req, own)
+  if (origin === undefined)
+    throw appError(
+      'FORBIDDEN_ORIGIN',
+      'A write with the session cookie must carry an Origin (or Referer) header of this service or a trusted origin',
+    )
+  if (!allowed.has(origin)) throw appError('FORBIDDEN_ORIGIN')
 }
 
 export function installRouteAuth(
   app: FastifyInstance,
-  deps: { auth: Auth; db: Database; docsPath: string; allowedOrigins: ReadonlySet<string> },
+  deps: { auth: Auth; db: Database; docsPath: string; allowedOrigins: ReadonlySet<string>; ownOrigin: string },
 ) {
   // preParsing: after every onRequest hook (the rate limit counts anonymous requests too) and
   // before the body is read, parsed or validated.
   const check = {
     user: async (req: FastifyRequest) => {
       req.principal = await requirePrincipal(deps.auth, deps.db, req)
-      checkCookieOrigin(req, deps.allowedOrigins)
+      checkCookieOrigin(req, deps.allowedOrigins, deps.ownOrigin)
     },
     session: async (req: FastifyRequest) => {
       req.caller = await requireCaller(deps.auth, req)
-      checkCookieOrigin(req, deps.allowedOrigins)
+      checkCookieOrigin(req, deps.allowedOrigins, deps.ownOrigin)
     },
   }
   app.addHook('onRoute', (route) => {

@@ -3,7 +3,7 @@
 import { Type } from 'typebox'
 import { Shared, StringEnum } from '../http/typebox.js'
 import type { DeviceInitRow, DeviceRow } from './repository.js'
-import { DEFAULT_DITHER, DITHER_METHODS, PALETTE_NAMES } from '../images/profiles.js'
+import { DEFAULT_DITHER, DISPLAY_LIMITS, DITHER_METHODS, PALETTE_NAMES } from '../images/profiles.js'
 
 const str = { type: 'string' } as const
 const nstr = { type: ['string', 'null'] } as const
@@ -60,14 +60,17 @@ export const displayProfileSchema = Shared(
   'DisplayProfile',
   Type.Object(
     {
-      width: Type.Integer({ minimum: 16, maximum: 4096 }),
-      height: Type.Integer({ minimum: 16, maximum: 4096 }),
+      width: Type.Integer({ minimum: 16, maximum: DISPLAY_LIMITS.color.maxSide }),
+      height: Type.Integer({ minimum: 16, maximum: DISPLAY_LIMITS.color.maxSide }),
       palette: Type.String({ enum: [...PALETTE_NAMES] }),
       fit: Type.Optional(StringEnum(['cover', 'contain'], { default: 'cover' })),
       inline: Type.Optional(Type.Boolean({ description: 'also send small images (≤ 64 KiB) inline, base64, in the MQTT message' })),
       dither: Type.Optional(ditherSchema),
     },
-    { additionalProperties: false },
+    {
+      additionalProperties: false,
+      description: `As large as real panels: a colour display at most ${DISPLAY_LIMITS.color.maxSide}×2160 (either way round), an e-paper palette at most ${DISPLAY_LIMITS.epaper.maxSide}×1800; larger is 400 DISPLAY_TOO_LARGE.`,
+    },
   ),
 )
 

@@ -9,6 +9,7 @@ import type { Counters } from '../http/counters.js'
 import { canManageWithRole, requireAccess } from './access.js'
 import { matchesHash, newDeviceCode, newDeviceId, newDeviceSecret, newPinCode, newUserCode, normalisePinCode, sha256 } from './codes.js'
 import { toInitRecord } from './records.js'
+import { displayTooLarge } from '../images/profiles.js'
 import {
   countFailedAttempt,
   deleteDeviceRows,
@@ -41,17 +42,30 @@ import type { DeviceCommandName, DeviceInfo } from './tables.js'
 const MAX_FAILED_ATTEMPTS = 5
 const ATTEMPT_WINDOW_SECONDS = 15 * 60
 
-export type DeviceServiceDeps = { db: Database; config: Config; counters: Counters; link: DurableLink }
+export type DeviceServiceDeps = {
+  db: Database
+  config: Config
+  counters: Counters
+  link: DurableLink
+  /**
+   * Who may see a device changed other than through the account layer (which announces its own
+   * changes): live watchers (companion apps on MQTT) are checked again, on every instance.
+   */
+  accessChanged?: () => Promise<void>
+}
 
 // The input types come from the request schemas, so they are what the routes validate.
 export type { ClaimInput, CodeInput, InitInput } from './inputs.js'
 
 const wrongCode = () => appError('INVALID_CODE')
 
-export function createDeviceService({ db, config, counters, link }: DeviceServiceDeps) {
+export function createDeviceService({ db, config, counters, link, accessChanged }: DeviceServiceDeps) {
   const verificationUri = `${config.baseUrl}/device`
 
   async function init(input: InitInput) {
+    // Before anything is stored: a display no panel has would make every conversion for it slow.
+    const tooLarge = displayTooLarge(input.display)
+    if (tooLarge) throw appError('DISPLAY_TOO_LARGE', `The display is larger than any panel this service serves: ${tooLarge}`)
     const id = newDeviceId()
     const deviceCode = newDeviceCode()
     const now = new Date()
@@ -301,6 +315,8 @@ export function createDeviceService({ db, config, counters, link }: DeviceServic
       return deleteDeviceRows(tx, dev.id)
     })
     if (!deleted) throw appError('DEVICE_NOT_FOUND')
+    // Apps still subscribed to its state and events lose them now, not at their next reconnect.
+    await accessChanged?.()
     return deleted
   }
 

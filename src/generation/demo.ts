@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import { Type, type Static } from 'typebox'
 import type { Database } from '../db/client.js'
 import { storeImage } from '../images/pipeline.js'
+import type { ConversionPool } from '../images/conversion-pool.js'
 import { findImage, findVariants } from '../images/repository.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import type { ObjectStore } from '../storage/store.js'
@@ -46,7 +47,10 @@ const demoQuery = Type.Object(
   { additionalProperties: false },
 )
 
-export async function demoRoutes(app: FastifyInstance, opts: { db: Database; storage: ObjectStore; baseUrl: string }) {
+export async function demoRoutes(
+  app: FastifyInstance,
+  opts: { db: Database; storage: ObjectStore; images: ConversionPool; baseUrl: string },
+) {
   app.get<{ Querystring: Static<typeof demoQuery> }>(
     '/api/demo',
     {
@@ -96,7 +100,7 @@ export async function demoRoutes(app: FastifyInstance, opts: { db: Database; sto
       const original = await renderLocalImage({ prompt, width: profile.width, height: profile.height, seed: seedFor(`${prompt}\n`) })
       const t1 = performance.now()
       const stored = await storeImage(
-        { db: opts.db, storage: opts.storage },
+        { db: opts.db, storage: opts.storage, images: opts.images },
         { userId: 'demo', source: 'demo', original, profile, imageId: id },
       ).catch(async (err) => {
         // Two first requests for the same demo raced: the other one stored it.

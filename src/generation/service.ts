@@ -10,6 +10,7 @@ import type { DeviceLink } from '../devices/sessions.js'
 import { appError } from '../errors.js'
 import { deliverImage } from '../images/delivery.js'
 import { storeImage, type StoredImage } from '../images/pipeline.js'
+import type { ConversionPool } from '../images/conversion-pool.js'
 import { findVariants, findImage } from '../images/repository.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import { findPrompt, insertPrompt } from '../prompts/repository.js'
@@ -29,6 +30,7 @@ export type GenerationDeps = {
   db: Database
   config: Config
   storage: ObjectStore
+  images: ConversionPool
   link: DeviceLink
   prompts: PromptService
   providers: Map<string, ImageProvider>
@@ -147,7 +149,7 @@ export function createGenerationService(deps: GenerationDeps) {
       stored = kept
         ? { image: kept, variants: await findVariants(db, imageId) }
         : await storeImage(
-            { db, storage },
+            { db, storage, images: deps.images },
             { userId: job.userId, deviceId: dev?.id, jobId: job.id, source: 'generation', original, profile, imageId },
           )
     } catch (err) {

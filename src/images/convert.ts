@@ -2,7 +2,6 @@
 // EXIF orientation, resizes (cover crops, contain pads with white) and flattens alpha onto white;
 // the quantisation to a fixed palette and the BMP / palette-PNG bytes are ours (see dither.ts,
 // bmp.ts, png.ts for why).
-import { availableParallelism } from 'node:os'
 import type { Sharp } from 'sharp'
 import { loadSharp } from './sharp.js'
 import { AppError, appError } from '../errors.js'
@@ -14,6 +13,7 @@ import {
   INKS,
   MEASURED_PALETTES,
   PALETTES,
+  displayTooLarge,
   ditherOf,
   type DisplayProfile,
   type DitherMethod,
@@ -32,9 +32,6 @@ export type DisplayPixels = { data: Buffer; width: number; height: number }
  * stops a tiny compressed "decompression bomb" from making libvips allocate gigabytes.
  */
 const MAX_INPUT_PIXELS = 100_000_000
-
-/** Largest side we render to; device profiles are validated to 4096, this guards direct callers. */
-const MAX_SIDE = 8192
 
 const WHITE = { r: 255, g: 255, b: 255, alpha: 1 }
 
@@ -87,10 +84,11 @@ export async function renderForDisplay(input: Buffer, profile: DisplayProfile): 
     ['width', width],
     ['height', height],
   ] as const) {
-    if (!Number.isInteger(v) || v < 1 || v > MAX_SIDE) {
-      throw appError('INVALID_DISPLAY_PROFILE', `display ${name} must be an integer from 1 to ${MAX_SIDE}, got ${v}`)
-    }
+    if (!Number.isInteger(v) || v < 1) throw appError('INVALID_DISPLAY_PROFILE', `display ${name} must be a positive integer, got ${v}`)
   }
+  // Pairing refuses such displays; this guards a profile stored before the bound and direct callers.
+  const tooLarge = displayTooLarge(profile)
+  if (tooLarge) throw appError('DISPLAY_TOO_LARGE', `The display is larger than any panel this service serves: ${tooLarge}`)
   if (!Buffer.isBuffer(input) || input.length === 0) throw new ImageInputError('image is empty')
   try {
     const sharp = await loadSharp()
@@ -188,55 +186,4 @@ function asInputError(err: unknown): Error {
     return new ImageInputError(`not a usable image: ${msg}`)
   }
   return err instanceof Error ? err : new Error(msg)
-}
-
-export type ConversionQueue = {
-  /** Convert through the queue. */
-  convert(input: Buffer, profile: DisplayProfile): Promise<Variant[]>
-  /** Run any task under the same limit. */
-  run<T>(task: () => Promise<T>): Promise<T>
-  readonly concurrency: number
-  readonly active: number
-  readonly waiting: number
-}
-
-/**
- * A FIFO with at most `concurrency` conversions in flight. sharp.concurrency() is 1 here (one
- * libvips thread per image), so conversions overlap only if several are started at once; the cap
- * keeps a burst of finished jobs from decoding dozens of large images into memory together.
- * Dithering itself runs on the main thread between libvips stages.
- */
-export function createConversionQueue(concurrency = Math.max(1, availableParallelism())): ConversionQueue {
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`)
-  let active = 0
-  const waiting: Array<() => void> = []
-
-  const release = () => {
-    const next = waiting.shift()
-    // Hand the slot straight to the next waiter (active stays the same), or free it.
-    if (next) next()
-    else active--
-  }
-
-  async function run<T>(task: () => Promise<T>): Promise<T> {
-    if (active >= concurrency) await new Promise<void>((resolve) => waiting.push(resolve))
-    else active++
-    try {
-      return await task()
-    } finally {
-      release()
-    }
-  }
-
-  return {
-    run,
-    convert: (input, profile) => run(() => convertForDisplay(input, profile)),
-    concurrency,
-    get active() {
-      return active
-    },
-    get waiting() {
-      return waiting.length
-    },
-  }
 }

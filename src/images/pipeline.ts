@@ -3,7 +3,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { Database } from '../db/client.js'
 import type { ObjectStore } from '../storage/store.js'
-import { createConversionQueue } from './convert.js'
+import type { ConversionPool } from './conversion-pool.js'
 import { loadSharp } from './sharp.js'
 import type { DisplayProfile } from './profiles.js'
 import { insertImage, type ImageRow, type VariantRow } from './repository.js'
@@ -17,10 +17,6 @@ const extFor: Record<string, string> = {
   'image/avif': 'avif',
   'image/bmp': 'bmp',
 }
-// One queue for the process: sharp works on one image at a time here, so conversions of
-// several jobs are scheduled in parallel up to the number of cores.
-const conversions = createConversionQueue()
-
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex')
 
 export type StoredImage = { image: ImageRow; variants: VariantRow[] }
@@ -30,7 +26,7 @@ export function imageUrl(baseUrl: string, imageId: string, format: string): stri
 }
 
 export async function storeImage(
-  deps: { db: Database; storage: ObjectStore },
+  deps: { db: Database; storage: ObjectStore; images: ConversionPool },
   input: {
     userId: string
     deviceId?: string | null
@@ -46,7 +42,8 @@ export async function storeImage(
   const id = input.imageId ?? randomUUID()
   const originalKey = `images/${id}/original.${extFor[contentType] ?? 'bin'}`
   await deps.storage.put(originalKey, input.original, { contentType, cacheControl: IMMUTABLE })
-  const converted = input.profile ? await conversions.convert(input.original, input.profile) : []
+  // In a worker, queued behind the same account's conversions only (conversion-pool.ts).
+  const converted = input.profile ? await deps.images.convert(input.userId, input.original, input.profile) : []
   const variants: VariantRow[] = []
   for (const v of converted) {
     const key = `images/${id}/${v.format}.${extFor[v.contentType] ?? 'bin'}`

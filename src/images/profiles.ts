@@ -25,6 +25,30 @@ export const DISPLAY_PRESETS = {
   color: { width: 1024, height: 600, palette: 'color' },
 } as const satisfies Record<string, { width: number; height: number; palette: Palette }>
 
+/**
+ * The largest displays served, by the panels that exist. Colour (LCD) frames: 4K UHD, 3840×2160 in
+ * either orientation, the largest LCD photo frames and signage panels of this class. E-paper
+ * (every palette we dither): 3200×1800, E Ink's largest panel (the 25.3" Carta), above the 31.2"
+ * 2560×1440 and the 13.3" Spectra 6 and Kaleido panels (1600×1200); ACeP panels stop at 7.3"
+ * (800×480). Dithering costs time in proportion to pixels, so a display declaring more than any
+ * real panel would only make every conversion for it slower: it is refused when it pairs.
+ */
+export const DISPLAY_LIMITS = {
+  color: { maxSide: 3840, maxPixels: 3840 * 2160 },
+  epaper: { maxSide: 3200, maxPixels: 3200 * 1800 },
+} as const
+
+/** Why a display is larger than any panel this service serves, or undefined when it is not. */
+export function displayTooLarge(profile: Pick<DisplayProfile, 'width' | 'height' | 'palette'>): string | undefined {
+  const colour = profile.palette === 'color'
+  const limit = colour ? DISPLAY_LIMITS.color : DISPLAY_LIMITS.epaper
+  const kind = colour ? 'a colour display' : 'an e-paper display'
+  const { width, height } = profile
+  if (width > limit.maxSide || height > limit.maxSide) return `${kind} is at most ${limit.maxSide} pixels on a side, got ${width}×${height}`
+  if (width * height > limit.maxPixels) return `${kind} has at most ${limit.maxPixels.toLocaleString('en')} pixels, got ${width}×${height}`
+  return undefined
+}
+
 /** The display a device has when nothing says otherwise. */
 export const DEFAULT_DISPLAY = DISPLAY_PRESETS['bw-800x480']
 

@@ -5,11 +5,11 @@ import type { Aedes, Client, PublishPacket } from 'aedes'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
 import { batchedAccessCheck, batchedLookup, checkCredentials, mayPublish, maySubscribe, type Identity } from './credentials.js'
-import { deviceMaySubscribe } from './topic-rules.js'
+import { appSubscriptionTarget, deviceMaySubscribe } from './topic-rules.js'
 import type { DeviceLink } from '../devices/sessions.js'
 import { resentCount, resentHas, resentWith, type ClientMeta } from './client-meta.js'
 import type { DownlinkHooks } from './downlink-hooks.js'
-import { nodesHoldingDevices, releaseNodeConnections } from '../devices/repository.js'
+import { nodesHoldingDevices, releaseNodeConnections, visiblePairs } from '../devices/repository.js'
 import { insertEvents } from '../events/repository.js'
 import { liveSessionIds } from '../auth/users-repository.js'
 import {
@@ -53,10 +53,13 @@ export type DeviceBroker = DeviceLink & {
   listenTls(port: number, host?: string): Promise<number>
   /**
    * Ends the connections of companion apps whose session no longer acts for anyone (signed out,
-   * revoked, expired, user banned or deleted): called after every revocation, on every instance.
-   * Resolves with how many were closed.
+   * revoked, expired, user banned or deleted), or that hold a subscription to a device their user
+   * may no longer see (removed from or left its organization, the organization deleted, the device
+   * deleted): called after every account change, on every instance. Resolves with how many were closed.
    */
   revalidateApps(): Promise<number>
+  /** revalidateApps on every instance of the cluster (this one included): after a device is deleted. */
+  revalidateAppsEverywhere(): Promise<void>
   close(): Promise<void>
 }
 
@@ -93,6 +96,10 @@ export type DeviceBrokerDeps = {
 
 /** Service-internal: asks whichever instance holds a device's session to close it. */
 const KICK_TOPIC = '$dps/kick'
+/** Service-internal: asks every instance to check what its companion apps may still watch. */
+const REVALIDATE_TOPIC = '$dps/revalidate-apps'
+/** Subscriptions checked per query (each is one row of a VALUES list). */
+const ACCESS_BATCH = 500
 /** How long after a SUBSCRIBE the resend waits for the device's next SUBSCRIBE (devices subscribe topic by topic). */
 const SUBSCRIBE_SETTLE_MS = 100
 /**
@@ -485,9 +492,62 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     if (!apps.length) return 0
     const live = await liveSessionIds(db, [...new Set(apps.map((c) => meta.get(c)?.sessionId ?? ''))].filter(Boolean))
     const revoked = apps.filter((c) => !live.has(meta.get(c)?.sessionId ?? ''))
-    await Promise.all(revoked.map((c) => new Promise<void>((resolve) => c.close(() => resolve()))))
+    const lost = await appsThatLostAccess(apps.filter((c) => live.has(meta.get(c)?.sessionId ?? '')))
+    const closing = [...revoked, ...lost]
+    // The whole connection, not the one subscription: MQTT 3.1.1 has no way to tell a client that
+    // the server dropped a subscription, so a silent unsubscribe would leave an app showing a
+    // "live" view that never changes again. Closed, it reconnects and subscribes again, and the
+    // SUBACK refuses (0x80) what it may no longer watch: the loss is visible.
+    await Promise.all(closing.map((c) => new Promise<void>((resolve) => c.close(() => resolve()))))
     if (revoked.length) log.info({ apps: revoked.length }, 'closed companion app connections whose session was revoked')
-    return revoked.length
+    if (lost.length) log.info({ apps: lost.length }, 'closed companion app connections watching a device their user may no longer see')
+    return closing.length
+  }
+
+  /** Apps holding a subscription to a device their user may no longer see, in one query per batch. */
+  async function appsThatLostAccess(apps: Client[]): Promise<Client[]> {
+    const pairs = new Map<string, { userId: string; deviceId: string }>()
+    const watched = new Map<Client, string[]>()
+    for (const c of apps) {
+      const userId = meta.get(c)?.subject ?? ''
+      const keys: string[] = []
+      for (const filter of Object.keys(subscriptionsOf(c))) {
+        // Apps hold only the filters authorizeSubscribe granted: one device's state or events each.
+        const deviceId = appSubscriptionTarget(filter)
+        if (!deviceId) continue
+        const key = `${userId}|${deviceId}`
+        pairs.set(key, { userId, deviceId })
+        keys.push(key)
+      }
+      if (keys.length) watched.set(c, keys)
+    }
+    const all = [...pairs.values()]
+    const visible = new Set<string>()
+    for (let i = 0; i < all.length; i += ACCESS_BATCH)
+      for (const k of await visiblePairs(db, all.slice(i, i + ACCESS_BATCH))) visible.add(k)
+    return [...watched].filter(([c, keys]) => !c.closed && keys.some((k) => !visible.has(k))).map(([c]) => c)
+  }
+
+  // A device deleted (or moved) on any instance: every instance checks its own apps.
+  emitterOf(aedes).on(REVALIDATE_TOPIC, (_packet, cb) => {
+    revalidateApps().catch((err) => log.warn({ err }, 'could not revalidate companion app connections'))
+    cb()
+  })
+
+  async function revalidateAppsEverywhere(): Promise<void> {
+    // Without a shared emitter this instance is the cluster.
+    if (!deps.mq) {
+      await revalidateApps()
+      return
+    }
+    await publisher.publish({
+      cmd: 'publish',
+      topic: REVALIDATE_TOPIC,
+      payload: Buffer.alloc(0),
+      qos: 0,
+      retain: false,
+      dup: false,
+    } as PublishPacket)
   }
 
   await releaseNode(deps.id, 'server_shutdown')
@@ -584,6 +644,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     publish,
     kick: (id: string, reason?: string) => kick(id, (reason as DisconnectReason) ?? 'kicked'),
     revalidateApps,
+    revalidateAppsEverywhere,
     listen: (port: number, host?: string) => server.listenTcp(port, host),
     listenTls: (port: number, host?: string) => server.listenTls(port, host),
     async close() {

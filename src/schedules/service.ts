@@ -12,6 +12,7 @@ import { insertEvent } from '../events/repository.js'
 import type { GenerateRequest, GenerationService } from '../generation/service.js'
 import { type ImageSend, sendImages } from '../images/delivery.js'
 import { type StoredImage, storeImage } from '../images/pipeline.js'
+import type { ConversionPool } from '../images/conversion-pool.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import { findImage, findVariants } from '../images/repository.js'
 import type { ObjectStore } from '../storage/store.js'
@@ -38,6 +39,7 @@ type Notify = (userId: string, message: { title: string; body: string; url?: str
 export type ScheduleDeps = {
   db: Database
   storage: ObjectStore
+  images: ConversionPool
   link: DeviceLink
   baseUrl: string
   devices: Pick<DeviceService, 'refreshConfig' | 'publishConfig'>
@@ -232,7 +234,7 @@ export function createScheduleService(deps: ScheduleDeps) {
     let converted: StoredImage
     try {
       converted = await storeImage(
-        { db, storage: deps.storage },
+        { db, storage: deps.storage, images: deps.images },
         { userId: item.addedBy, deviceId, source: 'upload', original: original.body, profile },
       )
     } catch (err) {

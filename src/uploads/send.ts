@@ -8,6 +8,7 @@ import { appError } from '../errors.js'
 import { deliverImage } from '../images/delivery.js'
 import type { ImageMessage } from '../mqtt/contract.js'
 import { storeImage } from '../images/pipeline.js'
+import type { ConversionPool } from '../images/conversion-pool.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import type { ObjectStore } from '../storage/store.js'
 import { ownsKey } from './service.js'
@@ -18,7 +19,13 @@ export type UploadSender = (
   deviceId: string,
 ) => Promise<{ imageId: string; deviceId: string; image: ImageMessage }>
 
-export function createUploadSender(deps: { db: Database; storage: ObjectStore; link: DeviceLink; baseUrl: string }): UploadSender {
+export function createUploadSender(deps: {
+  db: Database
+  storage: ObjectStore
+  images: ConversionPool
+  link: DeviceLink
+  baseUrl: string
+}): UploadSender {
   return async (userId, key, deviceId) => {
     // Showing an image changes what the device displays: the owner or an organization admin only.
     const dev = await requireAccess(deps.db, await findDevice(deps.db, deviceId), userId, 'manage')
@@ -26,7 +33,7 @@ export function createUploadSender(deps: { db: Database; storage: ObjectStore; l
     if (!obj) throw appError('NOT_FOUND', 'No such upload of yours')
     const profile = dev.display as DisplayProfile
     const stored = await storeImage(
-      { db: deps.db, storage: deps.storage },
+      { db: deps.db, storage: deps.storage, images: deps.images },
       { userId, deviceId: dev.id, source: 'upload', original: obj.body, profile },
     )
     const image = await deliverImage(

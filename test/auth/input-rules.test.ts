@@ -255,6 +255,43 @@ t.test('organization names and slugs are bounded', async (t) => {
     400,
     'VALIDATION_ERROR',
   )
+  // Better Auth drops keys it does not know: `data` holding only such keys was an UPDATE of no
+  // columns, a 500. They are refused by name; metadata (nested as deep as the body allows) is fine.
+  for (const [label, data] of [
+    ['nested data', { data: { name: 'Renamed' } }],
+    ['an unknown nested object', { settings: { theme: { dark: true } } }],
+    ['the id', { id: { a: 1 } }],
+    ['createdAt', { createdAt: { a: 1 } }],
+    ['a known field beside an unknown one', { name: 'Renamed', extra: [1, 2] }],
+  ] as const) {
+    const res = await refused(
+      t,
+      await post(`org update ${label}`, '/api/auth/organization/update', { organizationId: id, data }, token),
+      400,
+      'FIELD_NOT_ALLOWED',
+    )
+    t.match(res?.message, /field.? not allowed/, label)
+  }
+  const renamed = await post(
+    'org update metadata',
+    '/api/auth/organization/update',
+    { organizationId: id, data: { name: 'Renamed Org', metadata: { a: { b: [1, { c: 'd' }] } } } },
+    token,
+  )
+  t.equal(renamed.status, 200, 'name and nested metadata are updated')
+  t.same((renamed.body as unknown as { metadata: unknown }).metadata, { a: { b: [1, { c: 'd' }] } })
+})
+
+t.test('revoke-session refuses a token holding an encoded NUL (it decodes to one)', async (t) => {
+  const { client } = makeClient(svc.url)
+  const { token } = await signUp(client, uniqueEmail('revoke-nul'))
+  for (const path of ['/api/auth/revoke-session', '/revoke-session']) {
+    for (const value of ['abc%00def', '%00', `${'a'.repeat(32)}%00.c2ln`]) {
+      await refused(t, await post(`revoke ${value}`, path, { token: value }, token), 400, 'INVALID_TOKEN')
+    }
+  }
+  const still = await call('session after', 'GET', '/api/auth/get-session', undefined, token)
+  t.equal((still.body as unknown as { session?: { token: string } })?.session?.token, token, 'the caller’s session is untouched')
 })
 
 t.test('a NUL character is refused everywhere before it reaches the database', async (t) => {

@@ -53,7 +53,13 @@ t.test('every operation that needs a credential answers 401 to an anonymous requ
 
 t.test('a route that declares no authentication cannot be registered', async (t) => {
   const app = Fastify()
-  installRouteAuth(app, { auth: {} as Auth, db: {} as Database, docsPath: '/docs', allowedOrigins: new Set<string>() })
+  installRouteAuth(app, {
+    auth: {} as Auth,
+    db: {} as Database,
+    docsPath: '/docs',
+    allowedOrigins: new Set<string>(),
+    ownOrigin: 'http://localhost',
+  })
   app.get('/declared', { config: { auth: 'none' } }, async () => 'ok')
   app.get('/secured', { schema: { security: [{ bearerAuth: [] }] } }, async () => 'ok')
   t.throws(() => app.get('/forgotten', async () => 'oops'), /GET \/forgotten declares no authentication/)

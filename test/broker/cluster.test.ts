@@ -2,49 +2,13 @@
 // device on instance A receives what instance B publishes, reconnecting to B gets what queued
 // while it was away from A, and a disconnect through A ends the session held by B.
 import t from 'tap'
-import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { freshPostgres, startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { clusterSkip, startCluster } from '../helpers/cluster.js'
 import { pairDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
-import { postgresUrl, redisUrl } from '../helpers/services.js'
 
-const redis = await redisUrl()
-const postgres = await postgresUrl()
-const skip = !redis
-  ? 'no Redis reachable (set REDIS_URL)'
-  : !postgres
-    ? 'no PostgreSQL reachable (set DATABASE_URL): cluster nodes share one database'
-    : false
-
-async function tempDataDir(t: { teardown(fn: () => unknown): void }): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'dps-cluster-'))
-  t.teardown(() => rm(dir, { recursive: true, force: true }))
-  return dir
-}
-
-/** Two nodes on one Redis prefix and one fresh database. */
-async function cluster(t: Parameters<typeof freshPostgres>[0], extra: Record<string, string> = {}): Promise<[TestApp, TestApp]> {
-  const prefix = `test:${randomBytes(6).toString('hex')}:`
-  const databaseUrl = await freshPostgres(t, postgres as string)
-  // Nodes of one cluster share the database, Redis, the object store and AUTH_SECRET (sessions, stored keys).
-  const env = {
-    REDIS_URL: redis as string,
-    REDIS_PREFIX: prefix,
-    DATABASE_URL: databaseUrl,
-    AUTH_SECRET: randomBytes(32).toString('base64url'),
-    DEVICE_POLL_INTERVAL: '0',
-    ...extra,
-  }
-  // One data folder stands for the shared volume their object store must be on.
-  const dataDir = await tempDataDir(t)
-  const a = await startApp(t, { env: { ...env, MQTT_BROKER_ID: 'node-a' }, reuse: { dataDir, databaseUrl, redisPrefix: prefix } })
-  const b = await startApp(t, { env: { ...env, MQTT_BROKER_ID: 'node-b' }, reuse: { dataDir, databaseUrl, redisPrefix: prefix } })
-  return [a, b]
-}
+const skip = await clusterSkip()
+const cluster = startCluster
 
 t.test('two instances on one Redis', { skip }, async (t) => {
   const [a, b] = await cluster(t)

@@ -8,6 +8,11 @@ export async function uploadPng(baseUrl: string, token: string, background: Colo
   const png = await sharp({ create: { width, height, channels: 3, background } })
     .png()
     .toBuffer()
+  return uploadImage(baseUrl, token, png)
+}
+
+/** Uploads an image file as it is; answers the upload's key. */
+export async function uploadImage(baseUrl: string, token: string, png: Buffer): Promise<string> {
   const form = new FormData()
   form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'photo.png')
   const res = await fetch(`${baseUrl}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })

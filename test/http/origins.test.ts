@@ -26,12 +26,46 @@ t.test('origins, preflights and token forms', async (t) => {
     const cross = await cancel({ cookie, origin: FOREIGN })
     t.equal(cross.status, 403)
     t.equal((await cross.json()).code, 'FORBIDDEN_ORIGIN')
-    // The same request from our own pages, from the trusted app, or with a bearer token goes on to the handler.
+    // Better Auth refuses a cookie-carrying write that says nowhere where it comes from; so do our
+    // routes: neither Origin nor Referer, an Origin of "null", or a Referer of another site.
+    for (const [label, headers] of [
+      ['no Origin and no Referer', { cookie }],
+      ['Origin "null" (a sandboxed frame)', { cookie, origin: 'null' }],
+      ['a foreign Referer and no Origin', { cookie, referer: `${FOREIGN}/page` }],
+      ['an unreadable Referer and no Origin', { cookie, referer: 'not a url' }],
+    ] as const) {
+      const res = await cancel(headers)
+      t.equal(res.status, 403, `${label}: refused`)
+      const body = await res.json()
+      t.equal(body.code, 'FORBIDDEN_ORIGIN', label)
+      t.type(body.message, 'string')
+    }
+    const deleted = await fetch(`${svc.url}/api/device/delete`, {
+      method: 'DELETE',
+      headers: { cookie, 'content-type': 'application/json' },
+      body: JSON.stringify({ deviceId: 'x' }),
+    })
+    t.equal(deleted.status, 403, 'a DELETE with the cookie and no Origin')
+    t.equal((await deleted.json()).code, 'FORBIDDEN_ORIGIN')
+    // Better Auth's own answer to the same, for comparison.
+    const theirs = await fetch(`${svc.url}/api/auth/update-user`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Renamed' }),
+    })
+    t.equal(theirs.status, 403, 'Better Auth refuses it on its own routes')
+
+    // The same request from our own pages (by Origin, or by Referer where a browser leaves Origin
+    // out, or "null" that the browser says is same-origin), from the trusted app, or with a bearer
+    // token goes on to the handler.
     for (const [label, headers] of [
       ['own origin', { cookie, origin: svc.url }],
       ['trusted origin', { cookie, origin: TRUSTED }],
-      ['no Origin (not a browser)', { cookie }],
+      ['own Referer, no Origin', { cookie, referer: `${svc.url}/devices` }],
+      ['trusted Referer, no Origin', { cookie, referer: `${TRUSTED}/x?y=1` }],
+      ['Origin "null", same-origin by Sec-Fetch-Site', { cookie, origin: 'null', 'sec-fetch-site': 'same-origin' }],
       ['bearer from anywhere', { authorization: `Bearer ${token}`, origin: FOREIGN }],
+      ['bearer beside the cookie, no Origin', { authorization: `Bearer ${token}`, cookie }],
     ] as const) {
       const res = await cancel(headers)
       t.not(res.status, 403, `${label}: not refused for its origin`)
@@ -46,6 +80,30 @@ t.test('origins, preflights and token forms', async (t) => {
 
     const read = await fetch(`${svc.url}/api/device`, { headers: { cookie, origin: FOREIGN } })
     t.equal(read.status, 200, 'reads are not writes: CORS keeps their answers from the foreign page')
+  })
+
+  t.test('no page of the service can be framed by another site', async (t) => {
+    const owner = makeClient(svc.url)
+    await signUp(owner.client, uniqueEmail('framer'))
+    const org = await owner.client.organization.create({ name: 'Framed', slug: `framed-${Date.now().toString(36)}` })
+    const invitation = await owner.client.organization.inviteMember({ email, role: 'member', organizationId: org.data!.id })
+    const pages = [
+      ['/accept-invitation/:id, signed in', `/accept-invitation/${invitation.data!.id}`, { cookie }],
+      ['/accept-invitation/:id, signed out', `/accept-invitation/${invitation.data!.id}`, {}],
+      ['/accept-invitation of nothing', '/accept-invitation/00000000-0000-4000-8000-000000000000', {}],
+      ['the docs page', '/docs', {}],
+      ['the error page', '/error?error=oops', {}],
+      ['Better Auth’s error page', '/api/auth/error?error=oops', {}],
+    ] as const
+    for (const [label, path, headers] of pages) {
+      const res = await fetch(`${svc.url}${path}`, { headers, redirect: 'manual' })
+      await res.arrayBuffer()
+      t.match(res.headers.get('content-type'), /^text\/html/, `${label}: an HTML answer (${res.status})`)
+      t.equal(res.headers.get('x-frame-options'), 'DENY', `${label}: X-Frame-Options DENY`)
+      const csp = res.headers.get('content-security-policy') ?? ''
+      t.match(csp, /(^|;\s*)frame-ancestors 'none'(;|$)/, `${label}: CSP frame-ancestors 'none'`)
+      t.equal(csp.match(/frame-ancestors/g)?.length, 1, `${label}: one frame-ancestors directive`)
+    }
   })
 
   t.test('a trusted origin may preflight every operation of the document', async (t) => {
