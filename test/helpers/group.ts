@@ -20,6 +20,12 @@ export async function runGroup(name: GroupName) {
   for (const file of files) {
     // Queued in order with the tests: names the file whose results follow (.ci/run's summary uses it).
     t.comment(`file: test/${file}`)
-    await import(new URL(`../${file}`, import.meta.url).href)
+    // Imported inside a test, so that it starts after the previous file's tests are done and the
+    // root test stays open while a file's top level awaits (starting its app): imported bare, the
+    // root had nothing queued meanwhile, ended, ran every teardown registered so far (removing the
+    // data folder of the app being started) and never ran the file's tests.
+    await t.test(`loads test/${file}`, async () => {
+      await import(new URL(`../${file}`, import.meta.url).href)
+    })
   }
 }

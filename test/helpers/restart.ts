@@ -187,8 +187,11 @@ export async function restartScenario(t: Test, stop: 'SIGKILL' | 'SIGTERM') {
     await fetch(`${url}/api/prompts`, { method: 'POST', headers: auth, body: JSON.stringify({ text: 'marker', deviceId: dev.deviceId }) }),
   )
   await eventually(async () => later.some((r) => r.promptId === marker.id))
+  // The marker itself may come twice: published while the resumed session is being restored,
+  // aedes can queue it and hand it over live too (QoS 1 allows it; the device drops it by its seq).
+  // What must not come is anything delivered before the restart.
   t.same(
-    later.map((r) => r.promptId),
+    [...new Set(later.map((r) => r.promptId))],
     [marker.id],
     'nothing delivered before is sent again',
   )
