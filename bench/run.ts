@@ -1,7 +1,11 @@
-// npm run bench [-- --quick] [-- --only NAME[,NAME…]] [-- --list]
-// Runs each scenario (ours and its peer alternating, A B A B …), writes
-// bench/results/<scenario>.json (--quick: bench/results/quick/) and prints a markdown table per scenario and a summary table
-// (also written to bench/results/summary.md).
+// npm run bench [-- --quick] [-- --only NAME[,NAME…]] [-- --list] [-- --check] [-- --save] [-- --save-baseline] [-- --settle SECONDS]
+// Runs each scenario (ours and its peer alternating, A B A B …), writes bench/out/<scenario>.json
+// (--quick: bench/out/quick/; ignored by git) and prints a markdown table per scenario and a
+// summary table (also bench/out/summary.md). --save also writes them to the committed
+// bench/results/, which the README and docs/benchmarks.md quote. --check compares the ratios with
+// bench/baseline.json and exits 1 on a regression beyond a figure's band; --save-baseline records
+// this run's ratios there. A scenario this machine cannot run (a peer or service missing, a limit
+// too low) is skipped with its reason; the run still exits 0.
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,7 +16,8 @@ import {
   machine,
   markdown,
   QUIET_LOAD,
-  resultsDir,
+  runResultsDir,
+  savedResultsDir,
   TABLE_HEAD,
   tableRows,
   writeResult,
@@ -26,6 +31,8 @@ import { display } from './scenarios/display.js'
 import { delivery } from './scenarios/delivery.js'
 import { schedule } from './scenarios/schedule.js'
 import { fanOutRabbitmq } from './scenarios/rabbitmq.js'
+import { compare, saveBaseline, verdictTable } from './lib/baseline.js'
+import { Unavailable } from './lib/unavailable.js'
 
 // Scenarios on the shared embedded server first, then those that start servers of their own.
 const scenarios: Scenario[] = [
@@ -43,16 +50,21 @@ const scenarios: Scenario[] = [
 ]
 
 function parseArgs(argv: string[]) {
-  const out = { quick: false, only: [] as string[], list: false }
+  const out = { quick: false, only: [] as string[], list: false, check: false, save: false, saveBaseline: false, settle: 90 }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!
     if (a === '--quick') out.quick = true
     else if (a === '--list') out.list = true
+    else if (a === '--check') out.check = true
+    else if (a === '--save') out.save = true
+    else if (a === '--save-baseline') out.saveBaseline = true
+    else if (a === '--settle') out.settle = Number(argv[++i])
     else if (a === '--only') out.only.push(...(argv[++i] ?? '').split(','))
     else if (a.startsWith('--only=')) out.only.push(...a.slice(7).split(','))
-    else throw new Error(`unknown argument ${a} (use --quick, --only NAME, --list)`)
+    else throw new Error(`unknown argument ${a} (use --quick, --only NAME, --list, --check, --save, --save-baseline, --settle SECONDS)`)
   }
   out.only = out.only.map((s) => s.trim()).filter(Boolean)
+  if (!Number.isFinite(out.settle) || out.settle < 0) throw new Error('--settle takes a number of seconds')
   return out
 }
 
@@ -96,13 +108,15 @@ async function main() {
   const env = { ...machine(), quick: args.quick }
   const done: ScenarioResult[] = []
   const failed: string[] = []
+  const skipped: string[] = []
   try {
     const prepared = await Promise.allSettled(selected.map((s) => s.prepare?.(ctx)))
-    for (const [i, p] of prepared.entries()) if (p.status === 'rejected') console.error(`preparing ${selected[i]!.name} failed:`, p.reason)
+    for (const [i, p] of prepared.entries())
+      if (p.status === 'rejected' && !(p.reason instanceof Unavailable)) console.error(`preparing ${selected[i]!.name} failed:`, p.reason)
     for (const [i, s] of selected.entries()) {
       // The load average trails: the scenario before this one (or a build) still shows in it. Waiting
       // for it to settle keeps one scenario's work out of the next one's figures.
-      const waited = await settleLoad()
+      const waited = await settleLoad(args.settle)
       if (waited) ctx.log(`waited ${waited} s for the load average to fall to ${QUIET_LOAD}`)
       ctx.log(`scenario ${s.name}`)
       const t0 = performance.now()
@@ -114,13 +128,18 @@ async function main() {
         r.notes.push(load.note)
         if (load.busy)
           ctx.log(`warning: load average ${loadBefore} before ${s.name} (above ${QUIET_LOAD}): its figures flatter the slower side`)
-        writeResult(r, { env: { ...env, seconds, load: { before: loadBefore, after: loadNow() } } }, { quick: args.quick })
+        writeResult(r, { env: { ...env, seconds, load: { before: loadBefore, after: loadNow() } } }, { quick: args.quick, save: args.save })
         done.push(r)
         console.log(markdown(r))
         ctx.log(`scenario ${s.name} done in ${seconds} s`)
       } catch (err) {
-        failed.push(s.name)
-        console.error(`scenario ${s.name} failed:`, err)
+        if (err instanceof Unavailable) {
+          skipped.push(`skipped ${s.name}: ${err.message}`)
+          ctx.log(`skipped ${s.name}: ${err.message}`)
+        } else {
+          failed.push(s.name)
+          console.error(`scenario ${s.name} failed:`, err)
+        }
       }
       await release(i)
     }
@@ -136,12 +155,29 @@ async function main() {
     ...TABLE_HEAD,
     ...done.flatMap(tableRows),
     '',
+    ...skipped.map((line) => `- ${line}`),
   ].join('\n')
   console.log('## Summary\n')
   console.log(summary)
   if (!args.only.length) {
-    mkdirSync(resultsDir, { recursive: true })
-    writeFileSync(join(resultsDir, args.quick ? 'summary-quick.md' : 'summary.md'), summary)
+    for (const dir of args.save ? [runResultsDir, savedResultsDir] : [runResultsDir]) {
+      mkdirSync(dir, { recursive: true })
+      writeFileSync(join(dir, args.quick ? 'summary-quick.md' : 'summary.md'), summary)
+    }
+  }
+  if (args.saveBaseline) {
+    saveBaseline(done, args.quick)
+    console.log(`\nbench/baseline.json: the ${args.quick ? 'quick' : 'full'} ratios of ${done.map((r) => r.scenario).join(', ')} recorded`)
+  }
+  if (args.check) {
+    const verdicts = compare(done, args.quick)
+    console.log(`\n## Against bench/baseline.json (${args.quick ? 'quick' : 'full'} runs)\n`)
+    console.log(verdicts.length ? verdictTable(verdicts) : 'no figure of this run has a baseline')
+    const regressed = verdicts.filter((v) => v.regressed)
+    if (regressed.length) {
+      console.error(`regressed beyond the band: ${regressed.map((v) => `${v.scenario} ${v.metric}`).join('; ')}`)
+      process.exitCode = 1
+    }
   }
   if (failed.length) {
     console.error(`failed: ${failed.join(', ')}`)
@@ -149,10 +185,10 @@ async function main() {
   }
 }
 
-/** Waits (at most 90 s) until the 1-minute load average is at most QUIET_LOAD; answers the seconds waited. */
-async function settleLoad(): Promise<number> {
+/** Waits (at most `seconds`) until the 1-minute load average is at most QUIET_LOAD; answers the seconds waited. */
+async function settleLoad(seconds: number): Promise<number> {
   const started = Date.now()
-  while (loadNow() > QUIET_LOAD && Date.now() - started < 90_000) await new Promise((r) => setTimeout(r, 5000))
+  while (loadNow() > QUIET_LOAD && Date.now() - started < seconds * 1000) await new Promise((r) => setTimeout(r, 5000))
   return Math.round((Date.now() - started) / 1000)
 }
 

@@ -119,6 +119,7 @@ export const groups = {
       'broker/paho-interop.test.ts',
       'schedules/plan.test.ts',
       'bench/report.test.ts',
+      'bench/baseline.test.ts',
       'prompts/full-disk.test.ts',
       'http/body-limit.test.ts',
       'http/unconfigured-routes.test.ts',

@@ -3,11 +3,12 @@
 // each device what our broker gives it: read its own devices/{id}/... topics and fleet/cmd,
 // write only devices/{id}/up/...; the service account reads and writes everything.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { chmodSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, writeFileSync } from 'node:fs'
 import { userInfo } from 'node:os'
 import { join } from 'node:path'
 import { connect as tcpConnect } from 'node:net'
 import { freePort } from './ports.js'
+import { Unavailable } from './unavailable.js'
 
 const MOSQUITTO = '/usr/sbin/mosquitto'
 export const SERVICE_USER = 'bench-service'
@@ -84,6 +85,7 @@ export async function startMosquitto(dir: string, auth: { passwordFile: string; 
     ].join('\n'),
     { mode: 0o644 },
   )
+  if (!existsSync(MOSQUITTO)) throw new Unavailable(`Mosquitto, the peer broker, is not installed (${MOSQUITTO}; Debian: apt-get install mosquitto)`)
   const proc: ChildProcess = spawn(MOSQUITTO, ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] })
   running.add(proc)
   let stderr = ''

@@ -16,6 +16,7 @@ import { startOurs, writeCreds, type Ours } from './ours.js'
 import { freePort } from './ports.js'
 import { bounded } from './raw-mqtt.js'
 import { OURS_BENCH_ENV, sharedRig, waitForEvents } from './shared.js'
+import { Unavailable } from './unavailable.js'
 
 const run = promisify(execFile)
 const VHOST = encodeURIComponent('/')
@@ -65,7 +66,7 @@ export function sharedRabbit(ctx: Context): Promise<RabbitRig> {
 
 async function create(ctx: Context, teardowns: Array<() => unknown>): Promise<RabbitRig> {
   const missing = await rabbitmqMissing()
-  if (missing) throw new Error(`RabbitMQ is needed for this scenario: ${missing}`)
+  if (missing) throw new Unavailable(`RabbitMQ is needed for this scenario: ${missing}`)
   const rig = await sharedRig(ctx)
   // Each device is a socket and a queue on RabbitMQ. Out of file descriptors, RabbitMQ refuses
   // connections and then loses its own database (Mnesia) until restarted: seen here at the
@@ -73,7 +74,7 @@ async function create(ctx: Context, teardowns: Array<() => unknown>): Promise<Ra
   const fds = Number((await run('rabbitmqctl', ['-q', 'eval', 'file_handle_cache:ulimit().'])).stdout.trim())
   const needed = rig.devices * 2 + 1000
   if (!(fds >= needed))
-    throw new Error(
+    throw new Unavailable(
       `RabbitMQ may open ${fds} files, ${rig.devices} devices need about ${needed}: start it with a higher limit (docs/rabbitmq.md, "File descriptors")`,
     )
   const port = await freePort()

@@ -36,6 +36,9 @@ export function summarize(xs: number[]): Summary | null {
   return { median, min: s[0]!, max: s[s.length - 1]!, n: s.length }
 }
 
+/** The median and range of a metric's per-round ratios (ours/peer). */
+export const ratioSummary = (m: Metric) => summarize(ratios(m))
+
 /** Per-round ratios ours[i] / peer[i]; rounds where the peer is 0 give no ratio. */
 function ratios(m: Metric): number[] {
   const out: number[] = []
@@ -123,19 +126,26 @@ export function loadNote(before: number, after: number): { note: string; busy: b
   }
 }
 
-export const resultsDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'results')
+const benchDir = join(dirname(fileURLToPath(import.meta.url)), '..')
+/** The committed figures the README and docs/benchmarks.md quote: written only by `--save`. */
+export const savedResultsDir = join(benchDir, 'results')
+/** Every run's figures (ignored by git): a run leaves the checkout clean. */
+export const runResultsDir = join(benchDir, 'out')
 
-/** Full runs write bench/results/<scenario>.json; --quick runs bench/results/quick/, so they never replace a full run's figures. */
-export function writeResult(r: ScenarioResult, extra: Record<string, unknown>, opts: { quick: boolean }): string {
-  const dir = opts.quick ? join(resultsDir, 'quick') : resultsDir
-  mkdirSync(dir, { recursive: true })
-  const file = join(dir, `${r.scenario}.json`)
+/**
+ * Writes <dir>/<scenario>.json (`--quick`: <dir>/quick/, so a quick run never replaces a full
+ * run's figures), in the run folder and, with `--save`, in the committed one too.
+ */
+export function writeResult(r: ScenarioResult, extra: Record<string, unknown>, opts: { quick: boolean; save: boolean }): void {
   const metrics = r.metrics.map((m) => ({
     ...m,
     oursSummary: summarize(m.ours),
     peerSummary: summarize(m.peer),
     ratio: summarize(ratios(m)),
   }))
-  writeFileSync(file, `${JSON.stringify({ ...extra, ...r, metrics }, null, 2)}\n`)
-  return file
+  for (const base of opts.save ? [runResultsDir, savedResultsDir] : [runResultsDir]) {
+    const dir = opts.quick ? join(base, 'quick') : base
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, `${r.scenario}.json`), `${JSON.stringify({ ...extra, ...r, metrics }, null, 2)}\n`)
+  }
 }
