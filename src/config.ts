@@ -226,6 +226,9 @@ const envSchema = z.object({
   PASSKEY_RP_NAME: z.string().default('Display Pairing'),
 })
 
+/** The environment variables the service reads (docs/configuration.md documents each; test/docs/configuration.test.ts checks both ways). */
+export const configVariables: readonly string[] = Object.keys(envSchema.shape)
+
 export type SocialProvider = { clientId: string; clientSecret: string; appBundleIdentifier?: string }
 
 /**
