@@ -146,6 +146,7 @@ export const groups = {
       'auth/get-session.test.ts',
       'health/alerts.test.ts',
       'firmware/failures.test.ts',
+      'firmware/crash.test.ts',
       'downlink/restart-term.test.ts',
       'downlink/restart-accounts.test.ts',
     ],

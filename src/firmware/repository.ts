@@ -2,6 +2,7 @@
 import { and, asc, count, desc, eq, inArray, isNull, or, sql } from 'drizzle-orm'
 import type { Executor } from '../db/client.js'
 import { device } from '../devices/tables.js'
+import { deviceMessage } from '../downlink/tables.js'
 import { deviceFirmware, type FirmwareChannel, firmwareRelease, firmwareRollout, type OtaState } from './tables.js'
 
 export type ReleaseRow = typeof firmwareRelease.$inferSelect
@@ -114,6 +115,17 @@ export async function findRollout(db: Executor, modelName: string, channel: Firm
     .from(firmwareRollout)
     .where(and(eq(firmwareRollout.model, modelName), eq(firmwareRollout.channel, channel)))
     .limit(1)
+  return row
+}
+
+/** The rollout, locked until the transaction ends: halt checks of concurrent failure reports take turns and each sees the others' reports. */
+export async function lockRollout(db: Executor, modelName: string, channel: FirmwareChannel): Promise<RolloutRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(firmwareRollout)
+    .where(and(eq(firmwareRollout.model, modelName), eq(firmwareRollout.channel, channel)))
+    .limit(1)
+    .for('update')
   return row
 }
 
@@ -303,4 +315,20 @@ export async function setOfferState(
     )
     .returning()
   return row
+}
+
+/**
+ * Offers not taken up whose message the outbox does not hold (the device's newest `ota` message
+ * is not this offer): what an earlier version killed between recording offers and queueing them
+ * left behind, or an offer whose message was pruned before the device took it.
+ */
+export async function unqueuedOffers(db: Executor): Promise<Array<{ deviceId: string; releaseId: string }>> {
+  const newest = sql<string | null>`(select ${deviceMessage.payload}->>'releaseId' from ${deviceMessage}
+    where ${deviceMessage.deviceId} = ${deviceFirmware.deviceId} and ${deviceMessage.kind} = 'ota'
+    order by ${deviceMessage.seq} desc limit 1)`
+  const rows = await db
+    .select({ deviceId: deviceFirmware.deviceId, releaseId: deviceFirmware.releaseId })
+    .from(deviceFirmware)
+    .where(and(eq(deviceFirmware.state, 'offered'), sql`coalesce(${newest}, '') <> ${deviceFirmware.releaseId}`))
+  return rows.filter((r): r is { deviceId: string; releaseId: string } => Boolean(r.releaseId))
 }
