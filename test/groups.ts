@@ -161,6 +161,7 @@ export const groups = {
       'openapi/client.test.ts',
       'openapi/examples.test.ts',
       'firmware/rollout.test.ts',
+      'firmware/trust.test.ts',
       'auth/revocation-race-password.test.ts',
     ],
   },

@@ -159,6 +159,8 @@ export type OfferContext = {
   firmware: string | null
   channel: FirmwareChannel
   pinnedReleaseId: string | null
+  /** The model an admin enrolled the device in the fleet of. */
+  fleetModel: string | null
   releaseId: string | null
   state: OtaState | null
   rolloutReleaseId: string | null
@@ -177,6 +179,7 @@ function contextQuery(db: Executor) {
       firmware,
       channel: channelOf,
       pinnedReleaseId: deviceFirmware.pinnedReleaseId,
+      fleetModel: deviceFirmware.fleetModel,
       releaseId: deviceFirmware.releaseId,
       state: deviceFirmware.state,
       rolloutReleaseId: firmwareRollout.releaseId,
@@ -194,11 +197,12 @@ export async function offerContext(db: Executor, deviceId: string): Promise<Offe
   return row
 }
 
-/** Every device of a model on a channel that is not pinned: what a rollout change looks at. */
+/** Every device of a model's fleet on a channel that is not pinned: what a rollout change looks at. */
 export async function rolloutCandidates(db: Executor, modelName: string, channel: FirmwareChannel): Promise<OfferContext[]> {
   return contextQuery(db).where(
     and(
       eq(model, modelName),
+      eq(deviceFirmware.fleetModel, modelName),
       sql`${channelOf} = ${channel}`,
       isNull(deviceFirmware.pinnedReleaseId),
       sql`${device.secretHash} is not null`,
@@ -211,15 +215,20 @@ export async function findDeviceFirmware(db: Executor, deviceId: string): Promis
   return row
 }
 
-/** Sets a device's channel and pin (null clears the pin). */
+/** Sets a device's channel, pin (null clears it) and fleet enrollment (null takes it out). */
 export async function setDeviceChoice(
   db: Executor,
   deviceId: string,
-  choice: { channel?: FirmwareChannel; pinnedReleaseId?: string | null },
+  choice: { channel?: FirmwareChannel; pinnedReleaseId?: string | null; fleetModel?: string | null },
 ): Promise<DeviceFirmwareRow> {
   const [row] = await db
     .insert(deviceFirmware)
-    .values({ deviceId, channel: choice.channel ?? 'stable', pinnedReleaseId: choice.pinnedReleaseId ?? null })
+    .values({
+      deviceId,
+      channel: choice.channel ?? 'stable',
+      pinnedReleaseId: choice.pinnedReleaseId ?? null,
+      fleetModel: choice.fleetModel ?? null,
+    })
     .onConflictDoUpdate({ target: deviceFirmware.deviceId, set: choice })
     .returning()
   return row as DeviceFirmwareRow
@@ -245,14 +254,19 @@ export async function recordOffers(db: Executor, deviceIds: string[], releaseId:
   }
 }
 
-/** Failed and succeeded attempts at a release through a rollout (channel, not pinned) that ended since `since`. */
-export async function haltCounts(db: Executor, releaseId: string, channel: FirmwareChannel, since: Date) {
+/**
+ * Failed and succeeded attempts at a release through a rollout (channel, not pinned) that ended
+ * since `since`, by devices enrolled in the fleet of the release's model only: a device nobody
+ * vouched for does not count, whatever it says it is.
+ */
+export async function haltCounts(db: Executor, release: { id: string; model: string }, channel: FirmwareChannel, since: Date) {
   const rows = await db
     .select({ state: deviceFirmware.state, n: count() })
     .from(deviceFirmware)
     .where(
       and(
-        eq(deviceFirmware.releaseId, releaseId),
+        eq(deviceFirmware.releaseId, release.id),
+        eq(deviceFirmware.fleetModel, release.model),
         eq(deviceFirmware.channel, channel),
         isNull(deviceFirmware.pinnedReleaseId),
         inArray(deviceFirmware.state, ['failed', 'succeeded']),
@@ -329,6 +343,12 @@ export async function unqueuedOffers(db: Executor): Promise<Array<{ deviceId: st
   const rows = await db
     .select({ deviceId: deviceFirmware.deviceId, releaseId: deviceFirmware.releaseId })
     .from(deviceFirmware)
-    .where(and(eq(deviceFirmware.state, 'offered'), sql`coalesce(${newest}, '') <> ${deviceFirmware.releaseId}`))
+    .where(
+      and(
+        eq(deviceFirmware.state, 'offered'),
+        or(sql`${deviceFirmware.fleetModel} is not null`, eq(deviceFirmware.pinnedReleaseId, deviceFirmware.releaseId)),
+        sql`coalesce(${newest}, '') <> ${deviceFirmware.releaseId}`,
+      ),
+    )
   return rows.filter((r): r is { deviceId: string; releaseId: string } => Boolean(r.releaseId))
 }

@@ -60,13 +60,22 @@ export function bucketOf(deviceId: string): number {
 }
 
 /**
+ * Whether a device may be offered (and fetch) a release: an admin chose it, by enrolling it in the
+ * fleet of the release's model or by pinning it to that very release. The model a device declares
+ * at pairing is its own word, so it is never enough on its own.
+ */
+function eligible(row: { fleetModel: string | null; pinnedReleaseId: string | null }, release: ReleaseRow): boolean {
+  return row.pinnedReleaseId === release.id || row.fleetModel === release.model
+}
+
+/**
  * The release a device should be offered now, or null: its pin, else its rollout's target when
  * the rollout is running and the device is in its share. Never an older version than the device
  * runs (only a pin may go down), never one it already runs, and never again one it was offered
  * (a failure is not retried by itself: the admin pins or ships a new version).
  */
 function offerFor(
-  ctx: Pick<OfferContext, 'deviceId' | 'firmware' | 'releaseId' | 'state' | 'percent' | 'paused' | 'haltedAt'>,
+  ctx: Pick<OfferContext, 'deviceId' | 'firmware' | 'fleetModel' | 'releaseId' | 'state' | 'percent' | 'paused' | 'haltedAt'>,
   pinned: ReleaseRow | undefined,
   target: ReleaseRow | undefined,
   retry = false,
@@ -74,7 +83,8 @@ function offerFor(
   const running = ctx.firmware ?? null
   let choice: ReleaseRow | undefined
   if (pinned) choice = pinned
-  else if (target && !ctx.paused && !ctx.haltedAt && bucketOf(ctx.deviceId) < (ctx.percent ?? 0)) {
+  // A rollout reaches only devices an admin enrolled in its model's fleet (see eligible()).
+  else if (target && ctx.fleetModel === target.model && !ctx.paused && !ctx.haltedAt && bucketOf(ctx.deviceId) < (ctx.percent ?? 0)) {
     const current = semver.valid(running ?? '')
     if (current && semver.gt(target.version, current)) choice = target
   }
@@ -331,10 +341,23 @@ export function createFirmwareService(deps: {
     return Promise.all((await listRollouts(db)).map(rolloutRecord))
   }
 
-  /** An admin's choice for one device: its channel, and a pin to an exact version (null lifts it). */
-  async function setDevice(actorId: string, deviceId: string, input: { channel?: FirmwareChannel; pinnedVersion?: string | null }) {
+  /**
+   * An admin's choice for one device: its channel, a pin to an exact version (null lifts it), and
+   * whether it is in the fleet of the model it reports (what a rollout reaches and counts).
+   */
+  async function setDevice(
+    actorId: string,
+    deviceId: string,
+    input: { channel?: FirmwareChannel; pinnedVersion?: string | null; fleet?: boolean },
+  ) {
     const ctx = await offerContext(db, deviceId)
     if (!ctx) throw appError('DEVICE_NOT_FOUND')
+    let fleetModel: string | null | undefined
+    if (input.fleet === false) fleetModel = null
+    else if (input.fleet) {
+      if (!ctx.model) throw appError('VALIDATION_ERROR', 'The device never said its model, so it cannot join a fleet')
+      fleetModel = ctx.model
+    }
     let pinnedReleaseId: string | null | undefined
     if (input.pinnedVersion === null) pinnedReleaseId = null
     else if (input.pinnedVersion !== undefined) {
@@ -343,14 +366,17 @@ export function createFirmwareService(deps: {
       if (!r) throw appError('FIRMWARE_NOT_FOUND', `Model ${ctx.model} has no release ${input.pinnedVersion}`)
       pinnedReleaseId = r.id
     }
-    await setDeviceChoice(db, deviceId, { channel: input.channel, pinnedReleaseId })
+    const row = await setDeviceChoice(db, deviceId, { channel: input.channel, pinnedReleaseId, fleetModel })
     await insertEvent(db, {
       type: 'firmware.device_choice',
       deviceId,
       userId: actorId,
       organizationId: ctx.organizationId,
-      data: { channel: input.channel, pinnedVersion: input.pinnedVersion },
+      data: { channel: input.channel, pinnedVersion: input.pinnedVersion, fleet: input.fleet },
     })
+    // Out of the fleet: a rollout's offer it has not started on is taken back.
+    if (row.releaseId && row.state === 'offered' && !row.fleetModel && row.pinnedReleaseId !== row.releaseId)
+      await withdraw(row.releaseId, [deviceId])
     await evaluate(deviceId, undefined, Boolean(input.pinnedVersion))
     return deviceState(deviceId)
   }
@@ -369,6 +395,7 @@ export function createFirmwareService(deps: {
       running: ctx.firmware,
       channel: ctx.channel,
       pinnedVersion: ctx.pinnedReleaseId ? (releases.get(ctx.pinnedReleaseId)?.version ?? null) : null,
+      fleet: Boolean(ctx.fleetModel && ctx.fleetModel === ctx.model),
       offer: offered
         ? {
             releaseId: offered.id,
@@ -387,7 +414,8 @@ export function createFirmwareService(deps: {
     const row = await findDeviceFirmware(db, deviceId)
     const pending = row?.releaseId && row.state && !['succeeded', 'failed', 'withdrawn'].includes(row.state)
     const release = pending ? await findRelease(db, row.releaseId!) : undefined
-    if (!release) throw appError('NO_FIRMWARE_OFFER')
+    // No link for a device nobody chose for this release (taken out of the fleet since, say).
+    if (!row || !release || !eligible(row, release)) throw appError('NO_FIRMWARE_OFFER')
     return offerMessage(release)
   }
 
@@ -483,7 +511,7 @@ export function createFirmwareService(deps: {
   async function haltIfDue(tx: Executor, release: ReleaseRow, channel: FirmwareChannel): Promise<Halt | null> {
     const rollout = await lockRollout(tx, release.model, channel)
     if (!rollout || rollout.releaseId !== release.id || rollout.haltedAt) return null
-    const counts = await haltCounts(tx, release.id, channel, rollout.countingSince)
+    const counts = await haltCounts(tx, release, channel, rollout.countingSince)
     const ended = counts.failed + counts.succeeded
     if (ended < rollout.minAttempts || counts.failed / ended <= rollout.maxFailureShare) return null
     const at = deps.clock()

@@ -18,7 +18,7 @@ import { childBacking, type ServiceProcess, startServiceProcess } from '../helpe
 import { makeClient, signUp } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { close, eventually } from '../helpers/mqtt.js'
-import { api, upload } from './helpers.js'
+import { api, enroll, upload } from './helpers.js'
 
 type Tap = Parameters<typeof childBacking>[0]
 type Offer = { seq: number; version: string | null; releaseId?: string }
@@ -101,6 +101,11 @@ t.test('every frame, online or asleep, gets the offer of a rollout whose PUT a k
   const { admin, owner } = await people(s.svc)
   const devices: PairedDevice[] = []
   for (let i = 0; i < 6; i++) devices.push(await pairDevice(s.svc, owner, { name: `Frame ${i}` }))
+  await enroll(
+    s.svc,
+    admin,
+    devices.map((d) => d.deviceId),
+  )
   const offers = new Map(devices.map((d) => [d.deviceId, [] as Offer[]]))
   const clients: MqttClient[] = []
   t.teardown(() => Promise.all(clients.map((c) => close(c).catch(() => {}))))
@@ -153,6 +158,11 @@ t.test('failures recorded before a kill -9 halt the rollout once the service is 
   const { admin, owner } = await people(s.svc)
   const devices: PairedDevice[] = []
   for (let i = 0; i < 6; i++) devices.push(await pairDevice(s.svc, owner, { name: `Frame ${i}` }))
+  await enroll(
+    s.svc,
+    admin,
+    devices.map((d) => d.deviceId),
+  )
   const offers = new Map(devices.map((d) => [d.deviceId, [] as Offer[]]))
   const clients: MqttClient[] = []
   t.teardown(() => Promise.all(clients.map((c) => close(c).catch(() => {}))))
