@@ -4479,6 +4479,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "pinnedVersion": "1.4.0"
+                 *     }
+                 */
                 "application/json": {
                     /** @enum {string} */
                     channel?: "stable" | "beta";

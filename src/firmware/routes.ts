@@ -312,7 +312,7 @@ export async function firmwareRoutes(fastify: FastifyInstance, opts: { db: Datab
             pinnedVersion: Type.Optional(Type.Union([versionString, Type.Null()])),
             fleet: Type.Optional(Type.Boolean()),
           },
-          { additionalProperties: false, minProperties: 1, examples: [{ pinnedVersion: '1.4.0' }, { fleet: true }] },
+          { additionalProperties: false, minProperties: 1, examples: [{ pinnedVersion: '1.4.0' }] },
         ),
         response: { 200: deviceFirmwareRecord, ...errors(400, 401, 403, 404) },
       },
