@@ -468,13 +468,17 @@ export function createFirmwareService(deps: {
     // The report, its Events, the cleared offer and the halt it may cause: one transaction, so a
     // crash cannot keep the failure and lose the halt (the start-up pass checks again as well).
     const outcome = await db.transaction(async (tx) => {
+      // The rollout first, then the device rows: the lock order of every halt (haltIfDue), so
+      // concurrent reports wait for each other instead of deadlocking.
+      if (report.state === 'failed' && !row!.pinnedReleaseId) await lockRollout(tx, release.model, row!.channel)
       const moved = await setOfferState(tx, deviceId, release.id, report.state, report.reason ?? null, at)
       if (!moved) return null
       const ctx = await event(tx, deviceId, report.state === 'failed' ? 'firmware.failed' : 'firmware.progress', data)
       if (report.state !== 'failed' || !ctx) return null
-      // The attempt ended: a device without memory must not find the offer again at its next connect.
-      const cleared = await stageClears(tx, [deviceId])
       const halt = moved.pinnedReleaseId ? null : await haltIfDue(tx, release, moved.channel)
+      // The attempt ended: a device without memory must not find the offer again at its next
+      // connect; queued with the halt's withdrawals in one statement (the outbox's rows in id order).
+      const cleared = await stageClears(tx, [deviceId, ...(halt?.withdrawn ?? [])])
       // The owner's alert, like battery-low and silence: an Event and a push notification.
       await insertEvent(tx, {
         type: 'device.alert',
@@ -487,8 +491,8 @@ export function createFirmwareService(deps: {
     })
     if (!outcome) return true
     const { ctx, cleared, halt } = outcome
+    if (halt) logHalt(halt)
     await cleared.send()
-    if (halt) await halted(halt)
     // Not awaited: a slow push service must not hold up the device's other uplink.
     void deps
       .notify?.(ctx.userId, 'firmware-failed', {
@@ -500,13 +504,13 @@ export function createFirmwareService(deps: {
     return true
   }
 
-  type Halt = { release: ReleaseRow; channel: FirmwareChannel; counts: { failed: number; succeeded: number }; cleared: StagedMessage }
+  type Halt = { release: ReleaseRow; channel: FirmwareChannel; counts: { failed: number; succeeded: number }; withdrawn: string[] }
 
   /**
    * In `tx`: halts the rollout of `release` when too many of its ended attempts failed, and takes
-   * back offers not yet taken up, their cleared offers queued in the same transaction (nobody sees
-   * a halted rollout whose offers still stand). The rollout row is locked first, so concurrent
-   * reports take turns and each counts the others'. Null when it does not halt.
+   * back offers not yet taken up; the caller queues their cleared offers in the same transaction
+   * (nobody sees a halted rollout whose offers still stand). The rollout row is locked first, so
+   * concurrent reports take turns and each counts the others'. Null when it does not halt.
    */
   async function haltIfDue(tx: Executor, release: ReleaseRow, channel: FirmwareChannel): Promise<Halt | null> {
     const rollout = await lockRollout(tx, release.model, channel)
@@ -521,16 +525,14 @@ export function createFirmwareService(deps: {
       data: { model: release.model, channel, version: release.version, ...counts },
     })
     const withdrawn = await withdrawOffers(tx, release.id, await untakenOffers(tx, release.id, channel), at)
-    return { release, channel, counts, cleared: await stageClears(tx, withdrawn) }
+    return { release, channel, counts, withdrawn }
   }
 
-  /** After a halt committed: the withdrawals go out, and the log says so. */
-  async function halted(h: Halt) {
+  function logHalt(h: Halt) {
     deps.log.warn(
       { model: h.release.model, channel: h.channel, version: h.release.version, ...h.counts },
       'firmware rollout halted: too many failed updates',
     )
-    await h.cleared.send()
   }
 
   /**
@@ -544,10 +546,14 @@ export function createFirmwareService(deps: {
       if (r.haltedAt) continue
       const release = await findRelease(db, r.releaseId)
       if (!release) continue
-      const halt = await db.transaction((tx) => haltIfDue(tx, release, r.channel))
+      const halt = await db.transaction(async (tx) => {
+        const h = await haltIfDue(tx, release, r.channel)
+        return h && { h, cleared: await stageClears(tx, h.withdrawn) }
+      })
       if (halt) {
         haltedNow += 1
-        await halted(halt)
+        logHalt(halt.h)
+        await halt.cleared.send()
       }
     }
     const byRelease = new Map<string, string[]>()
