@@ -195,8 +195,8 @@ export interface paths {
         };
         get?: never;
         /**
-         * Set a device's firmware channel, or pin it to a version (admins only)
-         * @description A pin is offered whatever the device runs, an older version included; `pinnedVersion: null` lifts it.
+         * Set a device's firmware channel, fleet enrollment, or pin it to a version (admins only)
+         * @description A pin is offered whatever the device runs, an older version included; `pinnedVersion: null` lifts it. `fleet: true` enrolls the device in the fleet of the model it reports: rollouts reach only enrolled devices, and only their failures count towards a halt (a model a device declares is its own word). `fleet: false` takes it out, and takes back a rollout's offer it has not started on.
          */
         put: operations["putAdminDevicesByIdFirmware"];
         post?: never;
@@ -4488,6 +4488,7 @@ export interface operations {
                     /** @enum {string} */
                     channel?: "stable" | "beta";
                     pinnedVersion?: string | null;
+                    fleet?: boolean;
                 };
             };
         };
@@ -4505,6 +4506,8 @@ export interface operations {
                         /** @enum {string} */
                         channel: "stable" | "beta";
                         pinnedVersion: string | null;
+                        /** @description enrolled by an admin in its model's fleet: what a rollout reaches */
+                        fleet: boolean;
                         offer: {
                             releaseId: string;
                             version: string;
@@ -4550,6 +4553,8 @@ export interface operations {
                         /** @enum {string} */
                         channel: "stable" | "beta";
                         pinnedVersion: string | null;
+                        /** @description enrolled by an admin in its model's fleet: what a rollout reaches */
+                        fleet: boolean;
                         offer: {
                             releaseId: string;
                             version: string;

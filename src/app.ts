@@ -314,6 +314,12 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     log: app.log,
   })
   await app.register(firmwareRoutes, { db: database.db, firmware, maxBytes: config.firmware.maxBytes })
+  // What a crash left half done: halts whose failures were recorded, offers recorded but not queued.
+  const firmwareService = firmware
+  app.addHook('onReady', async () => {
+    const done = await firmwareService.recover().catch((err) => app.log.error({ err }, 'firmware start-up pass failed'))
+    if (done && (done.halted || done.requeued)) app.log.warn(done, 'firmware: finished what a crash left half done')
+  })
   await app.register(deviceRoutes, { auth, db: database.db, devices })
   await app.register(downlinkRoutes, { auth, db: database.db })
   await app.register(verificationPage)

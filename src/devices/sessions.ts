@@ -21,4 +21,9 @@ export type StagedMessage = { send(): Promise<void> }
  */
 export type DurableLink = DeviceLink & {
   stage(tx: Executor, deviceId: string, kind: DownlinkKind, payload: object, opts?: { retain?: boolean }): Promise<StagedMessage>
+  /** `stage` for many messages at once, in shared statements: one StagedMessage for all of them. */
+  stageAll(
+    tx: Executor,
+    messages: ReadonlyArray<{ deviceId: string; kind: DownlinkKind; payload: object; retain?: boolean }>,
+  ): Promise<StagedMessage>
 }

@@ -157,6 +157,49 @@ export function createOutbox(deps: {
     return { send: () => sending(deviceId, () => handOver(deviceId, kind, payload, retain, seq)) }
   }
 
+  async function stageAll(
+    tx: Executor,
+    messages: ReadonlyArray<{ deviceId: string; kind: DownlinkKind; payload: object; retain?: boolean }>,
+  ): Promise<StagedMessage> {
+    const seqs: Array<number | undefined> = []
+    for (let i = 0; i < messages.length; i += 1000)
+      seqs.push(
+        ...(await recordMessages(
+          tx,
+          messages.slice(i, i + 1000).map((m) => ({
+            deviceId: m.deviceId,
+            kind: m.kind,
+            payload: m.payload as Record<string, unknown>,
+            retain: m.retain ?? false,
+            replacesOlder: replacingKinds.has(m.kind),
+          })),
+        )),
+      )
+    return {
+      send: async () => {
+        // Together, as concurrent publishes are; each device's messages in the order given.
+        const byDevice = new Map<string, number[]>()
+        for (const [i, m] of messages.entries()) {
+          const list = byDevice.get(m.deviceId)
+          if (list) list.push(i)
+          else byDevice.set(m.deviceId, [i])
+        }
+        const devices = [...byDevice]
+        for (let i = 0; i < devices.length; i += 500)
+          await Promise.all(
+            devices.slice(i, i + 500).map(([deviceId, indexes]) =>
+              sending(deviceId, async () => {
+                for (const n of indexes) {
+                  const m = messages[n]!
+                  await handOver(deviceId, m.kind, m.payload, m.retain ?? false, seqs[n])
+                }
+              }),
+            ),
+          )
+      },
+    }
+  }
+
   /** Counts a publish between being recorded and being sent (see `resending`). */
   async function sending(deviceId: string, work: () => Promise<void>) {
     inflight.set(deviceId, (inflight.get(deviceId) ?? 0) + 1)
@@ -268,6 +311,7 @@ export function createOutbox(deps: {
   return {
     publish,
     stage,
+    stageAll,
     kick: (deviceId, reason) => transport.kick(deviceId, reason),
     delivered,
     reported,

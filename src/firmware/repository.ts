@@ -2,6 +2,7 @@
 import { and, asc, count, desc, eq, inArray, isNull, or, sql } from 'drizzle-orm'
 import type { Executor } from '../db/client.js'
 import { device } from '../devices/tables.js'
+import { deviceMessage } from '../downlink/tables.js'
 import { deviceFirmware, type FirmwareChannel, firmwareRelease, firmwareRollout, type OtaState } from './tables.js'
 
 export type ReleaseRow = typeof firmwareRelease.$inferSelect
@@ -117,6 +118,17 @@ export async function findRollout(db: Executor, modelName: string, channel: Firm
   return row
 }
 
+/** The rollout, locked until the transaction ends: halt checks of concurrent failure reports take turns and each sees the others' reports. */
+export async function lockRollout(db: Executor, modelName: string, channel: FirmwareChannel): Promise<RolloutRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(firmwareRollout)
+    .where(and(eq(firmwareRollout.model, modelName), eq(firmwareRollout.channel, channel)))
+    .limit(1)
+    .for('update')
+  return row
+}
+
 export async function listRollouts(db: Executor): Promise<RolloutRow[]> {
   return db.select().from(firmwareRollout).orderBy(asc(firmwareRollout.model), asc(firmwareRollout.channel))
 }
@@ -147,6 +159,8 @@ export type OfferContext = {
   firmware: string | null
   channel: FirmwareChannel
   pinnedReleaseId: string | null
+  /** The model an admin enrolled the device in the fleet of. */
+  fleetModel: string | null
   releaseId: string | null
   state: OtaState | null
   rolloutReleaseId: string | null
@@ -165,6 +179,7 @@ function contextQuery(db: Executor) {
       firmware,
       channel: channelOf,
       pinnedReleaseId: deviceFirmware.pinnedReleaseId,
+      fleetModel: deviceFirmware.fleetModel,
       releaseId: deviceFirmware.releaseId,
       state: deviceFirmware.state,
       rolloutReleaseId: firmwareRollout.releaseId,
@@ -182,11 +197,12 @@ export async function offerContext(db: Executor, deviceId: string): Promise<Offe
   return row
 }
 
-/** Every device of a model on a channel that is not pinned: what a rollout change looks at. */
+/** Every device of a model's fleet on a channel that is not pinned: what a rollout change looks at. */
 export async function rolloutCandidates(db: Executor, modelName: string, channel: FirmwareChannel): Promise<OfferContext[]> {
   return contextQuery(db).where(
     and(
       eq(model, modelName),
+      eq(deviceFirmware.fleetModel, modelName),
       sql`${channelOf} = ${channel}`,
       isNull(deviceFirmware.pinnedReleaseId),
       sql`${device.secretHash} is not null`,
@@ -199,15 +215,20 @@ export async function findDeviceFirmware(db: Executor, deviceId: string): Promis
   return row
 }
 
-/** Sets a device's channel and pin (null clears the pin). */
+/** Sets a device's channel, pin (null clears it) and fleet enrollment (null takes it out). */
 export async function setDeviceChoice(
   db: Executor,
   deviceId: string,
-  choice: { channel?: FirmwareChannel; pinnedReleaseId?: string | null },
+  choice: { channel?: FirmwareChannel; pinnedReleaseId?: string | null; fleetModel?: string | null },
 ): Promise<DeviceFirmwareRow> {
   const [row] = await db
     .insert(deviceFirmware)
-    .values({ deviceId, channel: choice.channel ?? 'stable', pinnedReleaseId: choice.pinnedReleaseId ?? null })
+    .values({
+      deviceId,
+      channel: choice.channel ?? 'stable',
+      pinnedReleaseId: choice.pinnedReleaseId ?? null,
+      fleetModel: choice.fleetModel ?? null,
+    })
     .onConflictDoUpdate({ target: deviceFirmware.deviceId, set: choice })
     .returning()
   return row as DeviceFirmwareRow
@@ -233,14 +254,19 @@ export async function recordOffers(db: Executor, deviceIds: string[], releaseId:
   }
 }
 
-/** Failed and succeeded attempts at a release through a rollout (channel, not pinned) that ended since `since`. */
-export async function haltCounts(db: Executor, releaseId: string, channel: FirmwareChannel, since: Date) {
+/**
+ * Failed and succeeded attempts at a release through a rollout (channel, not pinned) that ended
+ * since `since`, by devices enrolled in the fleet of the release's model only: a device nobody
+ * vouched for does not count, whatever it says it is.
+ */
+export async function haltCounts(db: Executor, release: { id: string; model: string }, channel: FirmwareChannel, since: Date) {
   const rows = await db
     .select({ state: deviceFirmware.state, n: count() })
     .from(deviceFirmware)
     .where(
       and(
-        eq(deviceFirmware.releaseId, releaseId),
+        eq(deviceFirmware.releaseId, release.id),
+        eq(deviceFirmware.fleetModel, release.model),
         eq(deviceFirmware.channel, channel),
         isNull(deviceFirmware.pinnedReleaseId),
         inArray(deviceFirmware.state, ['failed', 'succeeded']),
@@ -303,4 +329,26 @@ export async function setOfferState(
     )
     .returning()
   return row
+}
+
+/**
+ * Offers not taken up whose message the outbox does not hold (the device's newest `ota` message
+ * is not this offer): what an earlier version killed between recording offers and queueing them
+ * left behind, or an offer whose message was pruned before the device took it.
+ */
+export async function unqueuedOffers(db: Executor): Promise<Array<{ deviceId: string; releaseId: string }>> {
+  const newest = sql<string | null>`(select ${deviceMessage.payload}->>'releaseId' from ${deviceMessage}
+    where ${deviceMessage.deviceId} = ${deviceFirmware.deviceId} and ${deviceMessage.kind} = 'ota'
+    order by ${deviceMessage.seq} desc limit 1)`
+  const rows = await db
+    .select({ deviceId: deviceFirmware.deviceId, releaseId: deviceFirmware.releaseId })
+    .from(deviceFirmware)
+    .where(
+      and(
+        eq(deviceFirmware.state, 'offered'),
+        or(sql`${deviceFirmware.fleetModel} is not null`, eq(deviceFirmware.pinnedReleaseId, deviceFirmware.releaseId)),
+        sql`coalesce(${newest}, '') <> ${deviceFirmware.releaseId}`,
+      ),
+    )
+  return rows.filter((r): r is { deviceId: string; releaseId: string } => Boolean(r.releaseId))
 }

@@ -59,6 +59,7 @@ const deviceFirmwareRecord = Type.Object({
   running: nullableString,
   channel: StringEnum(firmwareChannels),
   pinnedVersion: nullableString,
+  fleet: Type.Boolean({ description: "enrolled by an admin in its model's fleet: what a rollout reaches" }),
   offer: Type.Union([
     Type.Object({
       releaseId: Type.String(),
@@ -300,12 +301,17 @@ export async function firmwareRoutes(fastify: FastifyInstance, opts: { db: Datab
     {
       schema: {
         tags,
-        summary: "Set a device's firmware channel, or pin it to a version (admins only)",
-        description: 'A pin is offered whatever the device runs, an older version included; `pinnedVersion: null` lifts it.',
+        summary: "Set a device's firmware channel, fleet enrollment, or pin it to a version (admins only)",
+        description:
+          "A pin is offered whatever the device runs, an older version included; `pinnedVersion: null` lifts it. `fleet: true` enrolls the device in the fleet of the model it reports: rollouts reach only enrolled devices, and only their failures count towards a halt (a model a device declares is its own word). `fleet: false` takes it out, and takes back a rollout's offer it has not started on.",
         security,
         params: idParams,
         body: Type.Object(
-          { channel: Type.Optional(StringEnum(firmwareChannels)), pinnedVersion: Type.Optional(Type.Union([versionString, Type.Null()])) },
+          {
+            channel: Type.Optional(StringEnum(firmwareChannels)),
+            pinnedVersion: Type.Optional(Type.Union([versionString, Type.Null()])),
+            fleet: Type.Optional(Type.Boolean()),
+          },
           { additionalProperties: false, minProperties: 1, examples: [{ pinnedVersion: '1.4.0' }] },
         ),
         response: { 200: deviceFirmwareRecord, ...errors(400, 401, 403, 404) },

@@ -8,9 +8,9 @@
 import { createHash, type KeyObject, randomUUID } from 'node:crypto'
 import semver from 'semver'
 import { ConfigError } from '../config.js'
-import type { Database } from '../db/client.js'
+import type { Database, Executor } from '../db/client.js'
 import { insertSettingOnce } from '../settings/repository.js'
-import type { DeviceLink } from '../devices/sessions.js'
+import type { DurableLink, StagedMessage } from '../devices/sessions.js'
 import { appError } from '../errors.js'
 import { insertEvent, insertEvents, type NewEvent } from '../events/repository.js'
 import type { OtaOffer, OtaReport } from '../mqtt/contract.js'
@@ -27,6 +27,7 @@ import {
   insertRelease,
   listReleases,
   listRollouts,
+  lockRollout,
   type OfferContext,
   offerContext,
   recordOffers,
@@ -37,6 +38,7 @@ import {
   type RolloutRow,
   setDeviceChoice,
   setOfferState,
+  unqueuedOffers,
   untakenOffers,
   upsertRollout,
   withdrawOffers,
@@ -58,13 +60,22 @@ export function bucketOf(deviceId: string): number {
 }
 
 /**
+ * Whether a device may be offered (and fetch) a release: an admin chose it, by enrolling it in the
+ * fleet of the release's model or by pinning it to that very release. The model a device declares
+ * at pairing is its own word, so it is never enough on its own.
+ */
+function eligible(row: { fleetModel: string | null; pinnedReleaseId: string | null }, release: ReleaseRow): boolean {
+  return row.pinnedReleaseId === release.id || row.fleetModel === release.model
+}
+
+/**
  * The release a device should be offered now, or null: its pin, else its rollout's target when
  * the rollout is running and the device is in its share. Never an older version than the device
  * runs (only a pin may go down), never one it already runs, and never again one it was offered
  * (a failure is not retried by itself: the admin pins or ships a new version).
  */
 function offerFor(
-  ctx: Pick<OfferContext, 'deviceId' | 'firmware' | 'releaseId' | 'state' | 'percent' | 'paused' | 'haltedAt'>,
+  ctx: Pick<OfferContext, 'deviceId' | 'firmware' | 'fleetModel' | 'releaseId' | 'state' | 'percent' | 'paused' | 'haltedAt'>,
   pinned: ReleaseRow | undefined,
   target: ReleaseRow | undefined,
   retry = false,
@@ -72,7 +83,8 @@ function offerFor(
   const running = ctx.firmware ?? null
   let choice: ReleaseRow | undefined
   if (pinned) choice = pinned
-  else if (target && !ctx.paused && !ctx.haltedAt && bucketOf(ctx.deviceId) < (ctx.percent ?? 0)) {
+  // A rollout reaches only devices an admin enrolled in its model's fleet (see eligible()).
+  else if (target && ctx.fleetModel === target.model && !ctx.paused && !ctx.haltedAt && bucketOf(ctx.deviceId) < (ctx.percent ?? 0)) {
     const current = semver.valid(running ?? '')
     if (current && semver.gt(target.version, current)) choice = target
   }
@@ -85,7 +97,7 @@ function offerFor(
 export function createFirmwareService(deps: {
   db: Database
   storage: ObjectStore
-  link: DeviceLink
+  link: DurableLink
   settings: FirmwareSettings
   clock: () => Date
   notify?: Notify
@@ -107,44 +119,65 @@ export function createFirmwareService(deps: {
     }
   }
 
-  /** Records and sends offers of one release; one statement and one events insert for all of them. */
+  /**
+   * Records offers of one release and queues their messages in the outbox, in one transaction: an
+   * offer is recorded exactly when its message is queued, whatever crash comes between (a crash
+   * that recorded offers without their messages left devices "offered" that never got it, and
+   * skipped by every later evaluation). Sent once committed.
+   */
   async function offer(release: ReleaseRow, devices: Array<Pick<OfferContext, 'deviceId' | 'userId' | 'organizationId'>>) {
     if (!devices.length) return 0
     const at = deps.clock()
-    await recordOffers(
-      db,
-      devices.map((d) => d.deviceId),
-      release.id,
-      at,
-    )
-    await insertEvents(
-      db,
-      devices.map((d) => ({
-        type: 'firmware.offered',
-        deviceId: d.deviceId,
-        userId: d.userId,
-        organizationId: d.organizationId,
-        data: { releaseId: release.id, version: release.version },
-        at,
-      })),
-    )
     const message = await offerMessage(release)
-    // Together: the outbox stores concurrent publishes in shared statements.
-    for (let i = 0; i < devices.length; i += 500)
-      await Promise.all(devices.slice(i, i + 500).map((d) => link.publish(d.deviceId, 'ota', message, { retain: true })))
+    const staged = await db.transaction(async (tx) => {
+      await recordOffers(
+        tx,
+        devices.map((d) => d.deviceId),
+        release.id,
+        at,
+      )
+      await insertEvents(
+        tx,
+        devices.map((d) => ({
+          type: 'firmware.offered',
+          deviceId: d.deviceId,
+          userId: d.userId,
+          organizationId: d.organizationId,
+          data: { releaseId: release.id, version: release.version },
+          at,
+        })),
+      )
+      return stageOffers(
+        tx,
+        message,
+        devices.map((d) => d.deviceId),
+      )
+    })
+    await staged.send()
     return devices.length
+  }
+
+  /** Queues `message` as the retained offer of each device, in the caller's transaction. */
+  function stageOffers(tx: Executor, message: OtaOffer, deviceIds: string[]): Promise<StagedMessage> {
+    return link.stageAll(
+      tx,
+      deviceIds.map((deviceId) => ({ deviceId, kind: 'ota' as const, payload: message, retain: true })),
+    )
+  }
+
+  /** The retained offer topic says nothing is offered (an attempt ended, or the offer was taken back), queued in `tx`. */
+  function stageClears(tx: Executor, deviceIds: string[]): Promise<StagedMessage> {
+    return stageOffers(tx, { version: null }, deviceIds)
   }
 
   /** Takes back untaken offers of a release from these devices: the retained offer becomes `{version: null}`. */
   async function withdraw(releaseId: string, deviceIds: string[]): Promise<number> {
-    const taken = await withdrawOffers(db, releaseId, deviceIds, deps.clock())
-    await Promise.all(taken.map((id) => clearOffer(id)))
+    const { taken, staged } = await db.transaction(async (tx) => {
+      const taken = await withdrawOffers(tx, releaseId, deviceIds, deps.clock())
+      return { taken, staged: await stageClears(tx, taken) }
+    })
+    await staged.send()
     return taken.length
-  }
-
-  /** The retained offer topic says nothing is offered (an attempt ended, or the offer was taken back). */
-  function clearOffer(deviceId: string) {
-    return link.publish(deviceId, 'ota', { version: null } satisfies OtaOffer, { retain: true })
   }
 
   /** Works out one device's offer from what is stored now (or `ctx`, just read), and sends it when there is one. */
@@ -308,10 +341,23 @@ export function createFirmwareService(deps: {
     return Promise.all((await listRollouts(db)).map(rolloutRecord))
   }
 
-  /** An admin's choice for one device: its channel, and a pin to an exact version (null lifts it). */
-  async function setDevice(actorId: string, deviceId: string, input: { channel?: FirmwareChannel; pinnedVersion?: string | null }) {
+  /**
+   * An admin's choice for one device: its channel, a pin to an exact version (null lifts it), and
+   * whether it is in the fleet of the model it reports (what a rollout reaches and counts).
+   */
+  async function setDevice(
+    actorId: string,
+    deviceId: string,
+    input: { channel?: FirmwareChannel; pinnedVersion?: string | null; fleet?: boolean },
+  ) {
     const ctx = await offerContext(db, deviceId)
     if (!ctx) throw appError('DEVICE_NOT_FOUND')
+    let fleetModel: string | null | undefined
+    if (input.fleet === false) fleetModel = null
+    else if (input.fleet) {
+      if (!ctx.model) throw appError('VALIDATION_ERROR', 'The device never said its model, so it cannot join a fleet')
+      fleetModel = ctx.model
+    }
     let pinnedReleaseId: string | null | undefined
     if (input.pinnedVersion === null) pinnedReleaseId = null
     else if (input.pinnedVersion !== undefined) {
@@ -320,14 +366,17 @@ export function createFirmwareService(deps: {
       if (!r) throw appError('FIRMWARE_NOT_FOUND', `Model ${ctx.model} has no release ${input.pinnedVersion}`)
       pinnedReleaseId = r.id
     }
-    await setDeviceChoice(db, deviceId, { channel: input.channel, pinnedReleaseId })
+    const row = await setDeviceChoice(db, deviceId, { channel: input.channel, pinnedReleaseId, fleetModel })
     await insertEvent(db, {
       type: 'firmware.device_choice',
       deviceId,
       userId: actorId,
       organizationId: ctx.organizationId,
-      data: { channel: input.channel, pinnedVersion: input.pinnedVersion },
+      data: { channel: input.channel, pinnedVersion: input.pinnedVersion, fleet: input.fleet },
     })
+    // Out of the fleet: a rollout's offer it has not started on is taken back.
+    if (row.releaseId && row.state === 'offered' && !row.fleetModel && row.pinnedReleaseId !== row.releaseId)
+      await withdraw(row.releaseId, [deviceId])
     await evaluate(deviceId, undefined, Boolean(input.pinnedVersion))
     return deviceState(deviceId)
   }
@@ -346,6 +395,7 @@ export function createFirmwareService(deps: {
       running: ctx.firmware,
       channel: ctx.channel,
       pinnedVersion: ctx.pinnedReleaseId ? (releases.get(ctx.pinnedReleaseId)?.version ?? null) : null,
+      fleet: Boolean(ctx.fleetModel && ctx.fleetModel === ctx.model),
       offer: offered
         ? {
             releaseId: offered.id,
@@ -364,7 +414,8 @@ export function createFirmwareService(deps: {
     const row = await findDeviceFirmware(db, deviceId)
     const pending = row?.releaseId && row.state && !['succeeded', 'failed', 'withdrawn'].includes(row.state)
     const release = pending ? await findRelease(db, row.releaseId!) : undefined
-    if (!release) throw appError('NO_FIRMWARE_OFFER')
+    // No link for a device nobody chose for this release (taken out of the fleet since, say).
+    if (!row || !release || !eligible(row, release)) throw appError('NO_FIRMWARE_OFFER')
     return offerMessage(release)
   }
 
@@ -378,20 +429,28 @@ export function createFirmwareService(deps: {
     const open = ctx.releaseId && ctx.state && !['succeeded', 'failed', 'withdrawn'].includes(ctx.state)
     if (firmware && open) {
       const release = await findRelease(db, ctx.releaseId!)
-      if (release?.version === firmware && (await setOfferState(db, deviceId, release.id, 'succeeded', null, deps.clock()))) {
-        await event(deviceId, 'firmware.succeeded', { releaseId: release.id, version: release.version })
+      // The success, its Event and the cleared offer together.
+      const staged =
+        release?.version === firmware
+          ? await db.transaction(async (tx) => {
+              if (!(await setOfferState(tx, deviceId, release.id, 'succeeded', null, deps.clock()))) return null
+              await event(tx, deviceId, 'firmware.succeeded', { releaseId: release.id, version: release.version })
+              return stageClears(tx, [deviceId])
+            })
+          : null
+      if (staged) {
         ctx.state = 'succeeded'
-        await clearOffer(deviceId)
+        await staged.send()
       }
     }
     // The report has just been applied: the context read above already holds this firmware.
     await evaluate(deviceId, ctx)
   }
 
-  async function event(deviceId: string, type: string, data: Record<string, unknown>) {
-    const ctx = await offerContext(db, deviceId)
+  async function event(tx: Executor, deviceId: string, type: string, data: Record<string, unknown>) {
+    const ctx = await offerContext(tx, deviceId)
     const e: NewEvent = { type, deviceId, userId: ctx?.userId, organizationId: ctx?.organizationId, data }
-    await insertEvent(db, e)
+    await insertEvent(tx, e)
     return ctx
   }
 
@@ -403,24 +462,37 @@ export function createFirmwareService(deps: {
     const at = deps.clock()
     const data = { releaseId: release.id, version: release.version, state: report.state, reason: report.reason ?? null }
     if (report.state === 'succeeded') {
-      await event(deviceId, 'firmware.progress', data)
+      await event(db, deviceId, 'firmware.progress', data)
       return true
     }
-    const moved = await setOfferState(db, deviceId, release.id, report.state, report.reason ?? null, at)
-    if (!moved) return true
-    const ctx = await event(deviceId, report.state === 'failed' ? 'firmware.failed' : 'firmware.progress', data)
-    if (report.state !== 'failed' || !ctx) return true
-    // The attempt ended: a device without memory must not find the offer again at its next connect.
-    await clearOffer(deviceId)
-    if (!moved.pinnedReleaseId) await checkHalt(release, moved.channel)
-    // The owner's alert, like battery-low and silence: an Event and a push notification.
-    await insertEvent(db, {
-      type: 'device.alert',
-      deviceId,
-      userId: ctx.userId,
-      organizationId: ctx.organizationId,
-      data: { kind: 'firmware-failed', version: release.version, reason: report.reason ?? null },
+    // The report, its Events, the cleared offer and the halt it may cause: one transaction, so a
+    // crash cannot keep the failure and lose the halt (the start-up pass checks again as well).
+    const outcome = await db.transaction(async (tx) => {
+      // The rollout first, then the device rows: the lock order of every halt (haltIfDue), so
+      // concurrent reports wait for each other instead of deadlocking.
+      if (report.state === 'failed' && !row!.pinnedReleaseId) await lockRollout(tx, release.model, row!.channel)
+      const moved = await setOfferState(tx, deviceId, release.id, report.state, report.reason ?? null, at)
+      if (!moved) return null
+      const ctx = await event(tx, deviceId, report.state === 'failed' ? 'firmware.failed' : 'firmware.progress', data)
+      if (report.state !== 'failed' || !ctx) return null
+      const halt = moved.pinnedReleaseId ? null : await haltIfDue(tx, release, moved.channel)
+      // The attempt ended: a device without memory must not find the offer again at its next
+      // connect; queued with the halt's withdrawals in one statement (the outbox's rows in id order).
+      const cleared = await stageClears(tx, [deviceId, ...(halt?.withdrawn ?? [])])
+      // The owner's alert, like battery-low and silence: an Event and a push notification.
+      await insertEvent(tx, {
+        type: 'device.alert',
+        deviceId,
+        userId: ctx.userId,
+        organizationId: ctx.organizationId,
+        data: { kind: 'firmware-failed', version: release.version, reason: report.reason ?? null },
+      })
+      return { ctx, cleared, halt }
     })
+    if (!outcome) return true
+    const { ctx, cleared, halt } = outcome
+    if (halt) logHalt(halt)
+    await cleared.send()
     // Not awaited: a slow push service must not hold up the device's other uplink.
     void deps
       .notify?.(ctx.userId, 'firmware-failed', {
@@ -432,26 +504,70 @@ export function createFirmwareService(deps: {
     return true
   }
 
-  /** Halts the rollout of `release` when too many of its ended attempts failed, and takes back offers not yet taken up. */
-  async function checkHalt(release: ReleaseRow, channel: FirmwareChannel) {
-    const rollout = await findRollout(db, release.model, channel)
-    if (!rollout || rollout.releaseId !== release.id || rollout.haltedAt) return
-    const c = await haltCounts(db, release.id, channel, rollout.countingSince)
-    const ended = c.failed + c.succeeded
-    if (ended < rollout.minAttempts || c.failed / ended <= rollout.maxFailureShare) return
+  type Halt = { release: ReleaseRow; channel: FirmwareChannel; counts: { failed: number; succeeded: number }; withdrawn: string[] }
+
+  /**
+   * In `tx`: halts the rollout of `release` when too many of its ended attempts failed, and takes
+   * back offers not yet taken up; the caller queues their cleared offers in the same transaction
+   * (nobody sees a halted rollout whose offers still stand). The rollout row is locked first, so
+   * concurrent reports take turns and each counts the others'. Null when it does not halt.
+   */
+  async function haltIfDue(tx: Executor, release: ReleaseRow, channel: FirmwareChannel): Promise<Halt | null> {
+    const rollout = await lockRollout(tx, release.model, channel)
+    if (!rollout || rollout.releaseId !== release.id || rollout.haltedAt) return null
+    const counts = await haltCounts(tx, release, channel, rollout.countingSince)
+    const ended = counts.failed + counts.succeeded
+    if (ended < rollout.minAttempts || counts.failed / ended <= rollout.maxFailureShare) return null
     const at = deps.clock()
-    // The halt and the withdrawal of untaken offers together: nobody sees a halted rollout whose offers still stand.
-    const withdrawn = await db.transaction(async (tx) => {
-      if (!(await haltRollout(tx, release.model, channel, release.id, at))) return null
-      await insertEvent(tx, {
-        type: 'firmware.rollout_halted',
-        data: { model: release.model, channel, version: release.version, failed: c.failed, succeeded: c.succeeded },
-      })
-      return withdrawOffers(tx, release.id, await untakenOffers(tx, release.id, channel), at)
+    if (!(await haltRollout(tx, release.model, channel, release.id, at))) return null
+    await insertEvent(tx, {
+      type: 'firmware.rollout_halted',
+      data: { model: release.model, channel, version: release.version, ...counts },
     })
-    if (!withdrawn) return
-    deps.log.warn({ model: release.model, channel, version: release.version, ...c }, 'firmware rollout halted: too many failed updates')
-    await Promise.all(withdrawn.map((id) => clearOffer(id)))
+    const withdrawn = await withdrawOffers(tx, release.id, await untakenOffers(tx, release.id, channel), at)
+    return { release, channel, counts, withdrawn }
+  }
+
+  function logHalt(h: Halt) {
+    deps.log.warn(
+      { model: h.release.model, channel: h.channel, version: h.release.version, ...h.counts },
+      'firmware rollout halted: too many failed updates',
+    )
+  }
+
+  /**
+   * At start: what a crash may have left half done. Rollouts whose recorded failures cross their
+   * threshold are halted (a report recorded by an earlier version that died before halting), and
+   * offers not taken up whose message the outbox no longer holds are queued again.
+   */
+  async function recover(): Promise<{ halted: number; requeued: number }> {
+    let haltedNow = 0
+    for (const r of await listRollouts(db)) {
+      if (r.haltedAt) continue
+      const release = await findRelease(db, r.releaseId)
+      if (!release) continue
+      const halt = await db.transaction(async (tx) => {
+        const h = await haltIfDue(tx, release, r.channel)
+        return h && { h, cleared: await stageClears(tx, h.withdrawn) }
+      })
+      if (halt) {
+        haltedNow += 1
+        logHalt(halt.h)
+        await halt.cleared.send()
+      }
+    }
+    const byRelease = new Map<string, string[]>()
+    for (const o of await unqueuedOffers(db)) byRelease.set(o.releaseId, [...(byRelease.get(o.releaseId) ?? []), o.deviceId])
+    let requeued = 0
+    for (const [releaseId, deviceIds] of byRelease) {
+      const release = await findRelease(db, releaseId)
+      if (!release) continue
+      const message = await offerMessage(release)
+      const staged = await db.transaction((tx) => stageOffers(tx, message, deviceIds))
+      await staged.send()
+      requeued += deviceIds.length
+    }
+    return { halted: haltedNow, requeued }
   }
 
   return {
@@ -467,6 +583,7 @@ export function createFirmwareService(deps: {
     currentOffer,
     onStatus,
     onProgress,
+    recover,
   }
 }
 

@@ -68,6 +68,12 @@ export const deviceFirmware = pgTable(
       .references(() => device.id, { onDelete: 'cascade' }),
     channel: text('channel').$type<FirmwareChannel>().notNull().default('stable'),
     pinnedReleaseId: text('pinned_release_id').references(() => firmwareRelease.id, { onDelete: 'restrict' }),
+    /**
+     * The model an admin enrolled this device in the fleet of (null: not enrolled). Only enrolled
+     * devices are offered a rollout's release and count towards its halt: a model a device declares
+     * itself is not enough (docs/firmware.md, "Who is offered a release").
+     */
+    fleetModel: text('fleet_model'),
     /** The release last offered, and how far the device got with it. */
     releaseId: text('release_id').references(() => firmwareRelease.id, { onDelete: 'restrict' }),
     state: text('state').$type<OtaState>(),

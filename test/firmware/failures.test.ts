@@ -11,7 +11,7 @@ import { startApp } from '../helpers/app.js'
 import { pairDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
 import { nextEvent } from '../device-sim/helpers.js'
-import { api, firmwareWorld, frames, upload } from './helpers.js'
+import { api, enroll, firmwareWorld, frames, upload } from './helpers.js'
 
 type Counts = { offered: number; pending: number; succeeded: number; failed: number; withdrawn: number }
 
@@ -75,6 +75,7 @@ t.test('too many failures halt the rollout and withdraw offers not yet taken up;
   ])
   // A device that takes its offer and never acts on it (asleep, say).
   const quiet = await pairDevice(w.svc, w.owner)
+  await enroll(w.svc, w.admin, [quiet.deviceId])
   const c = await connect(mqttUrl(w.svc), { clientId: quiet.clientId, username: quiet.deviceId, password: quiet.password, clean: false })
   t.teardown(() => close(c))
   const offers: Array<{ version: string | null; seq?: number }> = []
@@ -142,6 +143,7 @@ t.test('too many failures halt the rollout and withdraw offers not yet taken up;
 t.test('a pin may go down; a rollout never offers an older version', async (t) => {
   const w = await firmwareWorld(t)
   const dev = await pairDevice(w.svc, w.owner)
+  await enroll(w.svc, w.admin, [dev.deviceId])
   const c = await connect(mqttUrl(w.svc), { clientId: dev.clientId, username: dev.deviceId, password: dev.password, clean: false })
   t.teardown(() => close(c))
   const offers: Array<{ version: string | null; url?: string; sha256?: string }> = []

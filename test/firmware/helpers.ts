@@ -21,12 +21,12 @@ export async function firmwareWorld(t: Tap, env: Record<string, string> = {}): P
   return { svc, admin, owner, dir: await tempDir(t, 'fw-') }
 }
 
-/** Simulated frames of one model, claimed by the owner, connected. */
+/** Simulated frames of one model, claimed by the owner, connected, and enrolled by the admin in the model's fleet (unless `fleet: false`). */
 export async function frames(
   t: Tap,
   w: FirmwareWorld,
   count: number,
-  opts: Partial<SimDeviceOptions> & { model: string; prefix?: string },
+  { fleet = true, ...opts }: Partial<SimDeviceOptions> & { model: string; prefix?: string; fleet?: boolean },
 ): Promise<SimDevice[]> {
   const devices = Array.from(
     { length: count },
@@ -45,12 +45,26 @@ export async function frames(
   )
   for (const d of devices) t.teardown(() => d.stop())
   await Promise.all(devices.map((d) => d.start()))
+  if (fleet)
+    await enroll(
+      w.svc,
+      w.admin,
+      devices.map((d) => d.deviceId!),
+    )
   return devices
+}
+
+/** The admin enrolls devices in the fleet of the model each reports: what a rollout reaches. */
+export async function enroll(svc: Pick<TestApp, 'url'>, admin: string, deviceIds: string[]): Promise<void> {
+  for (const id of deviceIds) {
+    const res = await api(svc, admin, 'PUT', `/api/admin/devices/${id}/firmware`, { fleet: true })
+    if (res.status !== 200 || res.body.fleet !== true) throw new Error(`enrolling ${id}: ${res.status} ${JSON.stringify(res.body)}`)
+  }
 }
 
 /** Uploads a release as `token` (multipart, as the console does). */
 export async function upload(
-  svc: TestApp,
+  svc: Pick<TestApp, 'url'>,
   token: string,
   fields: { model: string; version: string; channel?: string; notes?: string },
   bytes: Buffer = Buffer.from(`firmware ${fields.model} ${fields.version} `.repeat(200)),
@@ -65,5 +79,5 @@ export async function upload(
   return { status: res.status, body: await res.json(), headers: res.headers }
 }
 
-export const api = (svc: TestApp, token: string, method: string, path: string, body?: unknown) =>
+export const api = (svc: Pick<TestApp, 'url'>, token: string, method: string, path: string, body?: unknown) =>
   jsonCall(svc.url, path, { method, token, body })

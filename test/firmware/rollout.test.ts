@@ -94,6 +94,7 @@ t.test('a release rolled out to half a simulated fleet, then to all of it', asyn
   t.same(
     steps,
     [
+      'firmware.device_choice',
       'firmware.offered',
       'firmware.progress:downloading',
       'firmware.progress:installing',
@@ -101,7 +102,7 @@ t.test('a release rolled out to half a simulated fleet, then to all of it', asyn
       'firmware.progress:verifying',
       'firmware.succeeded',
     ],
-    'every step is an Event',
+    'every step is an Event (and its enrollment in the fleet)',
   )
   // Another account sees nothing of it.
   t.equal((await api(svc, admin, 'GET', `/api/device/${mine.deviceId}/firmware`)).status, 404)

@@ -671,6 +671,10 @@ t.test('in Chromium', { skip }, async (t) => {
       .setInputFiles({ name: 'fw.bin', mimeType: 'application/octet-stream', buffer: Buffer.from('firmware '.repeat(100)) })
     await page.getByRole('button', { name: 'Upload and sign' }).click()
     await page.getByText('Release 1.1.0 is stored and signed.').waitFor()
+    // A rollout reaches only the fleet an administrator enrolled.
+    await page.getByLabel('Device ids').fill(sim.deviceId!)
+    await page.getByRole('button', { name: 'Enroll in the fleet' }).click()
+    await page.getByText('Enrolled 1 device.').waitFor()
     await page.getByLabel('Rollout model').fill('console-frame')
     await page.getByLabel('Target version').fill('1.1.0')
     await page.getByLabel('Share (%)').fill('100')

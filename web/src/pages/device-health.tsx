@@ -33,6 +33,7 @@ export function FirmwareCard({ deviceId }: { deviceId: string }) {
           {f.model ? <span className="muted"> · {f.model}</span> : null}
           <span className="muted"> · {f.channel} channel</span>
           {f.pinnedVersion ? <span className="muted"> · pinned to {f.pinnedVersion}</span> : null}
+          {f.fleet ? <span className="muted"> · in the update fleet</span> : null}
           {f.offer ? (
             <>
               <br />

@@ -108,6 +108,14 @@ export function FirmwarePage() {
         <h3>Start or change a rollout</h3>
         <RolloutForm onDone={refresh} />
       </section>
+      <section className="card" aria-labelledby="fleet-title">
+        <h2 id="fleet-title">Fleet</h2>
+        <p className="muted">
+          A rollout reaches only devices enrolled here, in the fleet of the model each reports, and only their failures can halt it: the
+          model a device declares at pairing is its own word.
+        </p>
+        <FleetForm onDone={refresh} />
+      </section>
       <section className="card" aria-labelledby="releases-title">
         <h2 id="releases-title">Releases</h2>
         {releases.isPending ? <Loading what="releases" /> : null}
@@ -246,6 +254,42 @@ function RolloutForm({ onDone }: { onDone: () => void }) {
       <Button type="submit" busy={set.isPending}>
         Roll out
       </Button>
+    </form>
+  )
+}
+
+/** Enrolls devices (by id, one a line) in the fleet of the model each reports, or takes them out. */
+function FleetForm({ onDone }: { onDone: () => void }) {
+  const [ids, setIds] = useState('')
+  const change = useMutation({
+    mutationFn: async (fleet: boolean) => {
+      const list = [...new Set(ids.split(/[\s,]+/).filter(Boolean))]
+      if (!list.length) throw new Error('Paste the ids of the devices, one a line')
+      for (const id of list) data(await api.PUT('/api/admin/devices/{id}/firmware', { params: { path: { id } }, body: { fleet } }))
+      return { count: list.length, fleet }
+    },
+    onSuccess: () => setIds(''),
+    onSettled: onDone,
+  })
+  return (
+    <form onSubmit={(e) => e.preventDefault()} noValidate>
+      {change.isError ? <Notice kind="error">{errorText(change.error)}</Notice> : null}
+      {change.isSuccess ? (
+        <Notice kind="success">
+          {change.data.fleet ? 'Enrolled' : 'Took out'} {change.data.count} {change.data.count === 1 ? 'device' : 'devices'}.
+        </Notice>
+      ) : null}
+      <Field label="Device ids" hint="one a line">
+        <textarea rows={3} value={ids} onChange={(e) => setIds(e.target.value)} />
+      </Field>
+      <div className="row">
+        <Button busy={change.isPending} onClick={() => change.mutate(true)}>
+          Enroll in the fleet
+        </Button>
+        <Button kind="secondary" busy={change.isPending} onClick={() => change.mutate(false)}>
+          Take out of the fleet
+        </Button>
+      </div>
     </form>
   )
 }

@@ -1,0 +1,1 @@
+ALTER TABLE "device_firmware" ADD COLUMN "fleet_model" text;
