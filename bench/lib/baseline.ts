@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ratioSummary, type ScenarioResult } from './report.js'
 
-export const baselineFile = join(dirname(fileURLToPath(import.meta.url)), '..', 'baseline.json')
+const baselineFile = join(dirname(fileURLToPath(import.meta.url)), '..', 'baseline.json')
 
 type Figure = { ratio: number; band: number; better: 'higher' | 'lower' }
 /** Per scenario, per metric name; `quick` and `full` runs measure at different sizes, so each has its own. */
