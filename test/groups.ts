@@ -174,6 +174,7 @@ export const groups = {
       'generation/prompts.test.ts',
       'device-logs/logs.test.ts',
       'trmnl/protocol.test.ts',
+      'trmnl/untrusted.test.ts',
     ],
   },
   'web-b+generation-jobs': {

@@ -48,7 +48,7 @@ export async function findVariant(db: Executor, imageId: string, format: string)
 export async function findVariantsOf(db: Executor, imageIds: string[], format: string) {
   if (!imageIds.length) return []
   return db
-    .select({ imageId: imageVariant.imageId, sha256: imageVariant.sha256 })
+    .select({ imageId: imageVariant.imageId, sha256: imageVariant.sha256, width: imageVariant.width, height: imageVariant.height })
     .from(imageVariant)
     .where(and(inArray(imageVariant.imageId, imageIds), eq(imageVariant.format, format)))
 }

@@ -15,6 +15,7 @@ import { jsonCall } from '../helpers/http.js'
 import { eventually } from '../helpers/mqtt.js'
 
 let now = Date.parse('2026-06-01T12:00:00Z')
+const CACHE_NAME = /^[0-9a-f]{13}-\d{10}$/
 const clock = () => new Date(now)
 const MAC = 'A0:B7:65:1C:2D:3E'
 
@@ -68,7 +69,8 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   const { token: owner } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl'))
 
   t.match(await get(svc, '/api/setup', { 'FW-Version': '1.5.2', Model: 'og' }), { status: 400, body: { code: 'VALIDATION_ERROR' } })
-  const setup = await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.5.2', Model: 'og' })
+  // Firmware before 1.5.2 gets the setup screen as the 48,062-byte BMP it checks (device_setup.cpp).
+  const setup = await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.4.8', Model: 'og' })
   t.equal(setup.status, 200)
   // parse_response_api_setup.cpp reads status (int), api_key, friendly_id, image_url, filename (strings).
   t.same(Object.keys(setup.body).sort(), ['api_key', 'auth_mode', 'filename', 'friendly_id', 'image_url', 'status'])
@@ -101,7 +103,8 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   t.match(first.body, {
     status: 0,
     image_url: /^http/,
-    filename: 'paired',
+    // A name the firmware's cache keeps (filesystem.cpp): 13 characters, a dash, a 10-digit Unix time.
+    filename: CACHE_NAME,
     refresh_rate: 600,
     update_firmware: false,
     firmware_url: null,
@@ -109,8 +112,9 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   })
   t.type(first.body.refresh_rate, 'number')
   // The optional playlist (the cache names of the live rotation): without a schedule, what it shows now.
-  t.same(first.body.playlist, ['paired'])
-  t.notOk('special_function' in first.body)
+  t.same(first.body.playlist, [first.body.filename])
+  t.equal(first.body.special_function, 'identify', 'what a double press of its button does, as the firmware reads it')
+  t.equal(first.body.image_url_timeout, 30)
   const dev = (await jsonCall(svc.url, `/api/device/${deviceId}`, { token: owner })).body
   t.match(dev, { isActive: true, name: 'Hall TRMNL', status: { battery: 75, firmware: '1.4.8' }, display: { width: 800, height: 480 } })
 
@@ -136,7 +140,7 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   t.equal(sent.status, 200)
   const imageId = sent.body.imageId as string
   const shows = await get(svc, '/api/display', displayHeaders(key))
-  t.match(shows.body, { status: 0, filename: new RegExp(`^${imageId}-`) })
+  t.match(shows.body, { status: 0, filename: CACHE_NAME, image_url: new RegExp(`/${imageId}/bmp1`) })
   t.equal(
     (await get(svc, '/api/display', displayHeaders(key))).body.filename,
     shows.body.filename,
@@ -158,10 +162,11 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   t.pass('in sync once the device fetched the file it was given')
   // Firmware 1.5.2 and later: the same picture as a 1-bit PNG, under its own file name.
   const newer = (await get(svc, '/api/display', displayHeaders(key, { 'FW-Version': '1.5.2' }))).body
-  t.match(newer.filename, new RegExp(`^${imageId}-`))
+  t.match(newer.filename, CACHE_NAME)
   t.not(newer.filename, shows.body.filename)
   const asPng = Buffer.from(await (await fetch(newer.image_url, { headers: displayHeaders(key) })).arrayBuffer())
   t.same(checkPng(asPng), { width: 800, height: 480, bitDepth: 1 }, 'a 1-bit PNG of the panel size')
+  t.equal(asPng[25], 0, 'greyscale (colour type 0): firmware 1.6.6 on inverts a 1-bit palette PNG')
   t.ok(asPng.length < bmp.length, `smaller on the air (${asPng.length} bytes)`)
   await get(svc, '/api/display', displayHeaders(key))
   // The device's own headers fetch it too, but nothing it was not given.
@@ -184,20 +189,18 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
     return { answer, stored }
   }
   const identify = await command({ command: 'identify' })
-  t.match(
-    identify.answer,
-    { filename: /^identify-/, image_url: /\/api\/trmnl\/screens\/identify\// },
-    'identify: a screen naming the frame',
-  )
+  t.match(identify.answer, { filename: CACHE_NAME, image_url: /\/api\/trmnl\/screens\/identify\// }, 'identify: a screen naming the frame')
   const named = Buffer.from(await (await fetch(identify.answer.image_url)).arrayBuffer())
   checkBmp(t, named, 800, 480)
   t.match(identify.stored, { status: 'acked', result: { ok: true } })
   t.equal((await get(svc, '/api/display', displayHeaders(key))).body.filename, shows.body.filename, 'then the picture again')
   const refresh = await command({ command: 'refresh' })
-  t.match(
-    refresh.answer.filename,
-    new RegExp(`^${shows.body.filename}-r`),
-    'refresh: the same picture under a new name, so it is drawn again',
+  t.match(refresh.answer.filename, CACHE_NAME)
+  t.not(refresh.answer.filename, shows.body.filename, 'refresh: the same picture under a new name, so it is drawn again')
+  t.equal(
+    refresh.answer.filename.slice(0, 13),
+    shows.body.filename.slice(0, 13),
+    'with the same first 13 characters: the firmware drops the older copy',
   )
   const sleep = await command({ command: 'sleep', seconds: 120 })
   t.equal(sleep.answer.refresh_rate, 120, 'sleep: back in that many seconds')
