@@ -175,6 +175,7 @@ export const groups = {
       'device-logs/logs.test.ts',
       'trmnl/protocol.test.ts',
       'trmnl/untrusted.test.ts',
+      'trmnl/firmware.test.ts',
     ],
   },
   'web-b+generation-jobs': {
