@@ -152,8 +152,12 @@ export async function keepPairingOpen(db: Executor, deviceId: string, until: Dat
 }
 
 /**
- * Pairings nobody claimed whose device stopped polling (expired or denied before `before`): their
- * rows go. A deleted device's row stays, so its next poll is still told to reset.
+ * Pairings nobody claimed (expired or denied before `before`) whose token no frame ever used: a
+ * setup the frame never followed with a poll (the firmware polls right after its setup), so no
+ * frame holds it. A token a frame polled with stays however long the frame is away: no answer
+ * makes the firmware call /api/setup again without forgetting its Wi-Fi (docs/trmnl.md), so a
+ * forgotten one would strand it. A deleted device's row stays too, so its next poll is still told
+ * to reset.
  */
 export async function pruneAbandoned(db: Executor, before: Date): Promise<number> {
   const rows = await db
@@ -161,6 +165,7 @@ export async function pruneAbandoned(db: Executor, before: Date): Promise<number
     .where(
       and(
         sql`not exists (select 1 from ${device} d where d.id = ${trmnlDevice.deviceId})`,
+        sql`${trmnlDevice.lastPolledAt} is null`,
         sql`exists (select 1 from ${deviceInit} i where i.id = ${trmnlDevice.deviceId} and i.status in ('expired', 'denied') and i.expires_at < ${before.toISOString()}::timestamptz)`,
       ),
     )

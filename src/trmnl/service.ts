@@ -344,6 +344,8 @@ export function createTrmnlService(deps: {
     if (init && (init.status === 'pending' || init.status === 'expired')) {
       // Wall-clock time, as the pairing flow's own expiry checks use.
       const open = await keepPairingOpen(db, row.deviceId, new Date(Date.now() + deps.pairingSeconds * 1000))
+      // A frame holds this token: it is never forgotten (see pruneAbandoned).
+      if (!row.lastPolledAt) await recordPoll(db, row.deviceId, { lastPolledAt: now })
       if (open) return waiting(row, panel, formats.screen, refresh)
     }
     // Deleted, disconnected or denied (the firmware then forgets its token and Wi-Fi and calls /api/setup again).
@@ -571,7 +573,7 @@ export function createTrmnlService(deps: {
   /** Polling devices that stopped polling: offline, with the same event and notification as an MQTT device. */
   async function sweep(): Promise<number> {
     const now = deps.clock()
-    // A day after a pairing nobody claimed, its token goes too (a setup per boot would pile them up).
+    // A day after a pairing nobody claimed and no frame ever polled with, its token goes too.
     await pruneAbandoned(db, new Date(now.getTime() - 86_400_000))
     const gone = await markOverdue(db, now, deps.marginSeconds)
     for (const d of gone)

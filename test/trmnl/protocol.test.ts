@@ -296,32 +296,33 @@ t.test('a MAC is no credential: another owner gets a device of its own; the same
   t.ok(events.some((e) => e.type === 'device.credentials_issued' && e.data.repaired === true))
 })
 
-t.test('a pairing nobody claimed is forgotten a day after it ended', async (t) => {
+t.test('a pairing a frame polled with is never forgotten; a setup no frame followed up is, a day after', async (t) => {
   const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const s = (await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.5.2', Model: 'og' })).body
+  // A setup nobody polls with (the firmware polls right after its own): nothing holds its token.
+  await get(svc, '/api/setup', { ID: 'A0:B7:65:1C:2D:3F', 'FW-Version': '1.5.2', Model: 'og' })
   const db = svc.app.database.db
   t.equal(await svc.app.trmnl!.sweep(), 0)
   t.equal((await get(svc, '/api/display', displayHeaders(s.api_key))).body.status, 202, 'pending: kept')
-  const [init] = await db.select().from(deviceInit)
-  await db.update(deviceInit).set({ status: 'expired' }).where(eq(deviceInit.id, init!.id))
+  const inits = await db.select().from(deviceInit)
+  await db.update(deviceInit).set({ status: 'expired' })
   // Expired while the device still polls: reopened (a reset would make the firmware wipe its Wi-Fi).
   const reopened = await get(svc, '/api/display', displayHeaders(s.api_key))
   t.match(reopened.body, { status: 202, reset_firmware: false }, 'expired but still asking: open again')
-  t.match((await db.select().from(deviceInit))[0], { status: 'pending' })
-  // The device stopped asking: expired a day ago.
-  await db
-    .update(deviceInit)
-    .set({ status: 'expired', expiresAt: new Date(Date.now() - 3_600_000) })
-    .where(eq(deviceInit.id, init!.id))
+  t.equal((await db.select().from(deviceInit)).filter((i) => i.status === 'pending').length, 1)
+  // Both stopped asking a week ago: the frame was unplugged, the other setup never polled.
+  await db.update(deviceInit).set({ status: 'expired', expiresAt: new Date(Date.now() - 7 * 86_400_000) })
   await svc.app.trmnl!.sweep()
-  t.equal((await db.select().from(trmnlDevice)).length, 1, 'not within the day')
-  await db
-    .update(deviceInit)
-    .set({ expiresAt: new Date(Date.now() - 2 * 86_400_000) })
-    .where(eq(deviceInit.id, init!.id))
-  await svc.app.trmnl!.sweep()
-  t.equal((await db.select().from(trmnlDevice)).length, 0, 'then its row goes')
-  t.equal((await get(svc, '/api/display', displayHeaders(s.api_key))).status, 401)
+  const rows = await db.select().from(trmnlDevice)
+  t.equal(rows.length, 1, 'the setup no frame polled with goes')
+  t.equal(rows[0]!.mac, MAC, "the frame's pairing stays")
+  // Plugged in again: the same code, open again, its Wi-Fi untouched.
+  t.match(
+    (await get(svc, '/api/display', displayHeaders(s.api_key))).body,
+    { status: 202, friendly_id: s.friendly_id, reset_firmware: false },
+    'back after a week: still pairing with its code',
+  )
+  t.equal(inits.length, 2)
 })
 
 t.test(
