@@ -19,6 +19,11 @@ export async function findByApiKeyHash(db: Executor, hash: string): Promise<Trmn
   return row
 }
 
+export async function findByDeviceId(db: Executor, deviceId: string): Promise<TrmnlRow | undefined> {
+  const [row] = await db.select().from(trmnlDevice).where(eq(trmnlDevice.deviceId, deviceId)).limit(1)
+  return row
+}
+
 /** What a poll changes: when, the device's own report, and what it was answered. */
 export async function recordPoll(db: Executor, deviceId: string, poll: Partial<Omit<TrmnlRow, 'deviceId' | 'mac' | 'apiKeyHash'>>) {
   await db.update(trmnlDevice).set(poll).where(eq(trmnlDevice.deviceId, deviceId))

@@ -16,6 +16,7 @@ import {
   transitionDeviceInit,
 } from '../devices/repository.js'
 import { requireAccess } from '../devices/access.js'
+import { appError } from '../errors.js'
 import type { DeviceService } from '../devices/service.js'
 import { deleteDeviceEvents, insertEvent } from '../events/repository.js'
 import type { FirmwareService } from '../firmware/service.js'
@@ -29,6 +30,7 @@ import type { ObjectStore } from '../storage/store.js'
 import {
   earlierDevicesOf,
   findByApiKeyHash,
+  findByDeviceId,
   findVariant,
   findVariantsOf,
   insertTrmnlDevice,
@@ -492,6 +494,27 @@ export function createTrmnlService(deps: {
     )
   }
 
+  /**
+   * Before a claim (devices' claim checks): a pairing of a frame that is already a device the
+   * claimer would fold into (same MAC, managed, same organization) is claimed only with
+   * `replace: true`, after a 409 naming that device. A MAC is printed on the box: someone who set
+   * up a frame with it and got its owner to type the new code would otherwise get their token
+   * into the owner's device.
+   */
+  async function claimCheck(userId: string, rec: { id: string }, input: { organizationId?: string; replace?: boolean }) {
+    if (input.replace === true) return
+    const row = await findByDeviceId(db, rec.id)
+    if (!row) return
+    const earlier = (await earlierDevicesOf(db, row.mac, row.deviceId, userId))[0]
+    if (!earlier || !(await mayFold({ userId, organizationId: input.organizationId ?? null }, earlier.deviceId))) return
+    const dev = await findDevice(db, earlier.deviceId)
+    if (!dev) return
+    throw appError(
+      'DEVICE_ALREADY_PAIRED',
+      `This frame is already your device “${dev.name}” (${dev.id}). Check that it shows the code you typed, then claim again with replace: true to give “${dev.name}” this pairing (its history kept); or delete “${dev.name}” first to pair the frame as a new device.`,
+    )
+  }
+
   /** Moves a new pairing's token onto the earlier device of the same MAC and owner; answers its row. */
   async function repair(fresh: TrmnlRow, earlierId: string, now: Date): Promise<TrmnlRow | undefined> {
     return db.transaction(async (tx) => {
@@ -584,6 +607,8 @@ export function createTrmnlService(deps: {
   const desiredImage = async (deviceId: string) => (await findDevice(db, deviceId))?.desiredImageId ?? null
   /** Whether the pairing was claimed: there is a device to keep logs for. */
   const claimed = async (deviceId: string) => Boolean(await findDevice(db, deviceId))
+
+  deps.devices.addClaimCheck(claimCheck)
 
   return { setup, authenticate, checkIdentity, display, imageFile, screen, sweep, checkSignature, desiredImage, claimed }
 }

@@ -255,9 +255,10 @@ t.test('a MAC is no credential: another owner gets a device of its own; the same
   const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const { token: owner } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl-owner'))
   const { token: other } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl-other'))
-  const pair = async (token: string) => {
+  const pair = async (token: string, replace?: boolean) => {
     const s = (await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.5.2', Model: 'og' })).body
-    const claimed = await jsonCall(svc.url, '/api/device/validate', { token, body: { pinCode: s.friendly_id, name: 'Frame' } })
+    const body = { pinCode: s.friendly_id, name: 'Frame', ...(replace ? { replace } : {}) }
+    const claimed = await jsonCall(svc.url, '/api/device/validate', { token, body })
     t.equal(claimed.status, 200)
     t.equal((await get(svc, '/api/display', displayHeaders(s.api_key))).body.status, 0)
     return { key: s.api_key as string, deviceId: claimed.body.device.id as string }
@@ -271,8 +272,16 @@ t.test('a MAC is no credential: another owner gets a device of its own; the same
   t.equal((await get(svc, '/api/display', displayHeaders(first.key))).body.status, 0, "the owner's token still works")
   t.equal((await jsonCall(svc.url, `/api/device/${first.deviceId}`, { token: other })).status, 404)
 
-  // The owner resets the frame and pairs it again: the same device record takes the new token.
-  const again = await pair(owner)
+  // The owner resets the frame and pairs it again: asked first, naming the device it would replace
+  // (someone who set up a frame with this MAC and got the owner to type its code would otherwise
+  // get their token into the owner's device)...
+  const s2 = (await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.5.2', Model: 'og' })).body
+  const asked = await jsonCall(svc.url, '/api/device/validate', { token: owner, body: { pinCode: s2.friendly_id, name: 'Frame' } })
+  t.match(asked, { status: 409, body: { code: 'DEVICE_ALREADY_PAIRED', message: new RegExp(`“Frame” \\(${first.deviceId}\\)`) } })
+  t.equal((await get(svc, '/api/display', displayHeaders(s2.api_key))).body.status, 202, 'not claimed: still pairing')
+  t.equal((await get(svc, '/api/display', displayHeaders(first.key))).body.status, 0, 'and the device keeps its token')
+  // ...then, confirmed, the same device record takes the new token.
+  const again = await pair(owner, true)
   t.equal(
     (await jsonCall(svc.url, `/api/device/${again.deviceId}`, { token: owner })).status,
     404,
