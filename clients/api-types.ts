@@ -4743,6 +4743,8 @@ export interface operations {
                     description?: string;
                     selectedModel?: string;
                     organizationId?: string;
+                    /** @description A TRMNL frame set up again that is already one of your devices (409 DEVICE_ALREADY_PAIRED names it): true gives that device this pairing, its history kept */
+                    replace?: boolean;
                 };
             };
         };
@@ -4970,6 +4972,13 @@ export interface operations {
                 content: {
                     "application/json": {
                         devices: components["schemas"]["DeviceDetail"][];
+                        /** @description Devices whose stored record cannot be read, left out of `devices` (never a failed list): each with the way to repair it */
+                        unreadable?: {
+                            id: string;
+                            name: string;
+                            code: string;
+                            message: string;
+                        }[];
                         /** @description pass as `cursor` for the next page */
                         nextCursor: string | null;
                     };
@@ -5005,6 +5014,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -5058,6 +5068,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -6890,6 +6901,8 @@ export interface operations {
                 "x-public-key"?: string;
                 "x-signature"?: string;
                 "x-timestamp"?: string;
+                /** @description "true" when the frame's button was double-pressed */
+                special_function?: string;
             };
             path?: never;
             cookie?: never;
@@ -6963,6 +6976,8 @@ export interface operations {
                 "x-public-key"?: string;
                 "x-signature"?: string;
                 "x-timestamp"?: string;
+                /** @description "true" when the frame's button was double-pressed */
+                special_function?: string;
             };
             path?: never;
             cookie?: never;
@@ -6986,6 +7001,12 @@ export interface operations {
                         update_firmware: boolean;
                         firmware_url: string | null;
                         reset_firmware: boolean;
+                        /** @description what a double press of the frame's button does (the firmware stores it at every answer) */
+                        special_function: string;
+                        /** @description seconds the firmware waits for image_url */
+                        image_url_timeout: number;
+                        /** @description the special function run, answering a double press */
+                        action?: string;
                         friendly_id?: string;
                     };
                 };
@@ -7014,6 +7035,8 @@ export interface operations {
                 "x-public-key"?: string;
                 "x-signature"?: string;
                 "x-timestamp"?: string;
+                /** @description "true" when the frame's button was double-pressed */
+                special_function?: string;
             };
             path?: never;
             cookie?: never;
@@ -7093,6 +7116,8 @@ export interface operations {
             query?: {
                 exp?: string;
                 sig?: string;
+                /** @description bmp1 (firmware before 1.5.2, the default), png1 or png2 (greyscale PNG of 1 or 2 bits) */
+                format?: "bmp1" | "png1" | "png2";
             };
             header?: never;
             path: {

@@ -1,6 +1,8 @@
 // Headers a frame (or anyone) declares are untrusted: prototype names as Model or log levels,
 // fractional or huge timestamps, weak Ed25519 keys never break a device or the device list (issue 30, items 4 and 5).
+import { eq } from 'drizzle-orm'
 import t from 'tap'
+import { device } from '../../src/devices/tables.js'
 import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { jsonCall } from '../helpers/http.js'
@@ -80,4 +82,36 @@ t.test('a fractional X-Timestamp and weak or non-canonical Ed25519 keys are refu
   ])
     t.match(await poll({ 'X-Public-Key': weak, 'X-Signature': forged, 'X-Timestamp': String(at + 3) }), { status: 401 }, weak)
   t.equal((await poll({})).body.status, 0, 'unsigned still works: no key was bound')
+})
+
+t.test('a stored device record that cannot be read is a 409 saying how to repair it, never a 500 for the whole list', async (t) => {
+  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
+  const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('unreadable'))
+  const mac = 'A0:B7:65:1C:2D:60'
+  const s = await get(`${svc.url}/api/setup`, { ID: mac, 'FW-Version': '1.7.0', Model: 'og' })
+  const claimed = await jsonCall(svc.url, '/api/device/validate', { token, body: { pinCode: s.body.friendly_id, name: 'Broken' } })
+  const other = await jsonCall(svc.url, '/api/device/init', { body: { display: { width: 800, height: 480, palette: 'bw' } } })
+  await jsonCall(svc.url, '/api/device/validate', { token, body: { pinCode: other.body.pinCode, name: 'Fine' } })
+  const id = claimed.body.device.id as string
+  // What a Model of __proto__ stored before the fix: a display without a size.
+  await svc.app.database.db
+    .update(device)
+    .set({ display: { fit: 'cover' } as never })
+    .where(eq(device.id, id))
+
+  const list = await jsonCall(svc.url, '/api/device', { token })
+  t.equal(list.status, 200, 'the list still answers')
+  t.same(
+    list.body.devices.map((d: { name: string }) => d.name),
+    ['Fine'],
+  )
+  t.match(list.body.unreadable, [{ id, name: 'Broken', code: 'DEVICE_RECORD_UNREADABLE', message: /next poll.*delet/ }])
+  t.match(await jsonCall(svc.url, `/api/device/${id}`, { token }), { status: 409, body: { code: 'DEVICE_RECORD_UNREADABLE' } })
+  t.match(await jsonCall(svc.url, `/api/device/${id}`, { token, method: 'PATCH', body: { name: 'x' } }), { status: 409 })
+  // The frame's next poll says its panel: repaired.
+  t.equal(
+    (await get(`${svc.url}/api/display`, { ID: mac, 'Access-Token': s.body.api_key, Model: 'og', 'FW-Version': '1.7.0' })).status,
+    200,
+  )
+  t.match(await jsonCall(svc.url, `/api/device/${id}`, { token }), { status: 200, body: { display: { width: 800, height: 480 } } })
 })
