@@ -18,7 +18,7 @@ import { encodeGrayPng } from '../images/png.js'
 import { loadSharp } from '../images/sharp.js'
 
 /** How long a file name stays the same for the same bytes (under the firmware's 24-hour purge). */
-export const CACHE_WINDOW_SECONDS = 12 * 3600
+const CACHE_WINDOW_SECONDS = 12 * 3600
 
 /**
  * The name a frame caches a file by: 13 hex characters of `key` (what the bytes are made from),

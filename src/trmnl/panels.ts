@@ -39,11 +39,8 @@ const PANELS = new Map<string, Panel>([
   ['arduino_nano_esp32', EPAPER_800x480],
 ])
 
-/** Every model name the table knows (docs and tests). */
-export const PANEL_MODELS: readonly string[] = [...PANELS.keys()]
-
 /** The panel of a model the firmware names; undefined for anything else (a board of its own). */
-export function panelOf(model: string | undefined): Panel | undefined {
+function panelOf(model: string | undefined): Panel | undefined {
   return model === undefined ? undefined : PANELS.get(model)
 }
 

@@ -101,7 +101,7 @@ const FIRMWARE_ROUTES = new Set(['/api/setup', '/api/display', '/api/log'])
  * its Wi-Fi). So: status 0, no image, no reset, and a refresh_rate of at least a minute, the
  * limit's own wait for a 429.
  */
-export function firmwareSafeError(error: { message?: unknown; code?: unknown }, statusCode: number, retryAfter?: number) {
+function firmwareSafeError(error: { message?: unknown; code?: unknown }, statusCode: number, retryAfter?: number) {
   const wait = statusCode === 429 && retryAfter && Number.isFinite(retryAfter) ? Math.ceil(retryAfter) : 300
   return {
     message: typeof error.message === 'string' ? error.message : 'Error',

@@ -38,8 +38,8 @@ async function svgScreen(profile: DisplayProfile, lines: Array<{ text: string; s
   const total = lines.reduce((sum, l) => sum + Math.round(l.size * 1.4), 0)
   let y = Math.max(lines[0]?.size ?? 0, Math.round((usable - total) / 2) + (lines[0]?.size ?? 0))
   const texts = lines.map((l) => {
-    // Shrunk to fit its column: about 0.62 em per character in DejaVu Sans Bold.
-    const size = Math.min(l.size, Math.floor(textWidth / Math.max(1, l.text.length * 0.62)))
+    // Shrunk to fit its column: capitals and digits of DejaVu Sans Bold are under 0.8 em wide.
+    const size = Math.min(l.size, Math.floor((textWidth * 0.95) / Math.max(1, l.text.length * 0.8)))
     const t = `<text x="${Math.round(textWidth / 2)}" y="${y}" font-family="DejaVu Sans, sans-serif" font-size="${size}" font-weight="bold" text-anchor="middle">${escapeXml(l.text)}</text>`
     y += Math.round(l.size * 1.4)
     return t

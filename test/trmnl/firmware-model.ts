@@ -42,7 +42,7 @@ const asUint = (v: unknown) => asInt(v) >>> 0
 const asBool = (v: unknown) => (typeof v === 'boolean' ? v : typeof v === 'number' ? v !== 0 : false)
 const asString = (v: unknown) => (typeof v === 'string' ? v : '')
 
-export type DisplayResponse = {
+type DisplayResponse = {
   status: number
   image_url: string
   image_url_timeout: number
@@ -56,7 +56,7 @@ export type DisplayResponse = {
 }
 
 /** parse_response_api_display.cpp; undefined for a body that is not JSON (a parsing error: the retry path). */
-export function parseDisplay(body: string): DisplayResponse | undefined {
+function parseDisplay(body: string): DisplayResponse | undefined {
   let doc: unknown
   try {
     doc = JSON.parse(body)
@@ -126,7 +126,7 @@ export function setupImageKept(bytes: Buffer): boolean {
 /** What the panel shows: one grey (0 black … 255 white) per pixel, top row first. */
 export type Drawn = { width: number; height: number; grey: Uint8Array; rotated: boolean }
 
-export class Refused extends Error {
+class Refused extends Error {
   override name = 'Refused'
 }
 
@@ -279,12 +279,12 @@ function drawPng(board: Board, firmware: string, bytes: Buffer): Drawn {
 // ---- The image cache (src/filesystem.cpp) -------------------------------------------------------
 
 /** filesystem_fix_filename: a name longer than 31 characters keeps its first 7 and last 17. */
-export function fixFilename(name: string): string {
+function fixFilename(name: string): string {
   return `/${name.length > 31 ? name.slice(0, 7) + name.slice(-17) : name.slice(0, 31)}`
 }
 
 /** filesystem_extract_timestamp: the last 10 characters as a number when they are all digits, else 0. */
-export function extractTimestamp(name: string): number {
+function extractTimestamp(name: string): number {
   if (name.length < 10) return 0
   const tail = name.slice(-10)
   return /^\d{10}$/.test(tail) ? Number(tail) : 0

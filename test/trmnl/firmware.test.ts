@@ -8,6 +8,7 @@ import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { jsonCall } from '../helpers/http.js'
+import { FIRMWARE_TEXT_BAND, qrBox } from '../../src/trmnl/screens.js'
 import {
   BOARDS,
   type Board,
@@ -295,4 +296,42 @@ t.test('the firmware model refuses what the firmware refuses', async (t) => {
   t.throws(() => draw(og, '1.8.14', big, 'image/png'), { name: 'Refused' }, 'wider than the panel')
   t.ok(safeRefresh(handleDisplay(429, '{"message":"slow down","code":"TOO_MANY_REQUESTS"}')), 'a bare error body: refresh_rate 0')
   t.ok(safeRefresh(handleDisplay(200, '{"status":500}')), 'status 500: a reset')
+})
+
+t.test('the setup screen leaves the firmware its band and never puts the code over the QR code', async (t) => {
+  const svc = await startApp(t, { clock, env: { DEVICE_POLL_INTERVAL: '0' } })
+  for (const [board, firmware] of [
+    [BOARDS.og, '1.8.14'],
+    [BOARDS.og, '1.5.1'],
+    [BOARDS.x, '1.8.14'],
+  ] as const) {
+    const label = `${board.model} ${firmware}`
+    const s = parseSetup(
+      ...(Object.values(await call(`${svc.url}/api/setup`, { ID: nextMac(), 'FW-Version': firmware, Model: board.model })).slice(0, 2) as [
+        number,
+        string,
+      ]),
+    )
+    if (!s.ok) throw new Error('setup')
+    const file = await download(s.image_url, {})
+    const drawn = draw(board, firmware, file.bytes, file.contentType)
+    const { width, height } = drawn
+    const at = (x: number, y: number) => drawn.grey[y * width + x]!
+    const band = Math.floor(height * (1 - FIRMWARE_TEXT_BAND))
+    let inBand = 0
+    for (let y = band; y < height; y++) for (let x = 0; x < width; x++) if (at(x, y) < 128) inBand++
+    t.equal(inBand, 0, `${label}: nothing drawn where the firmware prints its own lines`)
+    const qr = qrBox(width, height)
+    t.ok(qr.y + qr.side <= band, `${label}: the QR code above that band`)
+    let qrDark = 0
+    for (let y = qr.y; y < qr.y + qr.side; y++) for (let x = qr.x; x < qr.x + qr.side; x++) if (at(x, y) < 128) qrDark++
+    t.ok(qrDark > qr.side * qr.side * 0.2, `${label}: the QR code is drawn`)
+    // Between the text column and the QR code: a white gap the text never crosses.
+    let gapDark = 0
+    for (let y = 0; y < band; y++) for (let x = qr.x - Math.round(width * 0.02); x < qr.x; x++) if (at(x, y) < 128) gapDark++
+    t.equal(gapDark, 0, `${label}: the code and the text stay left of the QR code`)
+    let textDark = 0
+    for (let y = 0; y < band; y++) for (let x = 0; x < qr.x - Math.round(width * 0.02); x++) if (at(x, y) < 128) textDark++
+    t.ok(textDark > 0, `${label}: the code is drawn`)
+  }
 })
