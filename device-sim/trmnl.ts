@@ -284,7 +284,8 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
     if (![200, 301, 429].includes(status)) throw new Error(`/api/display answered ${status}`)
     // As ArduinoJson reads it into a uint32_t: not a number is 0, and 0 wakes the frame again at once.
     const refreshRate = typeof body.refresh_rate === 'number' && body.refresh_rate > 0 ? Math.floor(body.refresh_rate) : 0
-    if (refreshRate < 60)
+    // 202 polls fast whatever refresh_rate says (bl.cpp applyFastPoll); otherwise it sleeps refresh_rate.
+    if (refreshRate < 60 && body.status !== 202)
       this.emit('warning', { message: `refresh_rate ${refreshRate}: the firmware would wake again in ${refreshRate} s` })
     this.lastRefresh = refreshRate
     const playlist = Array.isArray(body.playlist) ? body.playlist.filter((f): f is string => typeof f === 'string') : undefined

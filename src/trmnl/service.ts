@@ -336,7 +336,7 @@ export function createTrmnlService(deps: {
   /** GET /api/display. */
   async function display(row: TrmnlRow, h: TrmnlHeaders): Promise<DisplayAnswer> {
     const now = deps.clock()
-    let refresh = deps.refreshSeconds
+    let refresh = Math.max(MIN_REFRESH_SECONDS, deps.refreshSeconds)
     const firmware = h.fwVersion ?? row.firmware ?? undefined
     // The panel it has: its Width and Height when it sends them, else its model's.
     const panel = panelFor({ model: h.model ?? row.model ?? undefined, width: h.width, height: h.height })
