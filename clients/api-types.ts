@@ -4748,6 +4748,8 @@ export interface operations {
                     description?: string;
                     selectedModel?: string;
                     organizationId?: string;
+                    /** @description A TRMNL frame set up again that is already one of your devices (409 DEVICE_ALREADY_PAIRED names it): true gives that device this pairing, its history kept */
+                    replace?: boolean;
                 };
             };
         };
@@ -4975,6 +4977,13 @@ export interface operations {
                 content: {
                     "application/json": {
                         devices: components["schemas"]["DeviceDetail"][];
+                        /** @description Devices whose stored record cannot be read, left out of `devices` (never a failed list): each with the way to repair it */
+                        unreadable?: {
+                            id: string;
+                            name: string;
+                            code: string;
+                            message: string;
+                        }[];
                         /** @description pass as `cursor` for the next page */
                         nextCursor: string | null;
                     };
@@ -5010,6 +5019,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -5063,6 +5073,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -6895,6 +6906,8 @@ export interface operations {
                 "x-public-key"?: string;
                 "x-signature"?: string;
                 "x-timestamp"?: string;
+                /** @description "true" when the frame's button was double-pressed */
+                special_function?: string;
             };
             path?: never;
             cookie?: never;
@@ -6968,6 +6981,8 @@ export interface operations {
                 "x-public-key"?: string;
                 "x-signature"?: string;
                 "x-timestamp"?: string;
+                /** @description "true" when the frame's button was double-pressed */
+                special_function?: string;
             };
             path?: never;
             cookie?: never;
@@ -6991,6 +7006,12 @@ export interface operations {
                         update_firmware: boolean;
                         firmware_url: string | null;
                         reset_firmware: boolean;
+                        /** @description what a double press of the frame's button does (the firmware stores it at every answer) */
+                        special_function: string;
+                        /** @description seconds the firmware waits for image_url */
+                        image_url_timeout: number;
+                        /** @description the special function run, answering a double press */
+                        action?: string;
                         friendly_id?: string;
                     };
                 };
@@ -7019,6 +7040,8 @@ export interface operations {
                 "x-public-key"?: string;
                 "x-signature"?: string;
                 "x-timestamp"?: string;
+                /** @description "true" when the frame's button was double-pressed */
+                special_function?: string;
             };
             path?: never;
             cookie?: never;
@@ -7098,6 +7121,8 @@ export interface operations {
             query?: {
                 exp?: string;
                 sig?: string;
+                /** @description bmp1 (firmware before 1.5.2, the default), png1 or png2 (greyscale PNG of 1 or 2 bits) */
+                format?: "bmp1" | "png1" | "png2";
             };
             header?: never;
             path: {

@@ -57,7 +57,10 @@ Options:
   --battery PCT         battery level of a new device (default 100)
   --drain PCT           battery drained per hour (default 1)
   --log-rate N          log entries sent per minute on up/log, a batch every 10 s (default 0: none)
-  --firmware VERSION    firmware version reported (default 1.0.0-sim; an installed update replaces it)
+  --firmware VERSION    firmware version reported (default 1.0.0-sim; an installed update replaces it;
+                        with --protocol trmnl, 1.8.14)
+  --model MODEL         with --protocol trmnl: the Model it sends (og, x, waveshare, …; default og),
+                        whose panel size it reports and draws at
   --ota-fail STEP       fail firmware updates on purpose: download, verify (a changed byte) or install
   --pair-attempts N     give up after N expired or denied pairings (default 0: start over forever)
   --reset               forget the saved pairing and pair anew (a state file paired with another
@@ -150,6 +153,7 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
         drain: { type: 'string' },
         'log-rate': { type: 'string' },
         firmware: { type: 'string' },
+        model: { type: 'string' },
         'ota-fail': { type: 'string' },
         'pair-attempts': { type: 'string' },
         reset: { type: 'boolean' },
@@ -194,6 +198,8 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
   // Where state and images go unless --state/--out say: another checkout's (or a test's) pairings stay apart.
   const home = process.env.DISPLAY_SIM_HOME || '.display-sim'
   if (!/^[\w.-]{1,64}$/.test(name)) throw new UsageError('--name may use letters, digits, ".", "_" and "-" (at most 64)')
+  if (values.model !== undefined && !/^[\w .-]{1,64}$/.test(values.model))
+    throw new UsageError('--model may use letters, digits, spaces, ".", "_" and "-" (at most 64)')
   const fleet = count > 1
   const statusInterval = num('interval', values.interval, 1, 86_400)
   return {
@@ -204,6 +210,7 @@ export function parseCli(argv: string[]): Parsed | 'help' | 'version' {
       mqttUrl: values['mqtt-url'],
       claimToken: values['claim-token'],
       firmware: values.firmware,
+      model: values.model,
       otaFail: otaFailOf(values['ota-fail']),
       battery: num('battery', values.battery, 0, 100),
       drainPerHour: num('drain', values.drain, 0, 100),
@@ -392,6 +399,7 @@ async function runTrmnl(p: Parsed): Promise<number> {
     outDir: p.out,
     claimToken: p.device.claimToken,
     firmware: p.device.firmware,
+    model: p.device.model,
   })
   dev.on('pairing', ({ friendlyId }) =>
     line(p.name, 'pairing', `the frame shows ${friendlyId}: type it in the app (or the console's Pair a frame)`),

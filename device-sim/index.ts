@@ -12,7 +12,7 @@ export type {
   PairingInfo,
 } from './device.js'
 export { Fleet, runFleet } from './fleet.js'
-export { TrmnlSimDevice, checkBmp, checkPng } from './trmnl.js'
+export { TrmnlSimDevice, checkBmp, checkPng, checkPngFor } from './trmnl.js'
 export type { TrmnlSimOptions, TrmnlSimEvents } from './trmnl.js'
 export type { FleetOptions, FleetStats } from './fleet.js'
 export { ServiceApi, ApiError, UnreachableError } from './api.js'

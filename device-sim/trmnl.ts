@@ -1,8 +1,12 @@
 // A device running TRMNL's open firmware, as it behaves on the wire (usetrmnl/trmnl-firmware):
 // GET /api/setup with its MAC once, then GET /api/display every refresh_rate seconds with its
-// headers, downloading the image only when `filename` changes (with the same ID and Access-Token
-// headers), checking the 1-bit BMP byte for byte before "showing" it, and POST /api/log. For
-// developers without the hardware (`npm run sim -- --protocol trmnl`) and for tests.
+// headers (Width and Height of its model's panel), reading the body of a 200, 301 or 429 only,
+// downloading the image only when no file of that name is cached (with the same ID and
+// Access-Token headers), and refusing what the firmware would not draw upright at its panel's
+// size: a BMP that fails bmp.cpp's checks or on a panel other than 800×480, a PNG before 1.5.2,
+// larger than the panel or deeper than the board draws, and a 1-bit palette PNG whose darker
+// entry comes first on 1.6.6 and later (png_draw inverts it). POST /api/log too. For developers
+// without the hardware (`npm run sim -- --protocol trmnl`) and for tests.
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
@@ -66,6 +70,53 @@ export function checkBmp(bmp: Buffer): { width: number; height: number } {
 
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
 
+/** The panel of each model the firmware names (include/config.h; the X's size from display.cpp), deepest PNG it draws. */
+const PANELS = new Map<string, { width: number; height: number; maxPngBits: number }>([
+  ['og', { width: 800, height: 480, maxPngBits: 2 }],
+  ['x', { width: 1872, height: 1404, maxPngBits: 8 }],
+  ['waveshare', { width: 800, height: 480, maxPngBits: 2 }],
+  ['seeed_esp32c3', { width: 800, height: 480, maxPngBits: 2 }],
+  ['seeed_esp32s3', { width: 800, height: 480, maxPngBits: 2 }],
+  ['xiao_epaper_display', { width: 800, height: 480, maxPngBits: 2 }],
+  ['reTerminal E1001', { width: 800, height: 480, maxPngBits: 2 }],
+  ['arduino_nano_esp32', { width: 800, height: 480, maxPngBits: 2 }],
+])
+
+const panelOfModel = (model: string) => PANELS.get(model) ?? { width: 800, height: 480, maxPngBits: 2 }
+
+/** Whether a firmware version is at least `min` (x.y.z). */
+function atLeast(firmware: string, min: string): boolean {
+  const v = firmware.split(/[.-]/).map(Number)
+  const m = min.split('.').map(Number)
+  for (let i = 0; i < 3; i++) if ((v[i] || 0) !== m[i]) return (v[i] || 0) > m[i]!
+  return true
+}
+
+/**
+ * What the firmware checks before drawing a PNG (display.cpp png_to_epd, png_draw): refused when
+ * larger than the panel (a portrait file of its size is rotated) or deeper than the board draws;
+ * a 1-bit palette PNG whose first entry is the darker one is drawn inverted from 1.6.6 on.
+ */
+export function checkPngFor(png: Buffer, panel: { width: number; height: number; maxPngBits: number }, firmware: string) {
+  const info = checkPng(png)
+  const colourType = png[25]!
+  const rotated = info.width === panel.height && info.height === panel.width
+  if (!rotated && (info.width > panel.width || info.height > panel.height))
+    throw new Error(`not an image the firmware draws: ${info.width}×${info.height} is larger than the ${panel.width}×${panel.height} panel`)
+  if (info.bitDepth > panel.maxPngBits)
+    throw new Error(`not an image the firmware draws: ${info.bitDepth} bits, this board draws ${panel.maxPngBits}`)
+  if (colourType === 3 && info.bitDepth === 1 && atLeast(firmware, '1.6.6')) {
+    // The PLTE chunk follows IHDR in the files the service writes; look for it anywhere before IDAT.
+    const at = png.indexOf('PLTE', 33, 'latin1')
+    const p = at > 0 ? png.subarray(at + 4, at + 10) : undefined
+    if (p && p[0]! + (p[1]! << 2) + p[2]! < p[3]! + (p[4]! << 2) + p[5]!)
+      throw new Error('drawn as a negative: firmware 1.6.6 and later inverts a 1-bit palette PNG whose darker entry comes first')
+  }
+  if (info.width !== panel.width || info.height !== panel.height)
+    throw new Error(`a ${info.width}×${info.height} picture on a ${panel.width}×${panel.height} panel: not at the panel's size`)
+  return info
+}
+
 /** What firmware 1.5.2 and later draws besides BMP: a PNG of 1, 2 or 4 bits of grey or palette. */
 export function checkPng(png: Buffer): { width: number; height: number; bitDepth: number } {
   const fail = (why: string): never => {
@@ -91,7 +142,8 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
 
   constructor(opts: TrmnlSimOptions) {
     super()
-    this.opts = { model: 'og', firmware: '1.5.2', volts: 4.0, ...opts }
+    // The firmware a frame bought this year runs; an option left undefined keeps the default.
+    this.opts = { ...opts, model: opts.model ?? 'og', firmware: opts.firmware ?? '1.8.14', volts: opts.volts ?? 4.0 }
     this.api = new ServiceApi(opts.server)
   }
 
@@ -125,6 +177,10 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
     this.wake?.()
   }
 
+  private get panel() {
+    return panelOfModel(this.opts.model)
+  }
+
   private headers(extra: Record<string, string> = {}): Record<string, string> {
     return {
       ID: this.state!.mac,
@@ -133,8 +189,8 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
       Model: this.opts.model,
       'Battery-Voltage': String(this.opts.volts),
       RSSI: '-60',
-      Width: '800',
-      Height: '480',
+      Width: String(this.panel.width),
+      Height: String(this.panel.height),
       ...extra,
     }
   }
@@ -223,13 +279,19 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
     const { status, body } = await this.json('/api/display', {
       headers: this.headers({ 'Refresh-Rate': String(this.lastRefresh), ...signed }),
     })
-    // Like the firmware: anything but 200 is an error screen and another try later, never a new pairing.
-    if (status !== 200) throw new Error(`/api/display answered ${status}`)
-    const refreshRate = Number(body.refresh_rate) || 900
+    // Like the firmware (api-client/display.cpp): the body of a 200, 301 or 429 is a display answer;
+    // anything else is an error screen and another try later, never a new pairing.
+    if (![200, 301, 429].includes(status)) throw new Error(`/api/display answered ${status}`)
+    // As ArduinoJson reads it into a uint32_t: not a number is 0, and 0 wakes the frame again at once.
+    const refreshRate = typeof body.refresh_rate === 'number' && body.refresh_rate > 0 ? Math.floor(body.refresh_rate) : 0
+    // 202 polls fast whatever refresh_rate says (bl.cpp applyFastPoll); otherwise it sleeps refresh_rate.
+    if (refreshRate < 60 && body.status !== 202)
+      this.emit('warning', { message: `refresh_rate ${refreshRate}: the firmware would wake again in ${refreshRate} s` })
     this.lastRefresh = refreshRate
     const playlist = Array.isArray(body.playlist) ? body.playlist.filter((f): f is string => typeof f === 'string') : undefined
     this.emit('poll', { status: Number(body.status), filename: (body.filename as string | null) ?? null, refreshRate, playlist })
-    if (body.reset_firmware === true) {
+    // status 500 resets like reset_firmware (bl.cpp handleApiDisplayResponse), Wi-Fi settings and all.
+    if (body.reset_firmware === true || body.status === 500) {
       this.state = { mac: this.state!.mac }
       await this.save()
       this.emit('reset')
@@ -237,17 +299,31 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
     }
     if (body.status === 202) {
       this.emit('waiting', { friendlyId: String(body.friendly_id ?? this.state!.friendlyId) })
-      return refreshRate * 1000
+      return Math.max(refreshRate, 1) * 1000
     }
     const filename = body.filename as string | null
-    if (filename && filename !== this.state!.filename && typeof body.image_url === 'string') {
+    // The firmware downloads a file only when it has none of that name (a BMP is never cached by name).
+    const cachedFile = filename ? this.cached.get(filename) : undefined
+    if (filename && filename !== this.state!.filename && cachedFile) {
+      this.state!.filename = filename
+      await this.save()
+      this.emit('image', { filename, bytes: (await readFile(cachedFile)).length, file: cachedFile })
+    } else if (filename && filename !== this.state!.filename && typeof body.image_url === 'string') {
       const res = await fetch(body.image_url, { headers: this.headers(), signal: AbortSignal.timeout(30_000) })
       if (!res.ok) throw new Error(`the image answered ${res.status}`)
       const bytes = Buffer.from(await res.arrayBuffer())
-      const png = bytes.subarray(0, 8).equals(PNG_MAGIC)
+      // bl.cpp: a PNG by its Content-Type; a BMP by its first two bytes.
+      const png = res.headers.get('content-type') === 'image/png' && bytes.subarray(0, 8).equals(PNG_MAGIC)
       if (png && !this.drawsPng()) throw new Error('a PNG for firmware that draws only BMP')
-      if (png) checkPng(bytes)
-      else checkBmp(bytes)
+      if (png) checkPngFor(bytes, this.panel, this.opts.firmware)
+      else {
+        checkBmp(bytes)
+        // display.cpp flips a BMP's rows with the panel's own size.
+        if (this.panel.width !== 800 || this.panel.height !== 480)
+          throw new Error(`a BMP on a ${this.panel.width}×${this.panel.height} panel`)
+      }
+      // filesystem.cpp: a newer file with the same first 13 characters replaces the older one.
+      if (png) await this.prune(new Set([...this.cached.keys()].filter((f) => f.slice(0, 13) !== filename.slice(0, 13))), false)
       let file: string | undefined
       if (this.opts.outDir) {
         await mkdir(this.opts.outDir, { recursive: true })
@@ -261,24 +337,23 @@ export class TrmnlSimDevice extends EventEmitter<TrmnlSimEvents> {
     }
     if (playlist) await this.prune(new Set(playlist))
     if (body.update_firmware === true && typeof body.firmware_url === 'string') this.emit('firmware-offer', { url: body.firmware_url })
-    return refreshRate * 1000
+    return Math.max(refreshRate, 1) * 1000
   }
 
   /** As the firmware keeps its image cache: what the live rotation no longer names goes. */
-  private async prune(keep: ReadonlySet<string>) {
+  private async prune(keep: ReadonlySet<string>, announce = true) {
     const gone = [...this.cached.keys()].filter((f) => !keep.has(f))
     if (!gone.length) return
     for (const f of gone) {
       await rm(this.cached.get(f)!, { force: true })
       this.cached.delete(f)
     }
-    this.emit('pruned', { filenames: gone })
+    if (announce) this.emit('pruned', { filenames: gone })
   }
 
   /** PNG came with firmware 1.5.2. */
   private drawsPng(): boolean {
-    const [major = 0, minor = 0, patch = 0] = this.opts.firmware.split(/[.-]/).map(Number)
-    return major > 1 || (major === 1 && (minor > 5 || (minor === 5 && patch >= 2)))
+    return atLeast(this.opts.firmware, '1.5.2')
   }
 
   /** POST /api/log, as the firmware sends what it logged. */

@@ -38,6 +38,14 @@ export const ERRORS = {
   INVALID_CODE: { status: 404, message: 'No pending device matches this code' },
   CODE_ALREADY_USED: { status: 409, message: 'This code has already been used' },
   CODE_EXPIRED: { status: 410, message: 'This code has expired; restart pairing on the device' },
+  DEVICE_ALREADY_PAIRED: {
+    status: 409,
+    message: 'This frame is already one of your devices: claim again with replace: true to give that device this pairing',
+  },
+  DEVICE_RECORD_UNREADABLE: {
+    status: 409,
+    message: 'The stored record of this device cannot be read: delete it, or pair the device again',
+  },
   TOO_MANY_ATTEMPTS: { status: 429, message: 'Too many wrong codes, try again later' },
   SLOW_DOWN: { status: 429, message: 'Poll less often' },
 

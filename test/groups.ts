@@ -20,7 +20,10 @@ export const groups = {
   // that no input gets a 5xx or an error without {message, code}, is decided before the database
   // or by PostgreSQL's own rules, not by the driver or by Redis. The README's commands run on the
   // embedded defaults, as its quick start says.
-  'fuzz-http': { backing: false, files: ['fuzz/http.test.ts', 'fuzz/surfaces.test.ts', 'docs/readme.test.ts', 'docs/configuration.test.ts'] },
+  'fuzz-http': {
+    backing: false,
+    files: ['fuzz/http.test.ts', 'fuzz/surfaces.test.ts', 'fuzz/trmnl.test.ts', 'docs/readme.test.ts', 'docs/configuration.test.ts'],
+  },
   'broker-a+restart-kill': {
     backing: true,
     files: [
@@ -177,6 +180,8 @@ export const groups = {
       'generation/prompts.test.ts',
       'device-logs/logs.test.ts',
       'trmnl/protocol.test.ts',
+      'trmnl/untrusted.test.ts',
+      'trmnl/firmware.test.ts',
     ],
   },
   'web-b+generation-jobs': {

@@ -36,6 +36,12 @@ export const claimBody = Type.Object(
     description: Type.Optional(description),
     selectedModel: Type.Optional(selectedModel),
     organizationId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    replace: Type.Optional(
+      Type.Boolean({
+        description:
+          'A TRMNL frame set up again that is already one of your devices (409 DEVICE_ALREADY_PAIRED names it): true gives that device this pairing, its history kept',
+      }),
+    ),
   },
   { additionalProperties: false, examples: [{ pinCode: exampleIds.pinCode, name: 'Kitchen', icon: 'frame', color: '#ffaa00' }] },
 )

@@ -198,6 +198,26 @@ export function toDeviceRecord(d: DeviceRow) {
   }
 }
 
+/**
+ * Why a stored device record cannot be answered as a DeviceDetail (its display profile is not one
+ * the schema allows: a record stored before a bug was fixed, or edited by hand), or undefined.
+ */
+export function unreadableRecord(d: DeviceRow): string | undefined {
+  const display = d.display as unknown
+  if (!display || typeof display !== 'object' || Array.isArray(display)) return 'its display profile is missing'
+  const { width, height, palette } = display as Record<string, unknown>
+  const side = (v: unknown) => Number.isInteger(v) && (v as number) >= 16 && (v as number) <= DISPLAY_LIMITS.color.maxSide
+  if (!side(width) || !side(height)) return `its display size ${String(width)}×${String(height)} is not one a panel has`
+  if (typeof palette !== 'string' || !(PALETTE_NAMES as readonly string[]).includes(palette))
+    return 'its display palette is not one this service knows'
+  return undefined
+}
+
+/** The 4xx for an unreadable record, saying how to repair it. */
+export function unreadableMessage(d: DeviceRow, why: string): string {
+  return `The stored record of device ${d.id} cannot be read: ${why}. A TRMNL frame repairs it at its next poll (it says its panel); any device is repaired by deleting it (DELETE /api/device/delete) and pairing it again`
+}
+
 export function toDeviceDetail(d: DeviceRow) {
   return {
     ...toDeviceRecord(d),

@@ -12,7 +12,7 @@ import { listDeviceEvents } from '../events/repository.js'
 import { toEventRecord } from '../events/records.js'
 import { requireAccess } from './access.js'
 import { claimBody, codeBody, deviceId, initBody, patchBody } from './inputs.js'
-import { toDeviceDetail, toDeviceRecord } from './records.js'
+import { toDeviceDetail, toDeviceRecord, unreadableMessage, unreadableRecord } from './records.js'
 import { findDevice, findMemberRole, listDevices } from './repository.js'
 import type { DeviceService } from './service.js'
 import { deviceCommandNames } from './tables.js'
@@ -221,6 +221,16 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
             required: ['devices', 'nextCursor'],
             properties: {
               devices: { type: 'array', items: { $ref: 'DeviceDetail#' } },
+              unreadable: {
+                type: 'array',
+                description:
+                  'Devices whose stored record cannot be read, left out of `devices` (never a failed list): each with the way to repair it',
+                items: {
+                  type: 'object',
+                  required: ['id', 'name', 'code', 'message'],
+                  properties: { id: { type: 'string' }, name: { type: 'string' }, code: { type: 'string' }, message: { type: 'string' } },
+                },
+              },
               nextCursor: { type: ['string', 'null'], description: 'pass as `cursor` for the next page' },
             },
           },
@@ -240,11 +250,23 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
       }
       const rows = await listDevices(db, who.userId, orgId, req.query.limit + 1, cursorFrom(req.query.cursor))
       const { page, nextCursor } = pageOf(rows, req.query.limit)
-      return { devices: page.map(toDeviceDetail), nextCursor }
+      const unreadable = page.flatMap((d) => {
+        const why = unreadableRecord(d)
+        return why ? [{ id: d.id, name: d.name, code: 'DEVICE_RECORD_UNREADABLE', message: unreadableMessage(d, why) }] : []
+      })
+      const devices = page.filter((d) => !unreadable.some((u) => u.id === d.id)).map(toDeviceDetail)
+      return { devices, nextCursor, ...(unreadable.length ? { unreadable } : {}) }
     },
   )
 
   const idParams = Type.Object({ id: deviceId })
+
+  /** A device as answered, or the 4xx that says how to repair a record that cannot be read. */
+  const readableDetail = (d: Parameters<typeof toDeviceDetail>[0]) => {
+    const why = unreadableRecord(d)
+    if (why) throw appError('DEVICE_RECORD_UNREADABLE', unreadableMessage(d, why))
+    return toDeviceDetail(d)
+  }
 
   app.get(
     '/api/device/:id',
@@ -254,12 +276,12 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
         summary: 'Get a device',
         security: callerSecurity,
         params: idParams,
-        response: { 200: { $ref: 'DeviceDetail#' }, ...errors(401, 404) },
+        response: { 200: { $ref: 'DeviceDetail#' }, ...errors(401, 404, 409) },
       },
     },
     async (req) => {
       const who = principalOf(req)
-      return toDeviceDetail(await requireAccess(db, await findDevice(db, req.params.id), who.userId, 'read'))
+      return readableDetail(await requireAccess(db, await findDevice(db, req.params.id), who.userId, 'read'))
     },
   )
 
@@ -272,12 +294,12 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
         security: callerSecurity,
         params: idParams,
         body: patchBody,
-        response: { 200: { $ref: 'DeviceDetail#' }, ...errors(400, 401, 403, 404) },
+        response: { 200: { $ref: 'DeviceDetail#' }, ...errors(400, 401, 403, 404, 409) },
       },
     },
     async (req) => {
       const who = principalOf(req)
-      return toDeviceDetail(await devices.patch(who.userId, req.params.id, req.body))
+      return readableDetail(await devices.patch(who.userId, req.params.id, req.body))
     },
   )
 

@@ -59,7 +59,14 @@ export type { ClaimInput, CodeInput, InitInput } from './inputs.js'
 
 const wrongCode = () => appError('INVALID_CODE')
 
+/**
+ * A check a transport makes before a claim goes through (it throws to refuse): TRMNL asks before a
+ * re-set-up frame takes the place of a device the claimer already has.
+ */
+export type ClaimCheck = (userId: string, rec: DeviceInitRow, input: ClaimInput) => Promise<void>
+
 export function createDeviceService({ db, config, counters, link, accessChanged }: DeviceServiceDeps) {
+  const claimChecks: ClaimCheck[] = []
   const verificationUri = `${config.baseUrl}/device`
 
   async function init(input: InitInput) {
@@ -188,6 +195,7 @@ export function createDeviceService({ db, config, counters, link, accessChanged 
           throw appError('FORBIDDEN', 'You may not add devices to this organization')
         }
       }
+      for (const check of claimChecks) await check(userId, found, input)
       return found
     })
     const result = await db.transaction(async (tx) => {
@@ -384,7 +392,11 @@ export function createDeviceService({ db, config, counters, link, accessChanged 
 
   const sweep = () => expireStaleDeviceInits(db, new Date())
 
-  return { init, claim, deny, poll, disconnect, remove, patch, sendCommand, publishConfig, refreshConfig, sweep }
+  const addClaimCheck = (check: ClaimCheck) => {
+    claimChecks.push(check)
+  }
+
+  return { init, claim, deny, poll, disconnect, remove, patch, sendCommand, publishConfig, refreshConfig, sweep, addClaimCheck }
 }
 
 export type DeviceService = ReturnType<typeof createDeviceService>

@@ -52,6 +52,22 @@ export function encodeIndexedPng(indices: Uint8Array, width: number, height: num
   return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), chunk('PLTE', plte), chunk('IDAT', idat), chunk('IEND', Buffer.alloc(0))])
 }
 
+/**
+ * Encode grey levels (0 … 2^depth − 1 per pixel, 0 black, row-major, top row first) as a
+ * colour-type-0 (greyscale) PNG of that bit depth: no palette, so every decoder (TRMNL's firmware
+ * among them, which inverts some 1-bit palette files) reads the levels as they are.
+ */
+export function encodeGrayPng(levels: Uint8Array, width: number, height: number, depth: 1 | 2 | 4 | 8): Buffer {
+  if (levels.length !== width * height) throw new RangeError(`expected ${width * height} levels, got ${levels.length}`)
+  const ihdr = Buffer.alloc(13)
+  ihdr.writeUInt32BE(width, 0)
+  ihdr.writeUInt32BE(height, 4)
+  ihdr[8] = depth
+  ihdr[9] = 0 // greyscale
+  const idat = zlib.deflateSync(packRows(levels, width, height, depth), { level: 4, memLevel: 9 })
+  return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), chunk('IDAT', idat), chunk('IEND', Buffer.alloc(0))])
+}
+
 /** Scanlines as PNG wants them before compression: a filter byte, then pixels packed MSB first. */
 function packRows(indices: Uint8Array, width: number, height: number, depth: PngBitDepth): Buffer {
   const rowBytes = Math.ceil((width * depth) / 8)

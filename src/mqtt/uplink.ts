@@ -10,8 +10,16 @@ import { insertEvent } from '../events/repository.js'
 import type { ClientMeta } from './client-meta.js'
 import { type OtaReport, otaProgressStates, parseDeviceTopic } from './contract.js'
 
-/** Largest payload accepted per uplink topic; a status or an ack is a few hundred bytes. */
-const UPLINK_MAX_BYTES: Readonly<Record<string, number>> = { status: 4096, ack: 4096, log: 256 * 1024, ota: 4096 }
+/**
+ * Largest payload accepted per uplink topic; a status or an ack is a few hundred bytes. By the
+ * topic's last level, which the device chooses: a Map, so `constructor` is just an unknown kind.
+ */
+const UPLINK_MAX_BYTES: ReadonlyMap<string, number> = new Map([
+  ['status', 4096],
+  ['ack', 4096],
+  ['log', 256 * 1024],
+  ['ota', 4096],
+])
 
 export type UplinkStats = { applied: number; invalid: number; oversized: number; unmatchedAcks: number }
 
@@ -94,7 +102,7 @@ export async function applyUplink(
   payload: Buffer,
   hooks: UplinkHooks,
 ): Promise<UplinkOutcome> {
-  const max = UPLINK_MAX_BYTES[kind]
+  const max = UPLINK_MAX_BYTES.get(kind)
   if (max === undefined) return 'invalid'
   if (kind === 'log') {
     if (!hooks.logs) return 'invalid'
@@ -168,7 +176,8 @@ export function attachUplink({ aedes, db, meta, log, queue, hooks }: Deps) {
     const kind = t.rest[1] as string
     const payload = packet.payload as Buffer
     // Refused before it waits in the device's queue: the check costs nothing.
-    if (payload.length > (UPLINK_MAX_BYTES[kind] ?? 0)) return count(UPLINK_MAX_BYTES[kind] === undefined ? 'invalid' : 'oversized')
+    const max = UPLINK_MAX_BYTES.get(kind)
+    if (payload.length > (max ?? 0)) return count(max === undefined ? 'invalid' : 'oversized')
     const task = queue(deviceId, async () => count(await applyUplink(db, deviceId, kind, payload, hooks)))
     pending.add(task)
     void task.finally(() => pending.delete(task))

@@ -19,6 +19,11 @@ export async function findByApiKeyHash(db: Executor, hash: string): Promise<Trmn
   return row
 }
 
+export async function findByDeviceId(db: Executor, deviceId: string): Promise<TrmnlRow | undefined> {
+  const [row] = await db.select().from(trmnlDevice).where(eq(trmnlDevice.deviceId, deviceId)).limit(1)
+  return row
+}
+
 /** What a poll changes: when, the device's own report, and what it was answered. */
 export async function recordPoll(db: Executor, deviceId: string, poll: Partial<Omit<TrmnlRow, 'deviceId' | 'mac' | 'apiKeyHash'>>) {
   await db.update(trmnlDevice).set(poll).where(eq(trmnlDevice.deviceId, deviceId))
@@ -48,7 +53,7 @@ export async function findVariant(db: Executor, imageId: string, format: string)
 export async function findVariantsOf(db: Executor, imageIds: string[], format: string) {
   if (!imageIds.length) return []
   return db
-    .select({ imageId: imageVariant.imageId, sha256: imageVariant.sha256 })
+    .select({ imageId: imageVariant.imageId, sha256: imageVariant.sha256, width: imageVariant.width, height: imageVariant.height })
     .from(imageVariant)
     .where(and(inArray(imageVariant.imageId, imageIds), eq(imageVariant.format, format)))
 }
@@ -152,8 +157,12 @@ export async function keepPairingOpen(db: Executor, deviceId: string, until: Dat
 }
 
 /**
- * Pairings nobody claimed whose device stopped polling (expired or denied before `before`): their
- * rows go. A deleted device's row stays, so its next poll is still told to reset.
+ * Pairings nobody claimed (expired or denied before `before`) whose token no frame ever used: a
+ * setup the frame never followed with a poll (the firmware polls right after its setup), so no
+ * frame holds it. A token a frame polled with stays however long the frame is away: no answer
+ * makes the firmware call /api/setup again without forgetting its Wi-Fi (docs/trmnl.md), so a
+ * forgotten one would strand it. A deleted device's row stays too, so its next poll is still told
+ * to reset.
  */
 export async function pruneAbandoned(db: Executor, before: Date): Promise<number> {
   const rows = await db
@@ -161,6 +170,7 @@ export async function pruneAbandoned(db: Executor, before: Date): Promise<number
     .where(
       and(
         sql`not exists (select 1 from ${device} d where d.id = ${trmnlDevice.deviceId})`,
+        sql`${trmnlDevice.lastPolledAt} is null`,
         sql`exists (select 1 from ${deviceInit} i where i.id = ${trmnlDevice.deviceId} and i.status in ('expired', 'denied') and i.expires_at < ${before.toISOString()}::timestamptz)`,
       ),
     )

@@ -6,19 +6,20 @@ import { Type } from 'typebox'
 import { type DeviceLogService, LOG_BATCH_MAX_BYTES, LOG_BATCH_MAX_ENTRIES } from '../device-logs/service.js'
 import { appError } from '../errors.js'
 import { errorResponses as errors } from '../http/route-schemas.js'
-import { MAC, type TrmnlHeaders, type TrmnlService } from './service.js'
+import { SCREEN_FORMATS, type ScreenFormat } from './screens.js'
+import { MAC, MIN_REFRESH_SECONDS, SPECIAL_FUNCTION, type TrmnlHeaders, type TrmnlService } from './service.js'
 
 const tags = ['TRMNL devices']
-/** The firmware's levels, as the device log store has them. */
-const LEVELS: Record<string, 'debug' | 'info' | 'warn' | 'error'> = {
-  debug: 'debug',
-  verbose: 'debug',
-  info: 'info',
-  warn: 'warn',
-  warning: 'warn',
-  error: 'error',
-  fatal: 'error',
-}
+/** The firmware's levels, as the device log store has them (a Map: the level is the device's word, `__proto__` included). */
+const LEVELS = new Map<string, 'debug' | 'info' | 'warn' | 'error'>([
+  ['debug', 'debug'],
+  ['verbose', 'debug'],
+  ['info', 'info'],
+  ['warn', 'warn'],
+  ['warning', 'warn'],
+  ['error', 'error'],
+  ['fatal', 'error'],
+])
 /** Setups per address per minute: each one creates a pending pairing. */
 const SETUP_RATE_LIMIT = { max: 10, timeWindow: 60_000 }
 
@@ -37,6 +38,7 @@ const deviceHeaders = Type.Object(
     'x-public-key': Type.Optional(Type.String({ maxLength: 64 })),
     'x-signature': Type.Optional(Type.String({ maxLength: 128 })),
     'x-timestamp': Type.Optional(Type.String({ maxLength: 16 })),
+    special_function: Type.Optional(Type.String({ maxLength: 10, description: '"true" when the frame\'s button was double-pressed' })),
   },
   { additionalProperties: true },
 )
@@ -56,6 +58,9 @@ const displayAnswer = Type.Object({
   update_firmware: Type.Boolean(),
   firmware_url: nullableString,
   reset_firmware: Type.Boolean(),
+  special_function: Type.String({ description: "what a double press of the frame's button does (the firmware stores it at every answer)" }),
+  image_url_timeout: Type.Integer({ description: 'seconds the firmware waits for image_url' }),
+  action: Type.Optional(Type.String({ description: 'the special function run, answering a double press' })),
   friendly_id: Type.Optional(Type.String()),
 })
 
@@ -81,11 +86,55 @@ function headersOf(req: FastifyRequest): TrmnlHeaders {
     publicKey: str(h['x-public-key']),
     signature: str(h['x-signature']),
     timestamp: number(h['x-timestamp'], 0, Number.MAX_SAFE_INTEGER),
+    specialFunction: h.special_function === 'true',
+  }
+}
+
+/** The routes whose answers the firmware reads: every error from them is also a display answer. */
+const FIRMWARE_ROUTES = new Set(['/api/setup', '/api/display', '/api/log'])
+
+/**
+ * An error body the firmware handles safely, still `{message, code}` for every other client: the
+ * firmware parses the body of a 200, 301 or 429 to /api/display as a display answer
+ * (src/api-client/display.cpp; lib/trmnl/src/parse_response_api_display.cpp), where a missing
+ * refresh_rate reads as 0 (it wakes again at once) and a `status` of 500 as "reset" (it forgets
+ * its Wi-Fi). So: status 0, no image, no reset, and a refresh_rate of at least a minute, the
+ * limit's own wait for a 429.
+ */
+function firmwareSafeError(error: { message?: unknown; code?: unknown }, statusCode: number, retryAfter?: number) {
+  const wait = statusCode === 429 && retryAfter && Number.isFinite(retryAfter) ? Math.ceil(retryAfter) : 300
+  return {
+    message: typeof error.message === 'string' ? error.message : 'Error',
+    code: typeof error.code === 'string' ? error.code : 'INTERNAL_ERROR',
+    status: 0,
+    image_url: null,
+    filename: null,
+    refresh_rate: Math.max(MIN_REFRESH_SECONDS, Math.min(wait, 86_400)),
+    update_firmware: false,
+    firmware_url: null,
+    reset_firmware: false,
+    special_function: SPECIAL_FUNCTION,
+    image_url_timeout: 30,
   }
 }
 
 export async function trmnlRoutes(app: FastifyInstance, opts: { trmnl: TrmnlService; logs: DeviceLogService }) {
   const { trmnl, logs } = opts
+
+  // Every error these routes answer (the rate limit's too, and a 5xx) is a display answer as well.
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (reply.statusCode < 400 || !FIRMWARE_ROUTES.has(req.routeOptions.url ?? '') || typeof payload !== 'string') return payload
+    let body: unknown
+    try {
+      body = JSON.parse(payload)
+    } catch {
+      return payload
+    }
+    if (!body || typeof body !== 'object' || Array.isArray(body)) return payload
+    const retryAfter = Number(reply.getHeader('retry-after'))
+    reply.header('content-type', 'application/json; charset=utf-8')
+    return JSON.stringify(firmwareSafeError(body as Record<string, unknown>, reply.statusCode, retryAfter))
+  })
 
   async function device(req: FastifyRequest) {
     const h = headersOf(req)
@@ -188,7 +237,7 @@ export async function trmnlRoutes(app: FastifyInstance, opts: { trmnl: TrmnlServ
         const created = typeof e.created_at === 'number' ? (e.created_at < 1e12 ? e.created_at * 1000 : e.created_at) : e.created_at
         const level = typeof e.level === 'string' ? e.level.toLowerCase() : 'info'
         const { message, created_at: _c, level: _l, ...fields } = e
-        return { at: created, level: LEVELS[level] ?? 'info', message, fields }
+        return { at: created, level: LEVELS.get(level) ?? 'info', message, fields }
       })
       const bytes = Buffer.byteLength(JSON.stringify(entries))
       const { refused } = await logs.ingest(row.deviceId, entries, bytes)
@@ -252,16 +301,27 @@ export async function trmnlRoutes(app: FastifyInstance, opts: { trmnl: TrmnlServ
           kind: Type.Union([Type.Literal('setup'), Type.Literal('paired'), Type.Literal('identify')]),
           deviceId: Type.String({ format: 'uuid' }),
         }),
-        querystring: signed,
+        querystring: Type.Object({
+          ...signed.properties,
+          format: Type.Optional(
+            Type.Union(
+              SCREEN_FORMATS.map((f) => Type.Literal(f)),
+              { description: 'bmp1 (firmware before 1.5.2, the default), png1 or png2 (greyscale PNG of 1 or 2 bits)' },
+            ),
+          ),
+        }),
         response: { 200: { type: 'string', format: 'binary' }, ...errors(400, 401, 404) },
       },
     },
     async (req, reply) => {
       const { kind, deviceId } = req.params as { kind: 'setup' | 'paired' | 'identify'; deviceId: string }
-      await allowed(req, `/api/trmnl/screens/${kind}/${deviceId}`, async (own) => own === deviceId)
-      const body = await trmnl.screen(kind, deviceId)
-      if (!body) throw appError('DEVICE_NOT_FOUND')
-      return send(reply, body, 'image/bmp')
+      const format = (req.query as { format?: ScreenFormat }).format
+      // The format is part of what a link signs.
+      const path = `/api/trmnl/screens/${kind}/${deviceId}${format ? `?format=${format}` : ''}`
+      await allowed(req, path, async (own) => own === deviceId)
+      const file = await trmnl.screen(kind, deviceId, format)
+      if (!file) throw appError('DEVICE_NOT_FOUND')
+      return send(reply, file.body, file.contentType)
     },
   )
 }

@@ -4,10 +4,10 @@
 // for MQTT frames), report battery and firmware with every poll, take identify and sleep as
 // special functions and firmware offers as update_firmware, and are online while they poll on time.
 import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
-import semver from 'semver'
 import type { Database } from '../db/client.js'
 import {
   ackCommand,
+  updateDevice,
   applyDeviceReport,
   deleteDeviceRows,
   findDevice,
@@ -16,10 +16,10 @@ import {
   transitionDeviceInit,
 } from '../devices/repository.js'
 import { requireAccess } from '../devices/access.js'
+import { appError } from '../errors.js'
 import type { DeviceService } from '../devices/service.js'
 import { deleteDeviceEvents, insertEvent } from '../events/repository.js'
 import type { FirmwareService } from '../firmware/service.js'
-import { mainVariant } from '../images/convert.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import type { PresenceChange } from '../mqtt/contract.js'
 import { verifyEd25519 } from '../firmware/signing.js'
@@ -30,6 +30,7 @@ import type { ObjectStore } from '../storage/store.js'
 import {
   earlierDevicesOf,
   findByApiKeyHash,
+  findByDeviceId,
   findVariant,
   findVariantsOf,
   insertTrmnlDevice,
@@ -43,16 +44,12 @@ import {
   recordPoll,
   type TrmnlRow,
 } from './repository.js'
-import { identifyScreen, pairedScreen, setupScreen } from './screens.js'
+import { cacheName, grayscalePng } from './files.js'
+import { bandOf, panelFor, type Panel } from './panels.js'
+import { identifyScreen, pairedScreen, type ScreenFormat, setupScreen } from './screens.js'
+import { isWeakEd25519Key } from './weak-keys.js'
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
-
-/** Models the firmware names, and their panels; anything else is taken from the Width and Height headers, 1-bit. */
-const MODELS: Record<string, { width: number; height: number; palette: 'bw' | 'gray4' }> = {
-  og: { width: 800, height: 480, palette: 'bw' },
-  og_png: { width: 800, height: 480, palette: 'bw' },
-  v2: { width: 1872, height: 1404, palette: 'gray4' },
-}
 
 export const MAC = /^[0-9A-F]{2}(:[0-9A-F]{2}){5}$/i
 
@@ -72,7 +69,19 @@ export type TrmnlHeaders = {
   publicKey?: string
   signature?: string
   timestamp?: number
+  /** The `special_function: true` header: the frame's button was double-pressed (its special function runs). */
+  specialFunction?: boolean
 }
+
+/** The least refresh_rate ever answered: a frame told less would wake again at once, for as long as it is told so. */
+export const MIN_REFRESH_SECONDS = 60
+
+/**
+ * What a double press of the frame's button does (the firmware stores the `special_function` of
+ * every display answer, lib/trmnl/src/special_function.cpp; an answer without it sets "none"):
+ * identify, answered with the screen naming the frame.
+ */
+export const SPECIAL_FUNCTION = 'identify'
 
 /** How far a signed request's X-Timestamp may be from the service's time (it came from GET /api/time moments before). */
 const SIGNATURE_WINDOW_MS = 5 * 60_000
@@ -88,26 +97,27 @@ function batteryPercent(h: Pick<TrmnlHeaders, 'batteryVoltage' | 'percentCharged
   return Math.round(Math.max(0, Math.min(1, (h.batteryVoltage - 3.0) / 1.2)) * 1000) / 10
 }
 
-function profileFor(h: Pick<TrmnlHeaders, 'model' | 'width' | 'height'>): DisplayProfile {
-  const known = h.model ? MODELS[h.model] : undefined
-  if (known) return { ...known, fit: 'cover' }
-  // Unknown boards: their own size, within what e-paper panels come in (every pixel is drawn on each setup screen).
-  const side = (v: number | undefined, d: number) => (v && v >= 16 && v <= 2048 ? v : d)
-  return { width: side(h.width, 800), height: side(h.height, 480), palette: 'bw', fit: 'cover' }
-}
+const profileOf = (panel: Panel): DisplayProfile => ({ width: panel.width, height: panel.height, palette: panel.palette, fit: 'cover' })
 
 /** At most this many names in a `playlist` answer: the firmware caches far fewer images. */
 const PLAYLIST_MAX_FILES = 50
 
-/** The name the firmware caches an image by: it changes with the bytes. */
-const fileName = (imageId: string, sha256: string) => `${imageId}-${sha256.slice(0, 12)}`
+/** The name the firmware caches a stored image's file by: it changes with the bytes (see files.ts). */
+const imageName = (sha256: string, format: string, now: Date, fresh = false) => cacheName(`image|${sha256}|${format}`, now, fresh)
 
-/** Firmware 1.5.2 and later draws PNG (smaller on the air); older firmware gets the 1-bit BMP every version draws. */
-function formatFor(display: DisplayProfile, firmware: string | undefined): string {
-  const version = semver.coerce(firmware ?? '')
-  if (display.palette === 'bw') return version && semver.gte(version, '1.5.2') ? 'png1' : 'bmp1'
-  return mainVariant(display)
+/**
+ * The files a frame is sent: before 1.5.2 the 1-bit BMP (the only file that firmware draws, and
+ * only on an 800×480 panel), from then on a greyscale PNG of 2 bits for a 4-grey panel, 1 bit
+ * otherwise. `variant` is the stored image variant its pixels come from.
+ */
+function formatsFor(panel: Panel, firmware: string | undefined): { variant: 'bmp1' | 'png1' | 'png-gray4'; screen: ScreenFormat } {
+  if (bandOf(firmware) === 'bmp' && panel.drawsBmp && panel.palette === 'bw') return { variant: 'bmp1', screen: 'bmp1' }
+  if (panel.palette === 'gray4' && panel.maxPngBits >= 2) return { variant: 'png-gray4', screen: 'png2' }
+  return { variant: 'png1', screen: 'png1' }
 }
+
+/** Seconds the firmware waits for an image download (image_url_timeout, at most 65 it takes): more for the X's larger files. */
+const imageTimeout = (panel: { width: number; height: number }) => (panel.width * panel.height > 1_000_000 ? 60 : 30)
 
 export type DisplayAnswer = {
   status: number
@@ -119,6 +129,12 @@ export type DisplayAnswer = {
   update_firmware: boolean
   firmware_url: string | null
   reset_firmware: boolean
+  /** What a double press of the frame's button does (SPECIAL_FUNCTION). */
+  special_function: string
+  /** Seconds the firmware waits for image_url. */
+  image_url_timeout: number
+  /** Answers a double press (`special_function: true`): the function it ran. */
+  action?: string
   friendly_id?: string
 }
 
@@ -145,12 +161,25 @@ export function createTrmnlService(deps: {
   // Screens are drawn once per device and kind (a device fetches its setup screen at every boot).
   const screens = new Map<string, Buffer>()
 
-  /** A link to one of the service's own files for a device, signed for an hour. */
+  /** A link to one of the service's own files for a device, signed for an hour (`path` may carry a query, signed with it). */
   function signedUrl(path: string): string {
     const exp = Math.floor(deps.clock().getTime() / 1000) + 3600
     const sig = createHmac('sha256', linkKey).update(`${path}|${exp}`).digest('base64url')
-    return `${deps.baseUrl}${path}?exp=${exp}&sig=${sig}`
+    return `${deps.baseUrl}${path}${path.includes('?') ? '&' : '?'}exp=${exp}&sig=${sig}`
   }
+
+  /** The path of a screen the service draws, in the file format the device draws. */
+  const screenPath = (kind: 'setup' | 'paired' | 'identify', deviceId: string, format: ScreenFormat) =>
+    `/api/trmnl/screens/${kind}/${deviceId}?format=${format}`
+  /** A screen's cache name: it changes with what is drawn on it, its size and format. */
+  const screenName = (
+    kind: string,
+    deviceId: string,
+    text: string,
+    display: { width: number; height: number },
+    format: string,
+    now: Date,
+  ) => cacheName(`${kind}|${deviceId}|${text}|${display.width}x${display.height}|${format}`, now)
 
   function checkSignature(path: string, exp: number, sig: string): boolean {
     if (!Number.isSafeInteger(exp) || exp * 1000 < deps.clock().getTime()) return false
@@ -161,7 +190,10 @@ export function createTrmnlService(deps: {
 
   /** GET /api/setup: a new pending pairing and a new access token, every time (a MAC is no credential). */
   async function setup(h: TrmnlHeaders) {
-    const profile = profileFor(h)
+    // The firmware sends no size with /api/setup: its model's panel (a size when it says one).
+    const panel = panelFor(h)
+    const profile = profileOf(panel)
+    const { screen: format } = formatsFor(panel, h.fwVersion)
     const init = await deps.devices.init({
       display: { width: profile.width, height: profile.height, palette: profile.palette },
       model: h.model ?? 'trmnl',
@@ -183,8 +215,8 @@ export function createTrmnlService(deps: {
       auth_mode: 'ed25519' as const,
       api_key: apiKey,
       friendly_id: init.pinCode,
-      image_url: signedUrl(`/api/trmnl/screens/setup/${init.deviceId}`),
-      filename: `setup-${init.pinCode}`,
+      image_url: signedUrl(screenPath('setup', init.deviceId, format)),
+      filename: screenName('setup', init.deviceId, init.pinCode, profile, format, deps.clock()),
     }
   }
 
@@ -208,8 +240,18 @@ export function createTrmnlService(deps: {
     if (h.publicKey === undefined && h.signature === undefined && h.timestamp === undefined)
       return row.publicKey ? 'this device signs its requests: X-Public-Key, X-Signature and X-Timestamp are required' : null
     const key = h.publicKey?.toLowerCase()
-    if (!key || !/^[0-9a-f]{64}$/.test(key) || !h.signature || !/^[0-9a-f]{128}$/i.test(h.signature) || h.timestamp === undefined)
-      return 'X-Public-Key (64 hex), X-Signature (128 hex) and X-Timestamp (ms) go together'
+    if (
+      !key ||
+      !/^[0-9a-f]{64}$/.test(key) ||
+      !h.signature ||
+      !/^[0-9a-f]{128}$/i.test(h.signature) ||
+      h.timestamp === undefined ||
+      !Number.isSafeInteger(h.timestamp) ||
+      h.timestamp < 0
+    )
+      return 'X-Public-Key (64 hex), X-Signature (128 hex) and X-Timestamp (whole milliseconds) go together'
+    // A key of small order verifies every signature (or none); a non-canonical one is no key at all: refused as libsodium does.
+    if (isWeakEd25519Key(Buffer.from(key, 'hex'))) return 'X-Public-Key is a weak or non-canonical Ed25519 key'
     if (row.publicKey && row.publicKey !== key) return 'X-Public-Key is not the key this device is bound to'
     // Wall-clock time, not the scheduler's clock: freshness against replay is about real time.
     if (Math.abs(h.timestamp - Date.now()) > SIGNATURE_WINDOW_MS) return 'X-Timestamp is too far from the service’s time (GET /api/time)'
@@ -222,14 +264,16 @@ export function createTrmnlService(deps: {
     return null
   }
 
-  const waiting = (row: TrmnlRow, refresh: number): DisplayAnswer => ({
+  const waiting = (row: TrmnlRow, panel: Panel, format: ScreenFormat, refresh: number): DisplayAnswer => ({
     status: 202,
-    image_url: signedUrl(`/api/trmnl/screens/setup/${row.deviceId}`),
-    filename: `setup-${row.friendlyId}`,
+    image_url: signedUrl(screenPath('setup', row.deviceId, format)),
+    filename: screenName('setup', row.deviceId, row.friendlyId, panel, format, deps.clock()),
     refresh_rate: refresh,
     update_firmware: false,
     firmware_url: null,
     reset_firmware: false,
+    special_function: SPECIAL_FUNCTION,
+    image_url_timeout: imageTimeout(panel),
     friendly_id: row.friendlyId,
   })
 
@@ -241,6 +285,8 @@ export function createTrmnlService(deps: {
     update_firmware: false,
     firmware_url: null,
     reset_firmware: true,
+    special_function: SPECIAL_FUNCTION,
+    image_url_timeout: 30,
   })
 
   /**
@@ -256,7 +302,8 @@ export function createTrmnlService(deps: {
     const asleep = until(plan?.sleepingUntil ?? null)
     if (asleep > 0) return { refresh: Math.min(asleep, 7 * 86_400), playlistId }
     const next = until(plan?.nextChangeAt ?? null)
-    return { refresh: next > 0 ? Math.max(5, Math.min(deps.refreshSeconds, next)) : deps.refreshSeconds, playlistId }
+    const refresh = next > 0 ? Math.min(deps.refreshSeconds, next) : deps.refreshSeconds
+    return { refresh: Math.max(MIN_REFRESH_SECONDS, refresh), playlistId }
   }
 
   /**
@@ -264,14 +311,23 @@ export function createTrmnlService(deps: {
    * them (the firmware prunes its image cache to these), the file shown now first. A prompt's
    * picture is new at each turn, so it has no name until then.
    */
-  async function rotationFiles(playlistId: string | null, display: DisplayProfile, format: string, shown: string): Promise<string[]> {
+  async function rotationFiles(
+    playlistId: string | null,
+    display: DisplayProfile,
+    format: string,
+    shown: string,
+    now: Date,
+  ): Promise<string[]> {
     const files = [shown]
     if (!playlistId) return files
     const ids = (await listItems(db, playlistId)).map((i) => itemImageId(i, display)).filter((id): id is string => Boolean(id))
-    const shas = new Map((await findVariantsOf(db, [...new Set(ids)], format)).map((v) => [v.imageId, v.sha256]))
+    const sized = (await findVariantsOf(db, [...new Set(ids)], format)).filter(
+      (v) => v.width === display.width && v.height === display.height,
+    )
+    const shas = new Map(sized.map((v) => [v.imageId, v.sha256]))
     for (const id of ids) {
       const sha = shas.get(id)
-      const name = sha && fileName(id, sha)
+      const name = sha && imageName(sha, format, now)
       if (name && !files.includes(name)) files.push(name)
     }
     return files.slice(0, PLAYLIST_MAX_FILES)
@@ -280,13 +336,19 @@ export function createTrmnlService(deps: {
   /** GET /api/display. */
   async function display(row: TrmnlRow, h: TrmnlHeaders): Promise<DisplayAnswer> {
     const now = deps.clock()
-    let refresh = deps.refreshSeconds
+    let refresh = Math.max(MIN_REFRESH_SECONDS, deps.refreshSeconds)
+    const firmware = h.fwVersion ?? row.firmware ?? undefined
+    // The panel it has: its Width and Height when it sends them, else its model's.
+    const panel = panelFor({ model: h.model ?? row.model ?? undefined, width: h.width, height: h.height })
+    const formats = formatsFor(panel, firmware)
     const init = await findDeviceInit(db, row.deviceId)
     // Not claimed yet: open for as long as the device keeps asking.
     if (init && (init.status === 'pending' || init.status === 'expired')) {
       // Wall-clock time, as the pairing flow's own expiry checks use.
       const open = await keepPairingOpen(db, row.deviceId, new Date(Date.now() + deps.pairingSeconds * 1000))
-      if (open) return waiting(row, refresh)
+      // A frame holds this token: it is never forgotten (see pruneAbandoned).
+      if (!row.lastPolledAt) await recordPoll(db, row.deviceId, { lastPolledAt: now })
+      if (open) return waiting(row, panel, formats.screen, refresh)
     }
     // Deleted, disconnected or denied (the firmware then forgets its token and Wi-Fi and calls /api/setup again).
     if (!init || (init.status !== 'approved' && init.status !== 'active')) return reset(refresh)
@@ -314,11 +376,17 @@ export function createTrmnlService(deps: {
         })
       }
     } else if (!dev.secretHash) return reset(refresh)
+    // The size it says is the size it draws (and a picture of another size is never drawn):
+    // a device stored with another panel (an X paired as 800×480) takes its own.
+    if (dev.display.width !== panel.width || dev.display.height !== panel.height || dev.display.palette !== panel.palette)
+      dev =
+        (await updateDevice(db, dev.id, {
+          display: { ...dev.display, width: panel.width, height: panel.height, palette: panel.palette },
+        })) ?? dev
     const plan = await planFor(dev.id, now)
     refresh = plan.refresh
 
     const battery = batteryPercent(h)
-    const firmware = h.fwVersion ?? row.firmware ?? undefined
     await applyDeviceReport(db, dev.id, {
       ...(battery !== undefined ? { battery } : {}),
       ...(firmware ? { firmware } : {}),
@@ -337,15 +405,31 @@ export function createTrmnlService(deps: {
     let image_url: string
     let filename: string
     const imageId = dev.desiredImageId
-    const format = formatFor(dev.display, firmware)
-    const variant = imageId ? await findVariant(db, imageId, format) : undefined
+    const format = formats.variant
+    const found = imageId ? await findVariant(db, imageId, format) : undefined
+    // Only a file of the panel's own size: the firmware flips a BMP with the panel's size, and refuses a larger PNG.
+    const variant = found && found.width === panel.width && found.height === panel.height ? found : undefined
+    let refreshName: () => string
     if (imageId && variant) {
       image_url = signedUrl(`/api/trmnl/images/${dev.id}/${imageId}/${format}`)
-      // The firmware skips the download when the name is the one it shows: the name changes with the bytes.
-      filename = fileName(imageId, variant.sha256)
+      // The firmware skips the download when it has a file of this name: the name changes with the bytes.
+      filename = imageName(variant.sha256, format, now)
+      refreshName = () => imageName(variant.sha256, format, now, true)
     } else {
-      image_url = signedUrl(`/api/trmnl/screens/paired/${dev.id}`)
-      filename = 'paired'
+      // Nothing sent yet (or only for another panel size): the "paired" screen.
+      image_url = signedUrl(screenPath('paired', dev.id, formats.screen))
+      filename = screenName('paired', dev.id, dev.name, panel, formats.screen, now)
+      refreshName = () => cacheName(`paired|${dev.id}|${dev.name}|${panel.width}x${panel.height}|${formats.screen}`, now, true)
+    }
+    const identify = () => {
+      image_url = signedUrl(screenPath('identify', dev.id, formats.screen))
+      filename = screenName('identify', dev.id, dev.name, panel, formats.screen, now)
+    }
+    let action: string | undefined
+    // A double press of the frame's button runs its special function (the one every answer sets): identify.
+    if (h.specialFunction) {
+      identify()
+      action = SPECIAL_FUNCTION
     }
 
     // A command waiting for the device is carried out the way polling firmware can: identify shows
@@ -354,15 +438,14 @@ export function createTrmnlService(deps: {
     // action (its special_function is what a double press of its button does, the owner's setting).
     const cmd = await nextCommand(db, dev.id)
     if (cmd) {
-      const tag = cmd.id.slice(0, 8)
       let result: Record<string, unknown> = { ok: true, delivered: 'display' }
       if (cmd.command === 'identify') {
-        image_url = signedUrl(`/api/trmnl/screens/identify/${dev.id}`)
-        filename = `identify-${tag}`
+        identify()
       } else if (cmd.command === 'refresh') {
-        filename = `${filename}-r${tag}`
+        // A name the frame has not cached, with the same first 13 characters: it drops the old file and draws this one.
+        filename = refreshName()
       } else if (cmd.command === 'sleep' && Number.isInteger(cmd.args.seconds)) {
-        refresh = Math.max(1, Math.min(86_400, Number(cmd.args.seconds)))
+        refresh = Math.max(MIN_REFRESH_SECONDS, Math.min(86_400, Number(cmd.args.seconds)))
         result = { ...result, seconds: refresh }
       } else {
         result = { ok: false, error: `${cmd.command} is not available on TRMNL firmware (it polls, and restarts only by itself)` }
@@ -387,10 +470,13 @@ export function createTrmnlService(deps: {
       image_url,
       filename,
       refresh_rate: refresh,
-      playlist: await rotationFiles(plan.playlistId, dev.display, format, filename),
+      playlist: await rotationFiles(plan.playlistId, dev.display, format, filename, now),
       update_firmware: Boolean(offer && offer.version !== null),
       firmware_url: offer && offer.version !== null ? offer.url : null,
       reset_firmware: false,
+      special_function: SPECIAL_FUNCTION,
+      image_url_timeout: imageTimeout(panel),
+      ...(action ? { action } : {}),
     }
   }
 
@@ -405,6 +491,27 @@ export function createTrmnlService(deps: {
     return requireAccess(db, earlier, fresh.userId, 'manage').then(
       () => true,
       () => false,
+    )
+  }
+
+  /**
+   * Before a claim (devices' claim checks): a pairing of a frame that is already a device the
+   * claimer would fold into (same MAC, managed, same organization) is claimed only with
+   * `replace: true`, after a 409 naming that device. A MAC is printed on the box: someone who set
+   * up a frame with it and got its owner to type the new code would otherwise get their token
+   * into the owner's device.
+   */
+  async function claimCheck(userId: string, rec: { id: string }, input: { organizationId?: string; replace?: boolean }) {
+    if (input.replace === true) return
+    const row = await findByDeviceId(db, rec.id)
+    if (!row) return
+    const earlier = (await earlierDevicesOf(db, row.mac, row.deviceId, userId))[0]
+    if (!earlier || !(await mayFold({ userId, organizationId: input.organizationId ?? null }, earlier.deviceId))) return
+    const dev = await findDevice(db, earlier.deviceId)
+    if (!dev) return
+    throw appError(
+      'DEVICE_ALREADY_PAIRED',
+      `This frame is already your device “${dev.name}” (${dev.id}). Check that it shows the code you typed, then claim again with replace: true to give “${dev.name}” this pairing (its history kept); or delete “${dev.name}” first to pair the frame as a new device.`,
     )
   }
 
@@ -434,6 +541,9 @@ export function createTrmnlService(deps: {
     if (!variant) return undefined
     const obj = await deps.storage.get(variant.key)
     if (!obj) return undefined
+    // A PNG goes out greyscale (files.ts): the firmware inverts 1-bit palette PNGs.
+    const body =
+      format === 'png1' || format === 'png-gray4' ? await asGrayscale(variant.sha256, obj.body, format === 'png1' ? 1 : 2) : obj.body
     if (shown) {
       await recordPoll(db, deviceId, { shownImageId: imageId })
       const dev = await findDevice(db, deviceId)
@@ -448,32 +558,45 @@ export function createTrmnlService(deps: {
         await deps.reported(dev.id, { shownImageId: imageId })
       }
     }
-    return { body: obj.body, contentType: variant.contentType }
+    return { body, contentType: variant.contentType }
   }
 
-  async function screen(kind: 'setup' | 'paired' | 'identify', deviceId: string) {
+  /** Greyscale PNGs made from stored palette PNGs, by their digest (the same bytes every time). */
+  const grayscale = new Map<string, Buffer>()
+  async function asGrayscale(sha: string, png: Buffer, depth: 1 | 2): Promise<Buffer> {
+    const key = `${sha}|${depth}`
+    const cached = grayscale.get(key)
+    if (cached) return cached
+    const out = await grayscalePng(png, depth)
+    if (grayscale.size >= 100) grayscale.delete(grayscale.keys().next().value as string)
+    grayscale.set(key, out)
+    return out
+  }
+
+  async function screen(kind: 'setup' | 'paired' | 'identify', deviceId: string, format: ScreenFormat = 'bmp1') {
     const init = await findDeviceInit(db, deviceId)
     if (!init) return undefined
     const dev = kind !== 'setup' ? await findDevice(db, deviceId) : undefined
     if (kind !== 'setup' && !dev) return undefined
-    const key = `${kind}|${deviceId}|${dev?.name ?? init.pinCode}`
+    const display = dev?.display ?? init.display
+    const key = `${kind}|${deviceId}|${dev?.name ?? init.pinCode}|${display.width}x${display.height}|${format}`
     const cached = screens.get(key)
-    if (cached) return cached
-    const profile = { ...init.display, fit: 'cover' as const }
+    if (cached) return { body: cached, contentType: format === 'bmp1' ? 'image/bmp' : 'image/png' }
+    const profile = { ...display, fit: 'cover' as const }
     const body = dev
       ? kind === 'identify'
-        ? await identifyScreen(dev.display, dev.name)
-        : await pairedScreen(dev.display, dev.name)
-      : await setupScreen(profile, init.pinCode, `${deps.baseUrl}/pair?code=${encodeURIComponent(init.pinCode)}`)
+        ? await identifyScreen(profile, dev.name, format)
+        : await pairedScreen(profile, dev.name, format)
+      : await setupScreen(profile, init.pinCode, `${deps.baseUrl}/pair?code=${encodeURIComponent(init.pinCode)}`, format)
     if (screens.size >= 200) screens.delete(screens.keys().next().value as string)
     screens.set(key, body)
-    return body
+    return { body, contentType: format === 'bmp1' ? 'image/bmp' : 'image/png' }
   }
 
   /** Polling devices that stopped polling: offline, with the same event and notification as an MQTT device. */
   async function sweep(): Promise<number> {
     const now = deps.clock()
-    // A day after a pairing nobody claimed, its token goes too (a setup per boot would pile them up).
+    // A day after a pairing nobody claimed and no frame ever polled with, its token goes too.
     await pruneAbandoned(db, new Date(now.getTime() - 86_400_000))
     const gone = await markOverdue(db, now, deps.marginSeconds)
     for (const d of gone)
@@ -484,6 +607,8 @@ export function createTrmnlService(deps: {
   const desiredImage = async (deviceId: string) => (await findDevice(db, deviceId))?.desiredImageId ?? null
   /** Whether the pairing was claimed: there is a device to keep logs for. */
   const claimed = async (deviceId: string) => Boolean(await findDevice(db, deviceId))
+
+  deps.devices.addClaimCheck(claimCheck)
 
   return { setup, authenticate, checkIdentity, display, imageFile, screen, sweep, checkSignature, desiredImage, claimed }
 }

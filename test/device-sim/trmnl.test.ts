@@ -4,7 +4,7 @@
 import t from 'tap'
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { SimDevice, TrmnlSimDevice, type TrmnlSimEvents, checkBmp, resolveProfile } from '../../device-sim/index.js'
+import { SimDevice, TrmnlSimDevice, type TrmnlSimEvents, checkBmp, checkPngFor, resolveProfile } from '../../device-sim/index.js'
 import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { jsonCall } from '../helpers/http.js'
@@ -87,7 +87,7 @@ t.test('an MQTT frame and a TRMNL device on one account show the same playlist',
   trmnl.on('warning', (w) => warnings.push(w.message))
   const paired = next(trmnl, 'image')
   await Promise.all([mqttFrame.start(), trmnl.start()])
-  t.equal((await paired).filename, 'paired', 'the TRMNL device pairs by its code and shows the paired screen')
+  t.match((await paired).filename, /^[0-9a-f]{13}-\d{10}$/, 'the TRMNL device pairs by its code and shows the paired screen')
 
   const devices = (await jsonCall(svc.url, '/api/device', { token })).body.devices as Array<{ id: string; name: string; isActive: boolean }>
   t.same(devices.map((d) => d.name).sort(), ['hall', 'kitchen'], 'one device list')
@@ -113,7 +113,8 @@ t.test('an MQTT frame and a TRMNL device on one account show the same playlist',
   const trmnlImage = next(trmnl, 'image')
   await svc.app.scheduler!.tick()
   const shown = (await mqttImage).message.imageId
-  t.match((await trmnlImage).filename, new RegExp(`^${shown}-`), 'the same picture reaches the polling device, as its BMP')
+  t.ok(shown, 'the MQTT frame shows the picture')
+  t.match((await trmnlImage).filename, /^[0-9a-f]{13}-\d{10}$/, 'the same picture reaches the polling device, under a name its cache keeps')
   await eventually(async () => (await jsonCall(svc.url, `/api/device/${hall.id}`, { token })).body.isSynced)
   t.pass('and it is in sync once it fetched it')
   const first = trmnl.filename!
@@ -179,7 +180,23 @@ t.test('an MQTT frame and a TRMNL device on one account show the same playlist',
   })
   t.equal(sleep.status, 200)
   await svc.app.scheduler!.tick()
-  const poll = await next(trmnl, 'poll', (p) => p.refreshRate > 5)
+  const poll = await next(trmnl, 'poll', (p) => p.refreshRate > 60)
   t.equal(poll.refreshRate, 3600, 'refresh_rate runs to the end of the sleep window')
   t.same(warnings, [])
+})
+
+t.test('the simulator refuses what the firmware would not draw upright at its panel size', async (t) => {
+  const { encodeIndexedPng, encodeGrayPng } = await import('../../src/images/png.js')
+  const og = { width: 800, height: 480, maxPngBits: 2 }
+  const blackFirst = encodeIndexedPng(new Uint8Array(800 * 480), 800, 480, [
+    [0, 0, 0],
+    [255, 255, 255],
+  ])
+  t.throws(() => checkPngFor(blackFirst, og, '1.8.14'), /negative/, 'a 1-bit palette PNG, darker entry first, on 1.6.6 and later')
+  t.same(checkPngFor(blackFirst, og, '1.6.5'), { width: 800, height: 480, bitDepth: 1 }, 'drawn as it is before 1.6.6')
+  const grey = encodeGrayPng(new Uint8Array(800 * 480), 800, 480, 1)
+  t.same(checkPngFor(grey, og, '1.8.14'), { width: 800, height: 480, bitDepth: 1 }, 'greyscale: drawn as it is')
+  t.throws(() => checkPngFor(encodeGrayPng(new Uint8Array(801 * 480), 801, 480, 1), og, '1.8.14'), /larger than/)
+  t.throws(() => checkPngFor(encodeGrayPng(new Uint8Array(400 * 240), 400, 240, 1), og, '1.8.14'), /not at the panel's size/)
+  t.throws(() => checkPngFor(encodeGrayPng(new Uint8Array(800 * 480), 800, 480, 4), og, '1.8.14'), /4 bits/)
 })

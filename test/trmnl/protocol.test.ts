@@ -15,6 +15,7 @@ import { jsonCall } from '../helpers/http.js'
 import { eventually } from '../helpers/mqtt.js'
 
 let now = Date.parse('2026-06-01T12:00:00Z')
+const CACHE_NAME = /^[0-9a-f]{13}-\d{10}$/
 const clock = () => new Date(now)
 const MAC = 'A0:B7:65:1C:2D:3E'
 
@@ -68,7 +69,8 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   const { token: owner } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl'))
 
   t.match(await get(svc, '/api/setup', { 'FW-Version': '1.5.2', Model: 'og' }), { status: 400, body: { code: 'VALIDATION_ERROR' } })
-  const setup = await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.5.2', Model: 'og' })
+  // Firmware before 1.5.2 gets the setup screen as the 48,062-byte BMP it checks (device_setup.cpp).
+  const setup = await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.4.8', Model: 'og' })
   t.equal(setup.status, 200)
   // parse_response_api_setup.cpp reads status (int), api_key, friendly_id, image_url, filename (strings).
   t.same(Object.keys(setup.body).sort(), ['api_key', 'auth_mode', 'filename', 'friendly_id', 'image_url', 'status'])
@@ -101,7 +103,8 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   t.match(first.body, {
     status: 0,
     image_url: /^http/,
-    filename: 'paired',
+    // A name the firmware's cache keeps (filesystem.cpp): 13 characters, a dash, a 10-digit Unix time.
+    filename: CACHE_NAME,
     refresh_rate: 600,
     update_firmware: false,
     firmware_url: null,
@@ -109,8 +112,9 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   })
   t.type(first.body.refresh_rate, 'number')
   // The optional playlist (the cache names of the live rotation): without a schedule, what it shows now.
-  t.same(first.body.playlist, ['paired'])
-  t.notOk('special_function' in first.body)
+  t.same(first.body.playlist, [first.body.filename])
+  t.equal(first.body.special_function, 'identify', 'what a double press of its button does, as the firmware reads it')
+  t.equal(first.body.image_url_timeout, 30)
   const dev = (await jsonCall(svc.url, `/api/device/${deviceId}`, { token: owner })).body
   t.match(dev, { isActive: true, name: 'Hall TRMNL', status: { battery: 75, firmware: '1.4.8' }, display: { width: 800, height: 480 } })
 
@@ -136,7 +140,7 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   t.equal(sent.status, 200)
   const imageId = sent.body.imageId as string
   const shows = await get(svc, '/api/display', displayHeaders(key))
-  t.match(shows.body, { status: 0, filename: new RegExp(`^${imageId}-`) })
+  t.match(shows.body, { status: 0, filename: CACHE_NAME, image_url: new RegExp(`/${imageId}/bmp1`) })
   t.equal(
     (await get(svc, '/api/display', displayHeaders(key))).body.filename,
     shows.body.filename,
@@ -158,10 +162,11 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   t.pass('in sync once the device fetched the file it was given')
   // Firmware 1.5.2 and later: the same picture as a 1-bit PNG, under its own file name.
   const newer = (await get(svc, '/api/display', displayHeaders(key, { 'FW-Version': '1.5.2' }))).body
-  t.match(newer.filename, new RegExp(`^${imageId}-`))
+  t.match(newer.filename, CACHE_NAME)
   t.not(newer.filename, shows.body.filename)
   const asPng = Buffer.from(await (await fetch(newer.image_url, { headers: displayHeaders(key) })).arrayBuffer())
   t.same(checkPng(asPng), { width: 800, height: 480, bitDepth: 1 }, 'a 1-bit PNG of the panel size')
+  t.equal(asPng[25], 0, 'greyscale (colour type 0): firmware 1.6.6 on inverts a 1-bit palette PNG')
   t.ok(asPng.length < bmp.length, `smaller on the air (${asPng.length} bytes)`)
   await get(svc, '/api/display', displayHeaders(key))
   // The device's own headers fetch it too, but nothing it was not given.
@@ -184,20 +189,18 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
     return { answer, stored }
   }
   const identify = await command({ command: 'identify' })
-  t.match(
-    identify.answer,
-    { filename: /^identify-/, image_url: /\/api\/trmnl\/screens\/identify\// },
-    'identify: a screen naming the frame',
-  )
+  t.match(identify.answer, { filename: CACHE_NAME, image_url: /\/api\/trmnl\/screens\/identify\// }, 'identify: a screen naming the frame')
   const named = Buffer.from(await (await fetch(identify.answer.image_url)).arrayBuffer())
   checkBmp(t, named, 800, 480)
   t.match(identify.stored, { status: 'acked', result: { ok: true } })
   t.equal((await get(svc, '/api/display', displayHeaders(key))).body.filename, shows.body.filename, 'then the picture again')
   const refresh = await command({ command: 'refresh' })
-  t.match(
-    refresh.answer.filename,
-    new RegExp(`^${shows.body.filename}-r`),
-    'refresh: the same picture under a new name, so it is drawn again',
+  t.match(refresh.answer.filename, CACHE_NAME)
+  t.not(refresh.answer.filename, shows.body.filename, 'refresh: the same picture under a new name, so it is drawn again')
+  t.equal(
+    refresh.answer.filename.slice(0, 13),
+    shows.body.filename.slice(0, 13),
+    'with the same first 13 characters: the firmware drops the older copy',
   )
   const sleep = await command({ command: 'sleep', seconds: 120 })
   t.equal(sleep.answer.refresh_rate, 120, 'sleep: back in that many seconds')
@@ -252,9 +255,10 @@ t.test('a MAC is no credential: another owner gets a device of its own; the same
   const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const { token: owner } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl-owner'))
   const { token: other } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl-other'))
-  const pair = async (token: string) => {
+  const pair = async (token: string, replace?: boolean) => {
     const s = (await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.5.2', Model: 'og' })).body
-    const claimed = await jsonCall(svc.url, '/api/device/validate', { token, body: { pinCode: s.friendly_id, name: 'Frame' } })
+    const body = { pinCode: s.friendly_id, name: 'Frame', ...(replace ? { replace } : {}) }
+    const claimed = await jsonCall(svc.url, '/api/device/validate', { token, body })
     t.equal(claimed.status, 200)
     t.equal((await get(svc, '/api/display', displayHeaders(s.api_key))).body.status, 0)
     return { key: s.api_key as string, deviceId: claimed.body.device.id as string }
@@ -268,8 +272,16 @@ t.test('a MAC is no credential: another owner gets a device of its own; the same
   t.equal((await get(svc, '/api/display', displayHeaders(first.key))).body.status, 0, "the owner's token still works")
   t.equal((await jsonCall(svc.url, `/api/device/${first.deviceId}`, { token: other })).status, 404)
 
-  // The owner resets the frame and pairs it again: the same device record takes the new token.
-  const again = await pair(owner)
+  // The owner resets the frame and pairs it again: asked first, naming the device it would replace
+  // (someone who set up a frame with this MAC and got the owner to type its code would otherwise
+  // get their token into the owner's device)...
+  const s2 = (await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.5.2', Model: 'og' })).body
+  const asked = await jsonCall(svc.url, '/api/device/validate', { token: owner, body: { pinCode: s2.friendly_id, name: 'Frame' } })
+  t.match(asked, { status: 409, body: { code: 'DEVICE_ALREADY_PAIRED', message: new RegExp(`“Frame” \\(${first.deviceId}\\)`) } })
+  t.equal((await get(svc, '/api/display', displayHeaders(s2.api_key))).body.status, 202, 'not claimed: still pairing')
+  t.equal((await get(svc, '/api/display', displayHeaders(first.key))).body.status, 0, 'and the device keeps its token')
+  // ...then, confirmed, the same device record takes the new token.
+  const again = await pair(owner, true)
   t.equal(
     (await jsonCall(svc.url, `/api/device/${again.deviceId}`, { token: owner })).status,
     404,
@@ -293,32 +305,33 @@ t.test('a MAC is no credential: another owner gets a device of its own; the same
   t.ok(events.some((e) => e.type === 'device.credentials_issued' && e.data.repaired === true))
 })
 
-t.test('a pairing nobody claimed is forgotten a day after it ended', async (t) => {
+t.test('a pairing a frame polled with is never forgotten; a setup no frame followed up is, a day after', async (t) => {
   const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const s = (await get(svc, '/api/setup', { ID: MAC, 'FW-Version': '1.5.2', Model: 'og' })).body
+  // A setup nobody polls with (the firmware polls right after its own): nothing holds its token.
+  await get(svc, '/api/setup', { ID: 'A0:B7:65:1C:2D:3F', 'FW-Version': '1.5.2', Model: 'og' })
   const db = svc.app.database.db
   t.equal(await svc.app.trmnl!.sweep(), 0)
   t.equal((await get(svc, '/api/display', displayHeaders(s.api_key))).body.status, 202, 'pending: kept')
-  const [init] = await db.select().from(deviceInit)
-  await db.update(deviceInit).set({ status: 'expired' }).where(eq(deviceInit.id, init!.id))
+  const inits = await db.select().from(deviceInit)
+  await db.update(deviceInit).set({ status: 'expired' })
   // Expired while the device still polls: reopened (a reset would make the firmware wipe its Wi-Fi).
   const reopened = await get(svc, '/api/display', displayHeaders(s.api_key))
   t.match(reopened.body, { status: 202, reset_firmware: false }, 'expired but still asking: open again')
-  t.match((await db.select().from(deviceInit))[0], { status: 'pending' })
-  // The device stopped asking: expired a day ago.
-  await db
-    .update(deviceInit)
-    .set({ status: 'expired', expiresAt: new Date(Date.now() - 3_600_000) })
-    .where(eq(deviceInit.id, init!.id))
+  t.equal((await db.select().from(deviceInit)).filter((i) => i.status === 'pending').length, 1)
+  // Both stopped asking a week ago: the frame was unplugged, the other setup never polled.
+  await db.update(deviceInit).set({ status: 'expired', expiresAt: new Date(Date.now() - 7 * 86_400_000) })
   await svc.app.trmnl!.sweep()
-  t.equal((await db.select().from(trmnlDevice)).length, 1, 'not within the day')
-  await db
-    .update(deviceInit)
-    .set({ expiresAt: new Date(Date.now() - 2 * 86_400_000) })
-    .where(eq(deviceInit.id, init!.id))
-  await svc.app.trmnl!.sweep()
-  t.equal((await db.select().from(trmnlDevice)).length, 0, 'then its row goes')
-  t.equal((await get(svc, '/api/display', displayHeaders(s.api_key))).status, 401)
+  const rows = await db.select().from(trmnlDevice)
+  t.equal(rows.length, 1, 'the setup no frame polled with goes')
+  t.equal(rows[0]!.mac, MAC, "the frame's pairing stays")
+  // Plugged in again: the same code, open again, its Wi-Fi untouched.
+  t.match(
+    (await get(svc, '/api/display', displayHeaders(s.api_key))).body,
+    { status: 202, friendly_id: s.friendly_id, reset_firmware: false },
+    'back after a week: still pairing with its code',
+  )
+  t.equal(inits.length, 2)
 })
 
 t.test(
