@@ -423,6 +423,8 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
       await firmware?.onStatus(id, report.firmware)
     },
     onPresence: notifications.notifier.onPresence,
+    announce: link.announce,
+    log: app.log,
   })
   app.decorate('trmnl', trmnl)
   await app.register(trmnlRoutes, { trmnl, logs: deviceLogs })

@@ -180,6 +180,7 @@ export const groups = {
       'generation/prompts.test.ts',
       'device-logs/logs.test.ts',
       'trmnl/protocol.test.ts',
+      'trmnl/live-state.test.ts',
       'trmnl/untrusted.test.ts',
       'trmnl/firmware.test.ts',
     ],

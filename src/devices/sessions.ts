@@ -9,7 +9,16 @@ export type DeviceLink = {
   publish(deviceId: string, kind: DownlinkKind, payload: object, opts?: { retain?: boolean }): Promise<void>
   /** Closes the device's live connection, if any; resolves true when one was closed. */
   kick(deviceId: string, reason?: string): Promise<boolean>
+  /**
+   * What apps watching the device see live, for a device whose presence the service decides
+   * itself (a polling TRMNL frame): the retained devices/{id}/state and the event on
+   * devices/{id}/events, as the broker publishes them for an MQTT device's connects.
+   */
+  announce?(deviceId: string, state: PresenceState, event?: object): Promise<void>
 }
+
+/** The retained body of devices/{id}/state. */
+export type PresenceState = { online: boolean; since: string; reason?: string }
 
 /** A message stored in the caller's transaction: `send` hands it to the device once that transaction has committed. */
 export type StagedMessage = { send(): Promise<void> }

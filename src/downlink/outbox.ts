@@ -33,7 +33,7 @@ export type OutboxLimits = {
 type OutboxStats = { recorded: number; delivered: number; resent: number; dropped: number; unknownDevice: number }
 
 /** The transport side: publishes one numbered message. */
-export type Transport = Pick<DeviceLink, 'publish' | 'kick'>
+export type Transport = Pick<DeviceLink, 'publish' | 'kick' | 'announce'>
 
 export type ResendOptions = {
   /** Seqs the transport still holds for the device and resends itself. */
@@ -313,6 +313,8 @@ export function createOutbox(deps: {
     stage,
     stageAll,
     kick: (deviceId, reason) => transport.kick(deviceId, reason),
+    // Live state is not a message to the device: it goes straight to the transport, unstored.
+    announce: async (deviceId, state, event) => transport.announce?.(deviceId, state, event),
     delivered,
     reported,
     resend,

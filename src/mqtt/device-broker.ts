@@ -6,7 +6,7 @@ import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
 import { batchedAccessCheck, batchedLookup, checkCredentials, mayPublish, maySubscribe, type Identity } from './credentials.js'
 import { appSubscriptionTarget, deviceMaySubscribe } from './topic-rules.js'
-import type { DeviceLink } from '../devices/sessions.js'
+import type { DeviceLink, PresenceState } from '../devices/sessions.js'
 import { resentCount, resentHas, resentWith, type ClientMeta } from './client-meta.js'
 import type { DownlinkHooks } from './downlink-hooks.js'
 import { nodesHoldingDevices, releaseNodeConnections, visiblePairs } from '../devices/repository.js'
@@ -643,6 +643,11 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     uplinkStats: uplink.stats,
     publish,
     kick: (id: string, reason?: string) => kick(id, (reason as DisconnectReason) ?? 'kicked'),
+    /** Live state of a device whose presence the service decides (polling frames): as presence.ts publishes it for MQTT devices. */
+    async announce(deviceId: string, state: PresenceState, event?: object) {
+      await presence.retainedState(deviceId, state)
+      if (event) await presence.event(deviceId, event)
+    },
     revalidateApps,
     revalidateAppsEverywhere,
     listen: (port: number, host?: string) => server.listenTcp(port, host),

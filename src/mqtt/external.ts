@@ -60,6 +60,10 @@ export async function connectExternalBroker(opts: {
     async kick() {
       return false
     },
+    async announce(deviceId, state, event) {
+      await client.publishAsync(topicFor(deviceId, 'state'), JSON.stringify(state), { qos: 1, retain: true })
+      if (event) await client.publishAsync(topicFor(deviceId, 'events'), JSON.stringify(event), { qos: 0, retain: false })
+    },
     async close() {
       await Promise.allSettled([...pending])
       await client.endAsync()

@@ -58,11 +58,12 @@ export function attachPresence({ aedes, db, meta, current, publisher, remoteAddr
       dup: false,
     } as PublishPacket)
 
-  const announce = (deviceId: string, row: Parameters<typeof toEventRecord>[0]) =>
+  const announce = (deviceId: string, row: Parameters<typeof toEventRecord>[0]) => announceRecord(deviceId, toEventRecord(row))
+  const announceRecord = (deviceId: string, record: object) =>
     publisher.publish({
       cmd: 'publish',
       topic: topicFor(deviceId, 'events'),
-      payload: Buffer.from(JSON.stringify(toEventRecord(row))),
+      payload: Buffer.from(JSON.stringify(record)),
       qos: 0,
       retain: false,
       dup: false,
@@ -140,6 +141,8 @@ export function attachPresence({ aedes, db, meta, current, publisher, remoteAddr
     queue,
     /** Publishes a device's retained devices/{id}/state. */
     retainedState: (deviceId: string, body: object) => retained(deviceId, body),
+    /** Publishes an event record on devices/{id}/events (what apps watching the device see). */
+    event: (deviceId: string, record: object) => announceRecord(deviceId, record),
     /** Resolves when every queued presence write has finished. */
     async settled() {
       while (chains.size) await Promise.allSettled([...chains.values()])

@@ -65,9 +65,11 @@ export async function markOnline(db: Executor, deviceId: string, at: Date, data:
     .set({ isActive: true, lastSeenAt: at })
     .where(and(eq(device.id, deviceId), eq(device.isActive, false)))
     .returning({ id: device.id, name: device.name, userId: device.userId, organizationId: device.organizationId })
-  if (row)
-    await insertEvents(db, [{ type: 'device.connected', deviceId, userId: row.userId, organizationId: row.organizationId, data, at }])
-  return row
+  if (!row) return undefined
+  const [connected] = await insertEvents(db, [
+    { type: 'device.connected', deviceId, userId: row.userId, organizationId: row.organizationId, data, at },
+  ])
+  return { ...row, event: connected! }
 }
 
 /**
@@ -87,19 +89,20 @@ export async function markOverdue(db: Executor, now: Date, marginSeconds: number
       organizationId: device.organizationId,
       lastSeenAt: device.lastSeenAt,
     })
-  if (rows.length)
-    await insertEvents(
-      db,
-      rows.map((r) => ({
-        type: 'device.disconnected',
-        deviceId: r.id,
-        userId: r.userId,
-        organizationId: r.organizationId,
-        data: { reason: 'poll_overdue', transport: 'http', lastSeenAt: r.lastSeenAt?.toISOString() ?? null },
-        at: now,
-      })),
-    )
-  return rows
+  if (!rows.length) return []
+  const events = await insertEvents(
+    db,
+    rows.map((r) => ({
+      type: 'device.disconnected',
+      deviceId: r.id,
+      userId: r.userId,
+      organizationId: r.organizationId,
+      data: { reason: 'poll_overdue', transport: 'http', lastSeenAt: r.lastSeenAt?.toISOString() ?? null },
+      at: now,
+    })),
+  )
+  // One event per row, in the same order.
+  return rows.map((r, i) => ({ ...r, event: events[i]! }))
 }
 
 /** Earlier paired devices with this MAC that belong to `userId`, newest first. */

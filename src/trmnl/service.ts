@@ -18,6 +18,8 @@ import {
 import { requireAccess } from '../devices/access.js'
 import { appError } from '../errors.js'
 import type { DeviceService } from '../devices/service.js'
+import type { DeviceLink, PresenceState } from '../devices/sessions.js'
+import { toEventRecord } from '../events/records.js'
 import { deleteDeviceEvents, insertEvent } from '../events/repository.js'
 import type { FirmwareService } from '../firmware/service.js'
 import type { DisplayProfile } from '../images/profiles.js'
@@ -154,6 +156,9 @@ export function createTrmnlService(deps: {
   reported: (deviceId: string, report: { configVersion?: number; shownImageId?: string | null }) => Promise<unknown>
   status: (deviceId: string, report: { battery?: number; interval?: number; firmware?: string }) => Promise<unknown>
   onPresence?: (change: PresenceChange) => void
+  /** Live state for apps watching the frame (devices/{id}/state and events), as MQTT frames have. */
+  announce?: DeviceLink['announce']
+  log?: { warn(obj: object, msg: string): void }
 }) {
   const { db } = deps
   // Its own key, derived: a link's signature says nothing about AUTH_SECRET's other uses.
@@ -400,7 +405,10 @@ export function createTrmnlService(deps: {
     // between cannot find it late.
     await recordPoll(db, dev.id, { lastPolledAt: now, nextPollAt: new Date(now.getTime() + refresh * 1000) })
     const online = await markOnline(db, dev.id, now, { transport: 'http', remoteAddress: null })
-    if (online) deps.onPresence?.({ deviceId: dev.id, deviceName: dev.name, userId: dev.userId, online: true, at: now })
+    if (online) {
+      deps.onPresence?.({ deviceId: dev.id, deviceName: dev.name, userId: dev.userId, online: true, at: now })
+      await live(dev.id, { online: true, since: now.toISOString() }, online.event)
+    }
 
     let image_url: string
     let filename: string
@@ -593,14 +601,23 @@ export function createTrmnlService(deps: {
     return { body, contentType: format === 'bmp1' ? 'image/bmp' : 'image/png' }
   }
 
+  /** Publishes a frame's live state; a broker that cannot take it now costs the apps a live update, never the poll. */
+  async function live(deviceId: string, state: PresenceState, event: Parameters<typeof toEventRecord>[0]) {
+    await deps
+      .announce?.(deviceId, state, toEventRecord(event))
+      .catch((err) => deps.log?.warn({ err, deviceId }, 'could not publish a frame’s live state'))
+  }
+
   /** Polling devices that stopped polling: offline, with the same event and notification as an MQTT device. */
   async function sweep(): Promise<number> {
     const now = deps.clock()
     // A day after a pairing nobody claimed and no frame ever polled with, its token goes too.
     await pruneAbandoned(db, new Date(now.getTime() - 86_400_000))
     const gone = await markOverdue(db, now, deps.marginSeconds)
-    for (const d of gone)
+    for (const d of gone) {
       deps.onPresence?.({ deviceId: d.id, deviceName: d.name, userId: d.userId, online: false, reason: 'poll_overdue', at: now })
+      await live(d.id, { online: false, since: now.toISOString(), reason: 'poll_overdue' }, d.event)
+    }
     return gone.length
   }
 
