@@ -418,6 +418,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     clock,
     firmware: () => firmware,
     reported: downlink.reported,
+    polled: async (id) => outbox?.polled(id),
     status: async (id, report) => {
       await health.onStatus(id, report)
       await firmware?.onStatus(id, report.firmware)

@@ -10,6 +10,7 @@ import { insertEvents } from '../events/repository.js'
 import { ackWriter } from './acks.js'
 import {
   markDelivered,
+  markPolled,
   markReported,
   pendingMessages,
   pruneMessages,
@@ -49,6 +50,8 @@ export type Outbox = DurableLink & {
   delivered(deviceId: string, seq: number): Promise<string | undefined>
   /** The device reported the config version it applies and the image it shows: those messages arrived. */
   reported(deviceId: string, report: { configVersion?: number; shownImageId?: string | null }): Promise<void>
+  /** A polling device fetched its current state: everything recorded for it before is delivered (see markPolled). */
+  polled(deviceId: string): Promise<void>
   /**
    * The device started a session: sends what it has not acknowledged, oldest first, except the
    * seqs the transport still holds for it (a resumed broker session resends those itself) and
@@ -308,6 +311,10 @@ export function createOutbox(deps: {
     stats.delivered += await markReported(db, deviceId, report)
   }
 
+  async function polled(deviceId: string) {
+    stats.delivered += await markPolled(db, deviceId)
+  }
+
   return {
     publish,
     stage,
@@ -317,6 +324,7 @@ export function createOutbox(deps: {
     announce: async (deviceId, state, event) => transport.announce?.(deviceId, state, event),
     delivered,
     reported,
+    polled,
     resend,
     expectResend,
     sweep,

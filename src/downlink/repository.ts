@@ -104,6 +104,20 @@ export async function markReported(
 }
 
 /**
+ * A polling device (TRMNL) fetched its current state: its answer is computed from the device's
+ * desired image, config and commands as they are now, so every message recorded before the poll
+ * is delivered by it (such a device has no other way to acknowledge, and its messages would
+ * otherwise age out as drops that mean nothing).
+ */
+export async function markPolled(db: Executor, deviceId: string): Promise<number> {
+  const rows = await db.execute(sql`
+    update ${deviceMessage} as m set status = 'delivered', delivered_at = now()
+    where m.device_id = ${deviceId} and m.status = 'pending'
+    returning m.seq`)
+  return rowsOf(rows).length
+}
+
+/**
  * What several devices have not acknowledged, oldest first, within the bound: at most `limit`
  * per device (its newest `limit` seqs) and nothing older than `since`. One query for a batch of
  * devices, since a fleet reconnecting after a restart starts thousands of sessions at once.

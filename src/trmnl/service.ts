@@ -154,6 +154,8 @@ export function createTrmnlService(deps: {
   clock: () => Date
   firmware: () => FirmwareService | undefined
   reported: (deviceId: string, report: { configVersion?: number; shownImageId?: string | null }) => Promise<unknown>
+  /** The poll that fetched the frame's current state acknowledges what was recorded for it before (the outbox). */
+  polled?: (deviceId: string) => Promise<unknown>
   status: (deviceId: string, report: { battery?: number; interval?: number; firmware?: string }) => Promise<unknown>
   onPresence?: (change: PresenceChange) => void
   /** Live state for apps watching the frame (devices/{id}/state and events), as MQTT frames have. */
@@ -381,6 +383,8 @@ export function createTrmnlService(deps: {
         })
       }
     } else if (!dev.secretHash) return reset(refresh)
+    // Before anything is read for the answer: what was recorded until now is what this poll delivers.
+    await deps.polled?.(dev.id)
     // The size it says is the size it draws (and a picture of another size is never drawn):
     // a device stored with another panel (an X paired as 800×480) takes its own.
     if (dev.display.width !== panel.width || dev.display.height !== panel.height || dev.display.palette !== panel.palette)

@@ -87,3 +87,35 @@ t.test('a polling frame is online and offline on devices/{id}/state, with its ev
     { topic: topicFor(deviceId, 'events'), body: { data: { reason: 'poll_overdue' } } },
   )
 })
+
+t.test('what is recorded for a polling frame is delivered by the poll that fetches its state', async (t) => {
+  const svc = await startApp(t, { clock, env: { DEVICE_POLL_INTERVAL: '0' } })
+  const { token: owner } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl-outbox'))
+  const setup = await (await fetch(`${svc.url}/api/setup`, { headers: { ID: MAC, 'FW-Version': '1.8.14', Model: 'og' } })).json()
+  const claimed = await jsonCall(svc.url, '/api/device/validate', { token: owner, body: { pinCode: setup.friendly_id, name: 'Hall' } })
+  const deviceId = claimed.body.device.id as string
+  t.equal((await fetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })).status, 200)
+
+  const prompt = await jsonCall(svc.url, '/api/prompts', { token: owner, body: { text: 'a lighthouse', deviceId } })
+  t.equal(prompt.status, 201)
+  const command = await jsonCall(svc.url, `/api/device/${deviceId}/command`, { token: owner, body: { command: 'identify' } })
+  t.ok(command.status < 300, `command ${command.status}`)
+  const pending = async () =>
+    (await jsonCall(svc.url, `/api/device/${deviceId}/downlink?limit=50`, { token: owner })).body.messages as Array<{
+      kind: string
+      status: string
+    }>
+  const before = await pending()
+  t.ok(
+    before.some((m) => m.kind === 'prompt' && m.status === 'pending'),
+    'the prompt is recorded, pending until the frame polls',
+  )
+  t.equal((await fetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })).status, 200)
+  const after = await pending()
+  t.same(
+    after.filter((m) => m.status === 'pending'),
+    [],
+    'nothing left pending: the poll fetched the frame’s current state',
+  )
+  t.ok(after.some((m) => m.kind === 'prompt' && m.status === 'delivered'))
+})
