@@ -1,7 +1,8 @@
 // Uplink from devices: up/status updates what the device reports (battery, firmware, shown
 // image, config version → isSynced); up/ack acknowledges a command or a numbered downlink
 // message. What a device sends is bounded: a size per topic, known fields of bounded length, and
-// an acknowledgement is stored only when it names something real.
+// an acknowledgement is stored only when it names something real. The embedded broker stores a
+// message before it acknowledges it (receive, from authorizePublish; docs/mqtt.md).
 import type { Client, PublishPacket } from 'aedes'
 import type { Database } from '../db/client.js'
 import { ackCommand, applyDeviceReport } from '../devices/repository.js'

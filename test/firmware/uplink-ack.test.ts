@@ -17,10 +17,10 @@ import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { close, eventually } from '../helpers/mqtt.js'
 import { api, enroll, upload } from './helpers.js'
 
-type Tap = Parameters<typeof childBacking>[0]
+type Test = Parameters<Parameters<typeof t.test>[0]>[0]
 type Offer = { seq: number; version: string | null }
 
-async function service(t: Tap & { teardown(fn: () => unknown): void }) {
+async function service(t: Test) {
   const dataDir = await mkdtemp(join(tmpdir(), 'dps-uplink-ack-'))
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
   const port = await freePort()
@@ -78,7 +78,7 @@ function frame(url: string, dev: PairedDevice, offers: Offer[], reconnect: boole
 const failure = JSON.stringify({ version: '1.1.0', state: 'failed', reason: 'flash' })
 
 /** Two frames offered 1.1.0 by a rollout that halts at two failures of two. */
-async function rolloutOfTwo(t: Tap & { teardown(fn: () => unknown): void }, reconnect: boolean) {
+async function rolloutOfTwo(t: Test, reconnect: boolean) {
   const s = await service(t)
   const { token: admin } = await signUpAdmin(s.svc, 'fw-admin@example.com')
   const { token: owner } = await signUp(makeClient(s.svc.url).client, 'fw-owner@example.com')
