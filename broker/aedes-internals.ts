@@ -16,6 +16,8 @@ export type SessionStore = {
   /** Stored wills (of clients whose node may have died). */
   streamWill(brokers: object): AsyncIterable<{ clientId: string; brokerId: string }>
   delWill(client: { id: string; brokerId: string }): Promise<unknown>
+  /** An inbound QoS 2 message stored awaiting its PUBREL; rejects when there is none with that id. */
+  incomingGetPacket(client: Client, packet: { messageId?: number }): Promise<unknown>
 }
 
 /** aedes' message emitter (mqemitter, or mqemitter-redis in a cluster). */

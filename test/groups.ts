@@ -151,6 +151,7 @@ export const groups = {
       'health/alerts.test.ts',
       'firmware/failures.test.ts',
       'firmware/crash.test.ts',
+      'firmware/uplink-ack.test.ts',
       'downlink/restart-term.test.ts',
       'downlink/restart-accounts.test.ts',
     ],

@@ -52,7 +52,8 @@ export function verdictTable(verdicts: Verdict[]): string {
     '| scenario | metric | baseline ratio | limit | now | verdict |',
     '|---|---|---|---|---|---|',
     ...verdicts.map(
-      (v) => `| ${v.scenario} | ${v.metric} | ${f(v.baseline)}× | ${f(v.limit)}× | ${f(v.now)}× | ${v.regressed ? '**regressed**' : 'within band'} |`,
+      (v) =>
+        `| ${v.scenario} | ${v.metric} | ${f(v.baseline)}× | ${f(v.limit)}× | ${f(v.now)}× | ${v.regressed ? '**regressed**' : 'within band'} |`,
     ),
   ].join('\n')
 }

@@ -85,7 +85,8 @@ export async function startMosquitto(dir: string, auth: { passwordFile: string; 
     ].join('\n'),
     { mode: 0o644 },
   )
-  if (!existsSync(MOSQUITTO)) throw new Unavailable(`Mosquitto, the peer broker, is not installed (${MOSQUITTO}; Debian: apt-get install mosquitto)`)
+  if (!existsSync(MOSQUITTO))
+    throw new Unavailable(`Mosquitto, the peer broker, is not installed (${MOSQUITTO}; Debian: apt-get install mosquitto)`)
   const proc: ChildProcess = spawn(MOSQUITTO, ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] })
   running.add(proc)
   let stderr = ''

@@ -257,8 +257,24 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
           stats.droppedPublishes += 1
           packet.topic = DROP_TOPIC
           packet.retain = false
+          return done(null)
         }
-        done(null)
+        // A device's own uplink is stored before aedes acknowledges it (PUBACK, or PUBREC for
+        // QoS 2, both sent after this callback): the acknowledgement means "stored", so a crash
+        // right after it loses nothing. One that could not be stored is refused with an error,
+        // which closes the connection unacknowledged; the device sends it again when it reconnects.
+        if (client && packet.qos === 2 && packet.dup) {
+          // A QoS 2 repeat whose first copy aedes holds awaiting PUBREL was stored already: aedes
+          // answers it with PUBREC again and publishes it no second time.
+          sessionStore(aedes)
+            .incomingGetPacket(client, packet)
+            .then(
+              () => done(null),
+              () => storeUplink(client, packet, done),
+            )
+          return
+        }
+        storeUplink(client, packet, done)
       },
 
       // A device's wildcard (devices/{own}/#) also matches topics it may not subscribe to by name
@@ -285,6 +301,21 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
   })
 
   const { aedes } = server
+
+  /** authorizePublish's answer for a device's message allowed on its topic: once its uplink, if it is one, is stored. */
+  function storeUplink(client: Client | null, packet: PublishPacket, done: (err: Error | null) => void) {
+    const stored = client ? uplink.receive(client, packet) : undefined
+    if (!stored) return done(null)
+    // QoS 0 promises nothing: it is not held up.
+    if (packet.qos === 0) {
+      stored.catch(() => {})
+      return done(null)
+    }
+    stored.then(
+      () => done(null),
+      (err: Error) => done(err),
+    )
+  }
   const publisher = new Publisher(aedes, 512)
   const presence = attachPresence({
     aedes,
@@ -297,7 +328,6 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     onPresence: deps.onPresence,
   })
   const uplink = attachUplink({
-    aedes,
     db,
     meta,
     log,

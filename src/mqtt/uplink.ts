@@ -1,8 +1,9 @@
 // Uplink from devices: up/status updates what the device reports (battery, firmware, shown
 // image, config version → isSynced); up/ack acknowledges a command or a numbered downlink
 // message. What a device sends is bounded: a size per topic, known fields of bounded length, and
-// an acknowledgement is stored only when it names something real.
-import type { Aedes, Client } from 'aedes'
+// an acknowledgement is stored only when it names something real. The embedded broker stores a
+// message before it acknowledges it (receive, from authorizePublish; docs/mqtt.md).
+import type { Client, PublishPacket } from 'aedes'
 import type { Database } from '../db/client.js'
 import { ackCommand, applyDeviceReport } from '../devices/repository.js'
 import type { DeviceReport } from '../devices/tables.js'
@@ -49,7 +50,6 @@ export type UplinkHooks = {
 export type DomainUplinkHooks = Pick<UplinkHooks, 'logs' | 'status' | 'ota'>
 
 type Deps = {
-  aedes: Aedes
   db: Database
   meta: WeakMap<Client, ClientMeta>
   log: { warn: (o: object | string, m?: string) => void }
@@ -158,33 +158,85 @@ export async function applyUplink(
   return 'applied'
 }
 
-export function attachUplink({ aedes, db, meta, log, queue, hooks }: Deps) {
+/**
+ * A database error that is the message's fault, not the database's: a value PostgreSQL refuses
+ * (SQLSTATE class 22: U+0000 in text, out of range; 54000, too large to index) or a row deleted
+ * meanwhile (23503). Sending the message again cannot help, so it is acknowledged and counted as
+ * invalid, as malformed uplink always was; any other failure leaves it unacknowledged.
+ */
+function refusesMessage(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    const code = typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) ? e.code : undefined
+    if (code && (code.startsWith('22') || code === '54000' || code === '23503')) return true
+  }
+  return false
+}
+
+export function attachUplink({ db, meta, log, queue, hooks }: Deps) {
   const stats: UplinkStats = { applied: 0, invalid: 0, oversized: 0, unmatchedAcks: 0 }
   const pending = new Set<Promise<void>>()
+  /** Connections one of whose messages could not be stored: the rest of what they sent is not applied out of order. */
+  const failed = new WeakSet<Client>()
   const count = (outcome: UplinkOutcome) => {
     if (outcome === 'unmatched') stats.unmatchedAcks += 1
     else stats[outcome] += 1
   }
 
-  aedes.on('publish', (packet, client) => {
-    if (!client) return
+  /**
+   * A device's message to one of its own `up/` topics, handled before the broker acknowledges it
+   * (device-broker.ts calls this from aedes' authorizePublish, which runs before the PUBACK or
+   * PUBREC): resolves once what it carries is stored (batched writes such as up/ack's once their
+   * batch is committed), rejects when it could not be, and then the broker must not acknowledge
+   * it (the device sends it again, DUP set, when it reconnects). Malformed, oversized and
+   * unmatched messages resolve: they are counted, not stored, and acknowledged. Undefined when
+   * the packet is not a device's uplink.
+   */
+  function receive(client: Client, packet: PublishPacket): Promise<void> | undefined {
     const m = meta.get(client)
-    if (m?.kind !== 'device') return
+    if (m?.kind !== 'device') return undefined
     const t = parseDeviceTopic(packet.topic)
-    if (!t || t.deviceId !== m.subject || t.rest[0] !== 'up') return
+    if (!t || t.deviceId !== m.subject || t.rest[0] !== 'up') return undefined
     const deviceId = m.subject
     const kind = t.rest[1] as string
     const payload = packet.payload as Buffer
     // Refused before it waits in the device's queue: the check costs nothing.
     const max = UPLINK_MAX_BYTES.get(kind)
-    if (payload.length > (max ?? 0)) return count(max === undefined ? 'invalid' : 'oversized')
-    const task = queue(deviceId, async () => count(await applyUplink(db, deviceId, kind, payload, hooks)))
-    pending.add(task)
-    void task.finally(() => pending.delete(task))
-  })
+    if (payload.length > (max ?? 0)) {
+      count(max === undefined ? 'invalid' : 'oversized')
+      return Promise.resolve()
+    }
+    // The device's queue (presence.ts) keeps its uplink in order, after its connect event; it
+    // swallows errors, so the outcome comes back through a promise of our own.
+    const task = new Promise<void>((resolve, reject) => {
+      void queue(deviceId, async () => {
+        if (failed.has(client)) return reject(new Error('an earlier message of this connection could not be stored'))
+        try {
+          count(await applyUplink(db, deviceId, kind, payload, hooks))
+          resolve()
+        } catch (err) {
+          if (refusesMessage(err)) {
+            log.warn({ err, deviceId, kind }, 'the database refused a device message: acknowledged, not stored')
+            count('invalid')
+            return resolve()
+          }
+          failed.add(client)
+          log.warn({ err, deviceId, kind }, 'could not store a device message: not acknowledged, the device sends it again')
+          reject(err)
+        }
+      })
+    })
+    const tracked = task.then(
+      () => {},
+      () => {},
+    )
+    pending.add(tracked)
+    void tracked.finally(() => pending.delete(tracked))
+    return task
+  }
 
   return {
     stats,
+    receive,
     async settled() {
       await Promise.allSettled([...pending])
     },

@@ -54,5 +54,8 @@ t.test('an unknown argument is refused with the list of known ones', async (t) =
   const run = promisify(execFile)
   const err = await run(process.execPath, ['--import=tsx', 'bench/run.ts', '--bogus']).catch((e: { code: number; stderr: string }) => e)
   t.equal((err as { code: number }).code, 1)
-  t.match((err as { stderr: string }).stderr, /unknown argument --bogus \(use --quick, --only NAME, --list, --check, --save, --save-baseline, --settle SECONDS\)/)
+  t.match(
+    (err as { stderr: string }).stderr,
+    /unknown argument --bogus \(use --quick, --only NAME, --list, --check, --save, --save-baseline, --settle SECONDS\)/,
+  )
 })

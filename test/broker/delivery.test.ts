@@ -272,6 +272,11 @@ t.test('malformed uplink is ignored and the device keeps working', async (t) => 
   )
   await publishAcked(c.client, dev.topics.status!, { battery: 'lots', firmware: 42, shownImageId: null, configVersion: 'x' })
   await publishAcked(c.client, dev.topics.ack!, { commandId: 12345 })
+  // Uplink is stored before its PUBACK: a value the database itself refuses (U+0000 in text) is
+  // malformed too, acknowledged and counted, not a failure the device would send again forever.
+  const invalid = svc.app.broker!.uplinkStats.invalid
+  await publishAcked(c.client, dev.topics.status!, { battery: 40, firmware: 'v\u0000', shownImageId: null })
+  t.equal(svc.app.broker!.uplinkStats.invalid, invalid + 1, 'refused by the database: counted as invalid')
   t.equal(c.client.connected, true, 'the device stays connected')
   // A good report afterwards is applied, and the bad one with a non-number version synced nothing before it.
   t.equal((await detail(dev.deviceId)).isSynced, false)

@@ -190,9 +190,5 @@ export async function restartScenario(t: Test, stop: 'SIGKILL' | 'SIGTERM') {
   // The marker itself may come twice: published while the resumed session is being restored,
   // aedes can queue it and hand it over live too (QoS 1 allows it; the device drops it by its seq).
   // What must not come is anything delivered before the restart.
-  t.same(
-    [...new Set(later.map((r) => r.promptId))],
-    [marker.id],
-    'nothing delivered before is sent again',
-  )
+  t.same([...new Set(later.map((r) => r.promptId))], [marker.id], 'nothing delivered before is sent again')
 }
