@@ -13,7 +13,7 @@ import { closeUnusedConnectionsOnClose } from './http/connections.js'
 import { forbidFraming } from './http/frame-guard.js'
 import { sessionRecordSchema, userRecordSchema } from './auth/session-shape.js'
 import { sessionRoutes } from './auth/session-routes.js'
-import type { Config } from './config.js'
+import { persistGenerated, type Config } from './config.js'
 import { initPgliteDir, openDatabase, type DatabaseHandle } from './db/client.js'
 import { errorBodySchema, installErrorHandling } from './errors.js'
 import { registerRateLimit } from './http/rate-limit.js'
@@ -98,6 +98,9 @@ export type AppOptions = {
 }
 
 export async function buildApp(config: Config, opts: AppOptions = {}): Promise<FastifyInstance> {
+  // Loading config writes nothing: what it generated (secret, signing key, broker id) is kept in
+  // DATA_DIR here, before anything uses it. Every start (server, scripts, benches, tests) builds the app.
+  persistGenerated(config)
   const app = Fastify({
     logger: {
       level: config.logLevel,

@@ -1,6 +1,6 @@
 // The one place that reads the environment. Everything else receives a validated Config.
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { availableParallelism } from 'node:os'
 import { z } from 'zod'
@@ -272,14 +272,69 @@ function pair(id?: string, secret?: string, extra?: Partial<SocialProvider>): So
   return id && secret ? { clientId: id, clientSecret: secret, ...extra } : undefined
 }
 
-/** AUTH_SECRET is generated once and kept in DATA_DIR so sessions survive restarts. */
-function persistentValue(dataDir: string, name: string, make: () => string): string {
+/** A value generated because DATA_DIR held none: `name` is its file there, written at start. */
+type Generated = { name: string; value: string }
+
+/**
+ * What DATA_DIR/`name` holds, or undefined when there is no such file. Reading only: loadConfig
+ * creates nothing (persistGenerated writes at start).
+ */
+function storedValue(dataDir: string, name: string): string | undefined {
   const file = join(dataDir, name)
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
-  mkdirSync(dataDir, { recursive: true })
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8').trim()
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw err
+  }
+  if (!text) {
+    throw new ConfigError(
+      `Invalid configuration:\n  ${file} is empty (a start stopped, or another is starting, while writing it): start again, or remove it to have it generated anew`,
+    )
+  }
+  return text
+}
+
+/**
+ * A value generated once and kept in DATA_DIR (AUTH_SECRET, the firmware signing key, the broker
+ * id) so it survives restarts: the stored one, or a new one made in memory and noted in
+ * `generated` for persistGenerated to write when the service starts.
+ */
+function keptValue(dataDir: string, name: string, make: () => string, generated: Generated[]): string {
+  const stored = storedValue(dataDir, name)
+  if (stored !== undefined) return stored
   const value = make()
-  writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' })
+  generated.push({ name, value })
   return value
+}
+
+/**
+ * Writes what loadConfig generated (config.generated) into DATA_DIR, creating the folder: the
+ * explicit step at start (buildApp's first) that makes the next start use the same secret, key and
+ * broker id. Each file is created with flag 'wx' (mode 0600), so of two processes starting on one
+ * fresh DATA_DIR exactly one creates it. The other finds the file there (EEXIST) and reads it back:
+ * the same value (a second buildApp on one config) is fine; another value means this process already
+ * holds its own in `config` (parsed, possibly copied by its caller), so rather than patching config
+ * in place it refuses to start, and a second start reads the winner's files. Files are written in the
+ * order loadConfig made them and the first conflict stops, so of two racing starts one always goes on.
+ */
+export function persistGenerated(config: { dataDir: string; generated: readonly Generated[] }): void {
+  if (!config.generated.length) return
+  mkdirSync(config.dataDir, { recursive: true })
+  for (const { name, value } of config.generated) {
+    const file = join(config.dataDir, name)
+    try {
+      writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' })
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+      if (readFileSync(file, 'utf8').trim() !== value) {
+        throw new ConfigError(
+          `Invalid configuration:\n  ${file} was written by another process starting on the same DATA_DIR at the same time: start again to use it`,
+        )
+      }
+    }
+  }
 }
 
 /**
@@ -287,8 +342,8 @@ function persistentValue(dataDir: string, name: string, make: () => string): str
  * generated once into DATA_DIR/firmware-signing-key. Devices trust its public key for good, so
  * losing it means re-pairing every device: back it up with the data folder.
  */
-function firmwareSettings(configured: string | undefined, dataDir: string, maxBytes: number, urlSeconds: number) {
-  const pem = configured?.trim() || persistentValue(dataDir, 'firmware-signing-key', () => newSigningKeyPem().trim())
+function firmwareSettings(configured: string | undefined, dataDir: string, maxBytes: number, urlSeconds: number, generated: Generated[]) {
+  const pem = configured?.trim() || keptValue(dataDir, 'firmware-signing-key', () => newSigningKeyPem().trim(), generated)
   let key: ReturnType<typeof readSigningKey>
   try {
     key = readSigningKey(pem)
@@ -344,9 +399,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if ((e.VAPID_PUBLIC_KEY && !e.VAPID_PRIVATE_KEY) || (!e.VAPID_PUBLIC_KEY && e.VAPID_PRIVATE_KEY)) {
     throw new ConfigError('Invalid configuration:\n  VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY must be set together')
   }
+  // Values kept in DATA_DIR but not there yet: generated here, written by persistGenerated at start.
+  const generated: Generated[] = []
   // Fixed per node (kept in DATA_DIR): what this node's earlier runs left (connections, wills,
   // schedule claims) is recognised as its own after a restart.
-  const nodeId = e.MQTT_BROKER_ID ?? persistentValue(dataDir, 'broker-id', () => `node-${randomBytes(6).toString('hex')}`)
+  const nodeId = e.MQTT_BROKER_ID ?? keptValue(dataDir, 'broker-id', () => `node-${randomBytes(6).toString('hex')}`, generated)
   const providers = providersFrom(e)
   if (e.IMAGE_PROVIDER !== 'local' && !providers[e.IMAGE_PROVIDER]) {
     const keyName = { replicate: 'REPLICATE_API_TOKEN', fal: 'FAL_KEY', bfl: 'BFL_API_KEY', openai: 'OPENAI_API_KEY' }[e.IMAGE_PROVIDER]
@@ -386,6 +443,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir,
     /** This node's fixed id (MQTT_BROKER_ID, or generated once into DATA_DIR/broker-id). */
     nodeId,
+    /** What DATA_DIR should keep but did not hold yet (generated in memory): persistGenerated writes it at start. */
+    generated: generated as readonly Generated[],
     databaseUrl: e.DATABASE_URL,
     pgliteSharedBuffers: e.PGLITE_SHARED_BUFFERS,
     redisUrl: e.REDIS_URL,
@@ -396,7 +455,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
      * takes the next free port and says so, instead of failing (an explicit MQTT_PORT must be free).
      */
     mqttPortIsDefault: !env.MQTT_PORT,
-    authSecret: e.AUTH_SECRET ?? persistentValue(dataDir, 'auth-secret', () => randomBytes(32).toString('base64url')),
+    authSecret: e.AUTH_SECRET ?? keptValue(dataDir, 'auth-secret', () => randomBytes(32).toString('base64url'), generated),
     adminEmails: e.ADMIN_EMAILS.map((s) => s.toLowerCase()),
     trustedOrigins: e.TRUSTED_ORIGINS,
     /**
@@ -443,7 +502,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       refreshSeconds: e.TRMNL_REFRESH_SECONDS,
       marginSeconds: e.TRMNL_OFFLINE_MARGIN_SECONDS,
     },
-    firmware: firmwareSettings(e.FIRMWARE_SIGNING_KEY, dataDir, e.FIRMWARE_MAX_BYTES, e.FIRMWARE_URL_SECONDS),
+    firmware: firmwareSettings(e.FIRMWARE_SIGNING_KEY, dataDir, e.FIRMWARE_MAX_BYTES, e.FIRMWARE_URL_SECONDS, generated),
     schedule: {
       /** The shortest time per playlist item (tests and demos lower it). */
       minSeconds: e.SCHEDULE_MIN_SECONDS,

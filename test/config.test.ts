@@ -1,11 +1,12 @@
 // Unit tests of loadConfig: the one place that reads the environment.
 import t from 'tap'
-import { existsSync, readFileSync, statSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { generateKeyPairSync } from 'node:crypto'
-import { ConfigError, loadConfig } from '../src/config.js'
+import { ConfigError, loadConfig, persistGenerated } from '../src/config.js'
+import { startApp } from './helpers/app.js'
 import { newSigningKeyPem, publicKeyOf, readSigningKey } from '../src/firmware/signing.js'
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0]
@@ -186,7 +187,9 @@ t.test('AUTH_SECRET is generated once into DATA_DIR/auth-secret and reused', asy
   t.notOk(existsSync(dir))
   const first = loadConfig({ DATA_DIR: dir })
   const file = join(dir, 'auth-secret')
-  t.ok(existsSync(file), 'the folder and the secret file are created')
+  t.notOk(existsSync(dir), 'loading writes nothing')
+  persistGenerated(first)
+  t.ok(existsSync(file), 'the start step creates the folder and the secret file')
   t.ok(first.authSecret.length >= 32, 'the generated secret is long enough')
   t.equal(readFileSync(file, 'utf8').trim(), first.authSecret, 'the file holds the secret')
   t.equal(statSync(file).mode & 0o077, 0, 'only the owner can read it')
@@ -206,6 +209,8 @@ t.test('the firmware signing key is generated once into DATA_DIR, or read from F
   const dir = await tempDir(t)
   const first = loadConfig({ DATA_DIR: dir, AUTH_SECRET: SECRET })
   const file = join(dir, 'firmware-signing-key')
+  t.notOk(existsSync(file), 'loading writes nothing')
+  persistGenerated(first)
   t.match(readFileSync(file, 'utf8'), /^-----BEGIN PRIVATE KEY-----/, 'a PKCS#8 PEM file')
   t.equal(statSync(file).mode & 0o077, 0, 'only the owner can read it')
   t.equal(Buffer.from(first.firmware.publicKey, 'base64').length, 32, 'its public half is a raw Ed25519 key')
@@ -225,6 +230,47 @@ t.test('the firmware signing key is generated once into DATA_DIR, or read from F
   )
   const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
   expectConfigError(t, { DATA_DIR: dir, AUTH_SECRET: SECRET, FIRMWARE_SIGNING_KEY: rsa }, /an Ed25519 key is needed, this one is rsa/)
+})
+
+t.test('loading config creates nothing; a started app keeps what was generated and the next load reads it', async (t) => {
+  const root = await tempDir(t)
+  const dir = join(root, 'fresh')
+  const loaded = loadConfig({ DATA_DIR: dir })
+  t.notOk(existsSync(dir), 'a fresh DATA_DIR does not exist after loading config')
+  t.same(loaded.generated.map((g) => g.name).sort(), ['auth-secret', 'broker-id', 'firmware-signing-key'], 'generated in memory')
+  t.notOk(existsSync(dir), 'nor after reading the generated values')
+  // The test helper puts the database template in place first, so the folder exists (empty of the files).
+  await mkdir(dir)
+  const { config, close } = await startApp(t, { dataDir: dir })
+  await close()
+  for (const name of ['auth-secret', 'broker-id', 'firmware-signing-key']) {
+    t.equal(statSync(join(dir, name)).mode & 0o077, 0, `the started app wrote ${name}, readable by its owner only`)
+  }
+  const again = loadConfig({ DATA_DIR: dir })
+  t.same(again.generated, [], 'the next load generates nothing')
+  t.equal(again.authSecret, config.authSecret, 'the same auth secret')
+  t.equal(again.nodeId, config.nodeId, 'the same broker id')
+  t.equal(again.firmware.publicKey, config.firmware.publicKey, 'the same firmware signing key')
+})
+
+t.test('two starts on one fresh DATA_DIR: one writes, the other refuses instead of using another value', async (t) => {
+  const dir = join(await tempDir(t), 'data')
+  const a = loadConfig({ DATA_DIR: dir })
+  const b = loadConfig({ DATA_DIR: dir })
+  t.not(a.authSecret, b.authSecret, 'each generated its own')
+  persistGenerated(a)
+  t.throws(
+    () => persistGenerated(b),
+    /broker-id was written by another process starting on the same DATA_DIR at the same time: start again/,
+  )
+  t.doesNotThrow(() => persistGenerated(a), 'writing the same values again is fine (a second app on one config)')
+  const restarted = loadConfig({ DATA_DIR: dir })
+  t.equal(restarted.authSecret, a.authSecret, 'starting again uses what the first wrote')
+  t.equal(restarted.nodeId, a.nodeId)
+  const empty = join(await tempDir(t), 'data')
+  await mkdir(empty)
+  writeFileSync(join(empty, 'auth-secret'), '')
+  expectConfigError(t, { DATA_DIR: empty }, /auth-secret is empty/)
 })
 
 t.test('ADMIN_EMAILS and TRUSTED_ORIGINS are trimmed lists; e-mails lower-cased', async (t) => {
