@@ -421,7 +421,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     clock,
     firmware: () => firmware,
     reported: downlink.reported,
-    polled: async (id) => outbox?.polled(id),
+    polls: { starts: async (id) => (outbox ? outbox.pollStarts(id) : 0), answered: async (id, carried) => outbox?.polled(id, carried) },
     status: async (id, report) => {
       await health.onStatus(id, report)
       await firmware?.onStatus(id, report.firmware)

@@ -10,12 +10,14 @@ import { insertEvents } from '../events/repository.js'
 import { ackWriter } from './acks.js'
 import {
   markDelivered,
+  lastSeqOf,
   markPolled,
   markReported,
   pendingMessages,
   pruneMessages,
   recordMessages,
   type NewMessage,
+  type PollCarried,
   type StoredMessage,
 } from './repository.js'
 
@@ -50,8 +52,10 @@ export type Outbox = DurableLink & {
   delivered(deviceId: string, seq: number): Promise<string | undefined>
   /** The device reported the config version it applies and the image it shows: those messages arrived. */
   reported(deviceId: string, report: { configVersion?: number; shownImageId?: string | null }): Promise<void>
-  /** A polling device fetched its current state: everything recorded for it before is delivered (see markPolled). */
-  polled(deviceId: string): Promise<void>
+  /** Where a polling device's poll begins: its last seq (see markPolled). */
+  pollStarts(deviceId: string): Promise<number>
+  /** A polling device was answered: the messages its answer carried are delivered (see markPolled). */
+  polled(deviceId: string, carried: PollCarried): Promise<void>
   /**
    * The device started a session: sends what it has not acknowledged, oldest first, except the
    * seqs the transport still holds for it (a resumed broker session resends those itself) and
@@ -311,8 +315,8 @@ export function createOutbox(deps: {
     stats.delivered += await markReported(db, deviceId, report)
   }
 
-  async function polled(deviceId: string) {
-    stats.delivered += await markPolled(db, deviceId)
+  async function polled(deviceId: string, carried: PollCarried) {
+    stats.delivered += await markPolled(db, deviceId, carried)
   }
 
   return {
@@ -325,6 +329,7 @@ export function createOutbox(deps: {
     delivered,
     reported,
     polled,
+    pollStarts: (deviceId) => lastSeqOf(db, deviceId),
     resend,
     expectResend,
     sweep,

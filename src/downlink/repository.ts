@@ -1,5 +1,5 @@
 // The only module that reads or writes device_message and device_downlink rows.
-import { sql } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import { rowsOf, type Executor } from '../db/client.js'
 import { device } from '../devices/tables.js'
 import { deviceDownlink, deviceMessage } from './tables.js'
@@ -103,16 +103,36 @@ export async function markReported(
   return rowsOf(rows).length
 }
 
+/** The last seq handed out to a device (0 before its first message). */
+export async function lastSeqOf(db: Executor, deviceId: string): Promise<number> {
+  const [row] = await db.select({ lastSeq: deviceDownlink.lastSeq }).from(deviceDownlink).where(eq(deviceDownlink.deviceId, deviceId))
+  return row?.lastSeq ?? 0
+}
+
+/** What a polling device's answer carried: see markPolled. */
+export type PollCarried = {
+  /** The device's last seq when the poll began: messages recorded while it ran are not part of its answer. */
+  upTo: number
+  /** The command the answer carried out, if any (one per poll). */
+  commandId?: string
+  /** Whether the answer offered firmware (update_firmware). */
+  firmware: boolean
+}
+
 /**
- * A polling device (TRMNL) fetched its current state: its answer is computed from the device's
- * desired image, config and commands as they are now, so every message recorded before the poll
- * is delivered by it (such a device has no other way to acknowledge, and its messages would
- * otherwise age out as drops that mean nothing).
+ * A polling device (TRMNL) was answered: its answer was computed from the device's current
+ * config and plan (which every earlier config and prompt message led to), one command, and the
+ * firmware offer when it made one, so those messages are delivered by it. Images are delivered
+ * when the device downloads the file (markReported). Such a device has no other way to
+ * acknowledge: its messages would otherwise age out as drops that mean nothing.
  */
-export async function markPolled(db: Executor, deviceId: string): Promise<number> {
+export async function markPolled(db: Executor, deviceId: string, carried: PollCarried): Promise<number> {
   const rows = await db.execute(sql`
     update ${deviceMessage} as m set status = 'delivered', delivered_at = now()
-    where m.device_id = ${deviceId} and m.status = 'pending'
+    where m.device_id = ${deviceId} and m.status = 'pending' and m.seq <= ${carried.upTo}
+      and (m.kind in ('prompt', 'config')
+        or (m.kind = 'cmd' and m.payload->>'commandId' = ${carried.commandId ?? null})
+        or (m.kind = 'ota' and ${carried.firmware}))
     returning m.seq`)
   return rowsOf(rows).length
 }

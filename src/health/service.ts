@@ -41,11 +41,15 @@ export function createHealthService(deps: {
         organizationId: dev.organizationId,
         data: { kind: 'battery-low', battery },
       })
-      await deps.notify?.(dev.userId, 'battery-low', {
-        title: `${dev.name}: battery low`,
-        body: `The battery is at ${Math.round(battery)} %.`,
-        url: `/devices/${dev.id}`,
-      })
+      // Not awaited: a status report is acknowledged once stored (src/mqtt/uplink.ts), and a slow
+      // push service must not hold that acknowledgement (the notifier reports its own failures).
+      void Promise.resolve(
+        deps.notify?.(dev.userId, 'battery-low', {
+          title: `${dev.name}: battery low`,
+          body: `The battery is at ${Math.round(battery)} %.`,
+          url: `/devices/${dev.id}`,
+        }),
+      ).catch(() => {})
     } else if (battery > BATTERY_REARM_PERCENT && before?.batteryLow) {
       await setAlert(db, deviceId, 'batteryLow', false)
     }

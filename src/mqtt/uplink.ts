@@ -219,7 +219,9 @@ export function attachUplink({ db, meta, log, queue, hooks }: Deps) {
             count('invalid')
             return resolve()
           }
-          failed.add(client)
+          // A QoS 0 message is never acknowledged nor resent: losing it must not hold up the
+          // connection's later messages. Only an unacknowledged QoS 1/2 one ends what follows.
+          if (packet.qos > 0) failed.add(client)
           log.warn({ err, deviceId, kind }, 'could not store a device message: not acknowledged, the device sends it again')
           reject(err)
         }

@@ -19,6 +19,7 @@ import { requireAccess } from '../devices/access.js'
 import { appError } from '../errors.js'
 import type { DeviceService } from '../devices/service.js'
 import type { DeviceLink, PresenceState } from '../devices/sessions.js'
+import type { PollCarried } from '../downlink/repository.js'
 import { toEventRecord } from '../events/records.js'
 import { deleteDeviceEvents, insertEvent } from '../events/repository.js'
 import type { FirmwareService } from '../firmware/service.js'
@@ -154,8 +155,8 @@ export function createTrmnlService(deps: {
   clock: () => Date
   firmware: () => FirmwareService | undefined
   reported: (deviceId: string, report: { configVersion?: number; shownImageId?: string | null }) => Promise<unknown>
-  /** The poll that fetched the frame's current state acknowledges what was recorded for it before (the outbox). */
-  polled?: (deviceId: string) => Promise<unknown>
+  /** The durable downlink's side of a poll: where it begins, and what its answer carried (delivered by it). */
+  polls?: { starts(deviceId: string): Promise<number>; answered(deviceId: string, carried: PollCarried): Promise<unknown> }
   status: (deviceId: string, report: { battery?: number; interval?: number; firmware?: string }) => Promise<unknown>
   onPresence?: (change: PresenceChange) => void
   /** Live state for apps watching the frame (devices/{id}/state and events), as MQTT frames have. */
@@ -307,7 +308,7 @@ export function createTrmnlService(deps: {
     const playlistId = (row?.current?.state === 'playing' && row.current.playlistId) || null
     const until = (iso: string | null) => (iso ? Math.ceil((Date.parse(iso) - now.getTime()) / 1000) : Number.NaN)
     const asleep = until(plan?.sleepingUntil ?? null)
-    if (asleep > 0) return { refresh: Math.min(asleep, 7 * 86_400), playlistId }
+    if (asleep > 0) return { refresh: Math.max(MIN_REFRESH_SECONDS, Math.min(asleep, 7 * 86_400)), playlistId }
     const next = until(plan?.nextChangeAt ?? null)
     const refresh = next > 0 ? Math.min(deps.refreshSeconds, next) : deps.refreshSeconds
     return { refresh: Math.max(MIN_REFRESH_SECONDS, refresh), playlistId }
@@ -383,8 +384,8 @@ export function createTrmnlService(deps: {
         })
       }
     } else if (!dev.secretHash) return reset(refresh)
-    // Before anything is read for the answer: what was recorded until now is what this poll delivers.
-    await deps.polled?.(dev.id)
+    // Before anything is read for the answer: messages recorded later are not part of it.
+    const upTo = await deps.polls?.starts(dev.id)
     // The size it says is the size it draws (and a picture of another size is never drawn):
     // a device stored with another panel (an X paired as 800×480) takes its own.
     if (dev.display.width !== panel.width || dev.display.height !== panel.height || dev.display.palette !== panel.palette)
@@ -411,7 +412,7 @@ export function createTrmnlService(deps: {
     const online = await markOnline(db, dev.id, now, { transport: 'http', remoteAddress: null })
     if (online) {
       deps.onPresence?.({ deviceId: dev.id, deviceName: dev.name, userId: dev.userId, online: true, at: now })
-      await live(dev.id, { online: true, since: now.toISOString() }, online.event)
+      live(dev.id, { online: true, since: now.toISOString() }, online.event)
     }
 
     let image_url: string
@@ -477,7 +478,7 @@ export function createTrmnlService(deps: {
       lastFilename: filename,
       nextPollAt: new Date(now.getTime() + refresh * 1000),
     })
-    return {
+    const answer = {
       status: 0,
       image_url,
       filename,
@@ -490,6 +491,9 @@ export function createTrmnlService(deps: {
       image_url_timeout: imageTimeout(panel),
       ...(action ? { action } : {}),
     }
+    // Once the answer stands: what it carries is delivered by it (a failed poll delivers nothing).
+    if (upTo !== undefined) await deps.polls?.answered(dev.id, { upTo, commandId: cmd?.id, firmware: Boolean(offer) })
+    return answer
   }
 
   /**
@@ -606,8 +610,9 @@ export function createTrmnlService(deps: {
   }
 
   /** Publishes a frame's live state; a broker that cannot take it now costs the apps a live update, never the poll. */
-  async function live(deviceId: string, state: PresenceState, event: Parameters<typeof toEventRecord>[0]) {
-    await deps
+  function live(deviceId: string, state: PresenceState, event: Parameters<typeof toEventRecord>[0]) {
+    // Not awaited: an external broker that is away holds a QoS 1 publish until it is back, and neither the poll nor the sweep waits for it.
+    void deps
       .announce?.(deviceId, state, toEventRecord(event))
       .catch((err) => deps.log?.warn({ err, deviceId }, 'could not publish a frame’s live state'))
   }
@@ -620,7 +625,7 @@ export function createTrmnlService(deps: {
     const gone = await markOverdue(db, now, deps.marginSeconds)
     for (const d of gone) {
       deps.onPresence?.({ deviceId: d.id, deviceName: d.name, userId: d.userId, online: false, reason: 'poll_overdue', at: now })
-      await live(d.id, { online: false, since: now.toISOString(), reason: 'poll_overdue' }, d.event)
+      live(d.id, { online: false, since: now.toISOString(), reason: 'poll_overdue' }, d.event)
     }
     return gone.length
   }
