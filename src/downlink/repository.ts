@@ -42,13 +42,17 @@ export async function recordMessages(db: Executor, messages: readonly NewMessage
       from (select distinct d, k from numbered where x) as n
       where m.device_id = n.d and m.kind = n.k and m.status = 'pending')
     select o, seq from numbered`
+  // Inside the caller's transaction the statement runs under a savepoint: a failed statement
+  // aborts a PostgreSQL transaction, and the retry below needs it still usable.
+  const inTransaction = typeof (db as { rollback?: unknown }).rollback === 'function'
+  const attempt = () => (inTransaction ? db.transaction((savepoint) => savepoint.execute(statement)) : db.execute(statement))
   let result: unknown
   try {
-    result = await db.execute(statement)
+    result = await attempt()
   } catch (err) {
     // A device deleted between the join and the insert: once more, without it.
     if (!isForeignKeyViolation(err)) throw err
-    result = await db.execute(statement)
+    result = await attempt()
   }
   const seqs: Array<number | undefined> = messages.map(() => undefined)
   for (const r of rowsOf<{ o: number; seq: string | number }>(result)) seqs[Number(r.o)] = Number(r.seq)

@@ -346,7 +346,11 @@ export async function unqueuedOffers(db: Executor): Promise<Array<{ deviceId: st
     .where(
       and(
         eq(deviceFirmware.state, 'offered'),
-        or(sql`${deviceFirmware.fleetModel} is not null`, eq(deviceFirmware.pinnedReleaseId, deviceFirmware.releaseId)),
+        // Still chosen for it: enrolled in the fleet of the release's own model, or pinned to it.
+        or(
+          sql`${deviceFirmware.fleetModel} = (select ${firmwareRelease.model} from ${firmwareRelease} where ${firmwareRelease.id} = ${deviceFirmware.releaseId})`,
+          eq(deviceFirmware.pinnedReleaseId, deviceFirmware.releaseId),
+        ),
         sql`coalesce(${newest}, '') <> ${deviceFirmware.releaseId}`,
       ),
     )

@@ -374,9 +374,12 @@ export function createFirmwareService(deps: {
       organizationId: ctx.organizationId,
       data: { channel: input.channel, pinnedVersion: input.pinnedVersion, fleet: input.fleet },
     })
-    // Out of the fleet: a rollout's offer it has not started on is taken back.
-    if (row.releaseId && row.state === 'offered' && !row.fleetModel && row.pinnedReleaseId !== row.releaseId)
-      await withdraw(row.releaseId, [deviceId])
+    // No longer chosen for the release it was offered (out of the fleet, in another model's, or
+    // its pin lifted or moved): an offer it has not started on is taken back.
+    if (row.releaseId && row.state === 'offered') {
+      const offered = await findRelease(db, row.releaseId)
+      if (offered && !eligible(row, offered)) await withdraw(row.releaseId, [deviceId])
+    }
     await evaluate(deviceId, undefined, Boolean(input.pinnedVersion))
     return deviceState(deviceId)
   }
