@@ -49,12 +49,34 @@ async function snapshot(): Promise<Snapshot> {
   }
 }
 
+/**
+ * Enables or disables plugins. RabbitMQ 3.10's CLI sometimes records the change and then crashes
+ * applying it to the running node (a CaseClauseError from rabbit_plugins:clean_plugin while it
+ * purges the MQTT plugin's modules): what counts is the recorded list, so that is checked, and the
+ * command tried once more if it did not take.
+ */
+async function plugins(action: 'enable' | 'disable', names: string[]) {
+  const done = async () => {
+    const enabled = await explicitPlugins()
+    return names.every((p) => enabled.includes(p) === (action === 'enable'))
+  }
+  for (let attempt = 1; ; attempt++) {
+    const failed = await run('rabbitmq-plugins', ['-q', action, ...names]).then(
+      () => undefined,
+      (err: Error) => err,
+    )
+    if (!failed || (await done())) return
+    if (attempt >= 2) throw failed
+    await new Promise((r) => setTimeout(r, 2000))
+  }
+}
+
 async function restore(s: Snapshot) {
   const now = await explicitPlugins()
   const added = now.filter((p) => !s.plugins.includes(p))
   const removed = s.plugins.filter((p) => !now.includes(p))
-  if (added.length) await run('rabbitmq-plugins', ['-q', 'disable', ...added])
-  if (removed.length) await run('rabbitmq-plugins', ['-q', 'enable', ...removed])
+  if (added.length) await plugins('disable', added)
+  if (removed.length) await plugins('enable', removed)
   // Each app's settings as they were: an app that was not loaded is unloaded (its defaults come
   // back with the next load); a loaded one gets its values back and loses the keys added since.
   await eval_(
