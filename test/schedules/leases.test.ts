@@ -61,9 +61,10 @@ t.test('a node killed with turns claimed: its next run fires them at once, anoth
   const claimed = await claimDueSchedules(db, clock(), 10, leaseMs, 'node-a/dead-run')
   t.equal(claimed.length, 3, 'the dead run held all three')
 
-  // start() looks at once on its own; a tick() after it waits for that look to end.
+  // node-b is driven by tick() alone: started, its own loop would look again on real-time timers
+  // and, once the test has moved the clock, could claim the turns before the claims the test
+  // writes for node-a's dead runs (flaky on PostgreSQL). start() is node-a's part below.
   const other = counting(db, 'node-b', clock, { leaseMs })
-  await other.scheduler.start()
   await other.scheduler.tick()
   t.equal(other.fired.length, 0, 'another node does not take claims that may still be alive')
 
@@ -72,7 +73,10 @@ t.test('a node killed with turns claimed: its next run fires them at once, anoth
   await restarted.scheduler.tick()
   t.same(restarted.fired.sort(), [...ids].sort(), 'node-a, started again, fires all three turns at once')
 
-  // node-a dies again holding the next turns; it does not come back this time.
+  // node-a dies again holding the next turns; it does not come back this time. Its scheduler
+  // stops first: still running, it may look again (its own timers) once the clock has moved and
+  // claim the turns itself, before the claims of its "dead run" below are written.
+  await restarted.scheduler.close()
   now += 3_600_000
   t.equal((await claimDueSchedules(db, clock(), 10, leaseMs, 'node-a/second-dead-run')).length, 3)
   await other.scheduler.tick()
