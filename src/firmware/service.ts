@@ -560,7 +560,11 @@ export function createFirmwareService(deps: {
       }
     }
     const byRelease = new Map<string, string[]>()
-    for (const o of await unqueuedOffers(db)) byRelease.set(o.releaseId, [...(byRelease.get(o.releaseId) ?? []), o.deviceId])
+    for (const o of await unqueuedOffers(db)) {
+      const ids = byRelease.get(o.releaseId)
+      if (ids) ids.push(o.deviceId)
+      else byRelease.set(o.releaseId, [o.deviceId])
+    }
     let requeued = 0
     for (const [releaseId, deviceIds] of byRelease) {
       const release = await findRelease(db, releaseId)
