@@ -1,11 +1,16 @@
 // Unit tests of loadConfig: the one place that reads the environment.
 import t from 'tap'
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { generateKeyPairSync } from 'node:crypto'
+import { pathToFileURL } from 'node:url'
+import { z } from 'zod'
 import { ConfigError, loadConfig, persistGenerated } from '../src/config.js'
+import { sections } from '../src/config/sections.js'
+import { type Variable, variablesOf } from '../src/config/variables.js'
 import { startApp } from './helpers/app.js'
 import { newSigningKeyPem, publicKeyOf, readSigningKey } from '../src/firmware/signing.js'
 
@@ -463,4 +468,102 @@ t.test('NODE_ENV=production warns, and still starts, for what is only unusual', 
   )
   t.match(warned({ DEMO_ENABLED: 'true' }), /DEMO_ENABLED is true/)
   t.match(warned({ ADMIN_EMAILS: '' }), /ADMIN_EMAILS is empty/)
+})
+
+/** A value each declared variable refuses, from what its schema accepts; free text (a name, a secret) has none. */
+function refusedValue(v: Variable): string | undefined {
+  const special: Record<string, string> = {
+    TRUST_PROXY: '2',
+    PGLITE_SHARED_BUFFERS: '32',
+    REDIS_PREFIX: 'dps#',
+    MQTT_BROKER_ID: 'node one',
+    VAPID_SUBJECT: 'ops@example.com',
+  }
+  if (special[v.name]) return special[v.name]
+  const s = z.toJSONSchema(v.schema, { io: 'input', unrepresentable: 'any' }) as Record<string, any>
+  if (s.enum) return 'surely-not-allowed'
+  if (s.type === 'integer') return '1.5'
+  if (s.type === 'number') return 'twelve'
+  if (s.format === 'uri') return 'not a url'
+  if (s.format === 'email') return 'nobody'
+  if (s.minLength) return 'x'.repeat(s.minLength - 1)
+  if (s.pattern) throw new Error(`${v.name}: give the test a value its pattern refuses`)
+  return undefined
+}
+
+t.test('every declared variable refuses a bad value with a ConfigError naming that variable alone', async (t) => {
+  const dir = await tempDir(t)
+  const all = Object.values(sections).flatMap((s) => variablesOf(s.variables))
+  t.same(
+    all.map((v) => v.name).filter((name, i, names) => names.indexOf(name) !== i),
+    [],
+    'no variable is declared twice',
+  )
+  let checked = 0
+  for (const v of all) {
+    const bad = refusedValue(v)
+    if (bad === undefined) continue
+    checked++
+    let message = ''
+    try {
+      loadConfig({ DATA_DIR: dir, AUTH_SECRET: SECRET, [v.name]: bad })
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err
+      message = err.message
+    }
+    const lines = message.split('\n').slice(1)
+    t.ok(
+      lines.length > 0 && lines.every((l) => l.startsWith(`  ${v.name}: `)),
+      `${v.name}=${JSON.stringify(bad)} is refused, naming ${v.name}: ${JSON.stringify(message)}`,
+    )
+  }
+  t.ok(checked > 70, `${checked} of ${all.length} variables have a value they refuse, and refuse it`)
+})
+
+t.test('loading config writes nothing anywhere: a process denied every file write loads it', async (t) => {
+  const root = await tempDir(t)
+  const fresh = join(root, 'fresh')
+  // Node's permission model makes any file write throw ERR_ACCESS_DENIED (tsx's transform cache is
+  // turned off so the loader itself writes nothing); the child then tries one write of its own, so
+  // the test cannot pass with the denial missing.
+  const script = `
+    import { writeFileSync } from 'node:fs'
+    const { loadConfig } = await import(${JSON.stringify(pathToFileURL(resolve('src/config.ts')).href)})
+    const loaded = [
+      loadConfig({ DATA_DIR: ${JSON.stringify(fresh)} }),
+      loadConfig({ DATA_DIR: 'relative/data', MQTT_PORT: '1999', LOG_FORMAT: 'json' }),
+      loadConfig({ DATA_DIR: ${JSON.stringify(fresh)}, NODE_ENV: 'production', AUTH_SECRET: 'x'.repeat(32), BASE_URL: 'https://a.example' }),
+    ]
+    let denied = ''
+    try { writeFileSync(${JSON.stringify(join(root, 'probe'))}, 'x') } catch (err) { denied = err.code }
+    console.log(JSON.stringify({ generated: loaded.map((c) => c.generated.map((g) => g.name)), denied }))
+  `
+  // Through env(1): the test runner adds its hooks to every child's NODE_OPTIONS, and the
+  // permission model would refuse them; the child gets only what it needs.
+  const child = spawnSync(
+    'env',
+    [
+      '-i',
+      `PATH=${process.env.PATH}`,
+      `TMPDIR=${root}`,
+      'TSX_DISABLE_CACHE=1',
+      process.execPath,
+      '--experimental-permission',
+      '--allow-fs-read=*',
+      // tsx transforms in a worker thread with esbuild's service process.
+      '--allow-worker',
+      '--allow-child-process',
+      '--no-warnings',
+      `--import=${import.meta.resolve('tsx')}`,
+      '--input-type=module',
+      '--eval',
+      script,
+    ],
+    { cwd: root, encoding: 'utf8' },
+  )
+  t.equal(child.status, 0, `the child loaded config without writing: ${child.stderr}`)
+  const out = child.status === 0 ? JSON.parse(child.stdout.trim().split('\n').at(-1)!) : {}
+  t.equal(out.denied, 'ERR_ACCESS_DENIED', 'a write in that process is refused')
+  t.same(out.generated[0], ['broker-id', 'auth-secret', 'firmware-signing-key'], 'values were generated, in memory only')
+  t.same(readdirSync(root), [], 'nothing appeared in the working directory or the temporary folder')
 })
