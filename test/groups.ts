@@ -86,6 +86,7 @@ export const groups = {
     backing: false,
     files: [
       'web/console.test.ts',
+      'web/data-layer.test.ts',
       'web/stored-text.test.ts',
       'web/not-built.test.ts',
       'device-sim/cli.test.ts',

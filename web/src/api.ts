@@ -9,6 +9,13 @@ export type Device = components['schemas']['DeviceDetail']
 
 export type Job = components['schemas']['ImageGenerationResponse']
 
+/** The JSON body an endpoint takes, as its OpenAPI document says. */
+export type JsonBody<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
+  requestBody?: { content: { 'application/json': infer B } }
+}
+  ? B
+  : never
+
 /** An API refusal with the service's own words ({message, code}). */
 class ApiError extends Error {
   constructor(

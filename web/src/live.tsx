@@ -6,6 +6,7 @@
 import { useQueryClient } from '@tanstack/react-query'
 import mqttClient, { type MqttClient } from 'u8-mqtt/esm/web/v4.js'
 import { createContext, type ReactNode, useContext, useEffect, useMemo, useRef, useSyncExternalStore } from 'react'
+import { invalidateForDeviceEvent } from './queries/devices'
 
 export type Presence = { online: boolean; since?: string | null; reason?: string | null }
 type Store = {
@@ -44,9 +45,7 @@ export function LiveProvider({ children }: { children: ReactNode }) {
         presence.set(id, { online: body.online === true, since: body.since as string | null, reason: body.reason as string | null })
         notify()
       } else if (kind === 'events') {
-        void queryClient.invalidateQueries({ queryKey: ['device', id] })
-        void queryClient.invalidateQueries({ queryKey: ['events', id] })
-        void queryClient.invalidateQueries({ queryKey: ['devices'] })
+        void invalidateForDeviceEvent(queryClient, id)
       }
     }
     /** Connects (once mounted, so StrictMode's double render opens no second client); returns the cleanup. */

@@ -1,27 +1,22 @@
 // Your account: name, e-mail and password, the sessions signed in as you (revoke any, or all
 // others), passkeys and API keys.
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useMutation, useQuery } from '@tanstack/react-query'
 import { useState } from 'react'
 import { useForm } from 'react-hook-form'
-import { api, data, errorText } from '../api'
-import { authClient, authData, authErrorText } from '../auth'
-import { apiKeyAuth, passkeyAuth } from '../auth-extras'
+import { errorText } from '../api'
+import { authClient, authErrorText } from '../auth'
+import { passkeyAuth } from '../auth-extras'
+import { accountMutations, accountQueries } from '../queries/account'
+import { notificationMutations, notificationQueries, pushSupported } from '../queries/notifications'
 import { Button, ErrorState, Field, Loading, NewPasswordField, Notice, TableHead } from '../ui'
 
 export function AccountPage() {
   const { data: session } = authClient.useSession()
-  const queryClient = useQueryClient()
-  const sessions = useQuery({ queryKey: ['sessions'], queryFn: () => authData(authClient.listSessions()) })
+  const sessions = useQuery(accountQueries.sessions())
   const profile = useForm<{ name: string }>({ values: { name: session?.user.name ?? '' } })
-  const rename = useMutation({ mutationFn: (name: string) => authData(authClient.updateUser({ name })) })
-  const revoke = useMutation({
-    mutationFn: (token: string) => authData(authClient.revokeSession({ token })),
-    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['sessions'] }),
-  })
-  const revokeOthers = useMutation({
-    mutationFn: () => authData(authClient.revokeOtherSessions()),
-    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['sessions'] }),
-  })
+  const rename = useMutation(accountMutations.rename())
+  const revoke = useMutation(accountMutations.revokeSession())
+  const revokeOthers = useMutation(accountMutations.revokeOtherSessions())
   if (!session) return null
   return (
     <>
@@ -233,31 +228,12 @@ function Passkeys() {
   )
 }
 
-type ApiKey = { id: string; name?: string | null; start?: string | null; createdAt: string | Date }
-
 function ApiKeys() {
-  const queryClient = useQueryClient()
-  const keys = useQuery({
-    queryKey: ['api-keys'],
-    queryFn: async () => {
-      const listed = (await authData(apiKeyAuth.apiKey.list())) as unknown as ApiKey[] | { apiKeys?: ApiKey[] }
-      return Array.isArray(listed) ? listed : (listed.apiKeys ?? [])
-    },
-  })
+  const keys = useQuery(accountQueries.apiKeys())
   const [created, setCreated] = useState('')
   const form = useForm<{ name: string }>()
-  const create = useMutation({
-    mutationFn: (name: string) => authData(apiKeyAuth.apiKey.create({ name })),
-    onSuccess: (k) => {
-      setCreated((k as { key: string }).key)
-      form.reset()
-      void queryClient.invalidateQueries({ queryKey: ['api-keys'] })
-    },
-  })
-  const remove = useMutation({
-    mutationFn: (keyId: string) => authData(apiKeyAuth.apiKey.delete({ keyId })),
-    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['api-keys'] }),
-  })
+  const create = useMutation(accountMutations.createApiKey())
+  const remove = useMutation(accountMutations.deleteApiKey())
   return (
     <section className="card" aria-labelledby="keys-title">
       <h2 id="keys-title">API keys</h2>
@@ -284,7 +260,17 @@ function ApiKeys() {
           </li>
         ))}
       </ul>
-      <form onSubmit={form.handleSubmit((v) => create.mutate(v.name.trim()))} noValidate>
+      <form
+        onSubmit={form.handleSubmit((v) =>
+          create.mutate(v.name.trim(), {
+            onSuccess: (k) => {
+              setCreated(k.key)
+              form.reset()
+            },
+          }),
+        )}
+        noValidate
+      >
         <Field label="Key name" error={form.formState.errors.name}>
           <input
             {...form.register('name', {
@@ -301,17 +287,6 @@ function ApiKeys() {
   )
 }
 
-/** The VAPID key as the bytes PushManager.subscribe takes. */
-function keyBytes(base64url: string): Uint8Array<ArrayBuffer> {
-  const b64 = base64url
-    .replace(/-/g, '+')
-    .replace(/_/g, '/')
-    .padEnd(Math.ceil(base64url.length / 4) * 4, '=')
-  return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))
-}
-
-const pushSupported = () => 'serviceWorker' in navigator && 'PushManager' in window && 'Notification' in window
-
 type Switch = 'generationResults' | 'devicePresence' | 'batteryLow' | 'deviceSilent' | 'firmwareFailed'
 /** One switch per kind of notification, as the service keeps them. */
 const switches: Array<[Switch, string]> = [
@@ -323,57 +298,16 @@ const switches: Array<[Switch, string]> = [
 ]
 
 function Notifications() {
-  const queryClient = useQueryClient()
-  const prefs = useQuery({ queryKey: ['notification-prefs'], queryFn: async () => data(await api.GET('/api/notifications/preferences')) })
+  const prefs = useQuery(notificationQueries.preferences())
   const save = useMutation({
-    mutationFn: async (patch: Partial<Record<Switch, boolean>>) => data(await api.PATCH('/api/notifications/preferences', { body: patch })),
-    onSuccess: (p) => queryClient.setQueryData(['notification-prefs'], p),
+    ...notificationMutations.savePreferences(),
     // The boxes follow the click at once (uncontrolled); a refusal draws them again from the saved values.
     onError: () => setDrawn((n) => n + 1),
   })
   const [drawn, setDrawn] = useState(0)
-  // This browser's subscription, if any (the service keeps one per browser and user).
-  const here = useQuery({
-    queryKey: ['push-here'],
-    enabled: pushSupported(),
-    queryFn: async () => {
-      const registration = await navigator.serviceWorker.getRegistration('/')
-      const sub = await registration?.pushManager.getSubscription()
-      if (!sub) return null
-      const known = data(await api.GET('/api/notifications/subscriptions')).subscriptions
-      return known.some((k) => k.endpoint === sub.endpoint) ? sub.endpoint : null
-    },
-  })
-  const subscribe = useMutation({
-    mutationFn: async () => {
-      if ((await Notification.requestPermission()) !== 'granted')
-        throw new Error('Notifications are blocked for this site in the browser’s settings.')
-      const registration = await navigator.serviceWorker.register('/sw.js', { scope: '/' })
-      await navigator.serviceWorker.ready
-      const { publicKey } = data(await api.GET('/api/notifications/vapid-public-key'))
-      let sub: PushSubscription
-      try {
-        sub = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(publicKey) })
-      } catch (err) {
-        throw new Error(`This browser could not reach its push service: ${(err as Error).message}`)
-      }
-      const json = sub.toJSON() as { endpoint: string; expirationTime?: number | null; keys: { p256dh: string; auth: string } }
-      data(
-        await api.POST('/api/notifications/subscriptions', {
-          body: { endpoint: json.endpoint, expirationTime: json.expirationTime ?? null, keys: json.keys },
-        }),
-      )
-    },
-    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['push-here'] }),
-  })
-  const unsubscribe = useMutation({
-    mutationFn: async (endpoint: string) => {
-      data(await api.DELETE('/api/notifications/subscriptions', { body: { endpoint } }))
-      const registration = await navigator.serviceWorker.getRegistration('/')
-      await (await registration?.pushManager.getSubscription())?.unsubscribe()
-    },
-    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['push-here'] }),
-  })
+  const here = useQuery(notificationQueries.thisBrowser())
+  const subscribe = useMutation(notificationMutations.subscribeThisBrowser())
+  const unsubscribe = useMutation(notificationMutations.unsubscribeThisBrowser())
   return (
     <section className="card" aria-labelledby="notifications-title">
       <h2 id="notifications-title">Notifications</h2>

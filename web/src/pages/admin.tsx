@@ -1,11 +1,13 @@
 // Administration (role admin only; the API refuses everyone else): find users, ban and unban
 // them, see and end their sessions, act as them, and grant credits.
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useMutation, useQuery } from '@tanstack/react-query'
 import { useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { Link, useNavigate } from 'react-router'
-import { api, data, errorText } from '../api'
-import { authClient, authData } from '../auth'
+import { errorText } from '../api'
+import { authClient } from '../auth'
+import { adminMutations, adminQueries } from '../queries/admin'
+import { creditMutations } from '../queries/credits'
 import { Button, Empty, ErrorState, Field, Loading, Notice, TableHead } from '../ui'
 
 type AdminUser = { id: string; email: string; name: string; role?: string | null; banned?: boolean | null; banReason?: string | null }
@@ -14,38 +16,19 @@ export function AdminPage() {
   const { data: session } = authClient.useSession()
   const [search, setSearch] = useState('')
   const [open, setOpen] = useState<string | null>(null)
-  const queryClient = useQueryClient()
   const navigate = useNavigate()
-  const users = useQuery({
-    queryKey: ['admin-users', search],
-    queryFn: () =>
-      authData(
-        authClient.admin.listUsers({
-          query: {
-            limit: 50,
-            sortBy: 'createdAt',
-            sortDirection: 'desc',
-            ...(search ? { searchValue: search, searchField: 'email', searchOperator: 'contains' } : {}),
-          },
-        }),
-      ),
-    enabled: session?.user.role === 'admin',
-  })
-  const refresh = () => void queryClient.invalidateQueries({ queryKey: ['admin-users'] })
-  const ban = useMutation({
-    mutationFn: (userId: string) => authData(authClient.admin.banUser({ userId, banReason: 'banned from the console' })),
-    onSettled: refresh,
-  })
-  const unban = useMutation({ mutationFn: (userId: string) => authData(authClient.admin.unbanUser({ userId })), onSettled: refresh })
-  const impersonate = useMutation({
-    mutationFn: (userId: string) => authData(authClient.admin.impersonateUser({ userId })),
-    onSuccess: async () => {
-      queryClient.clear()
-      await authClient.getSession()
-      navigate('/')
-      window.location.reload()
-    },
-  })
+  const users = useQuery({ ...adminQueries.users(search), enabled: session?.user.role === 'admin' })
+  const ban = useMutation(adminMutations.ban())
+  const unban = useMutation(adminMutations.unban())
+  const impersonate = useMutation(adminMutations.impersonate())
+  const actAs = (userId: string) =>
+    impersonate.mutate(userId, {
+      onSuccess: async () => {
+        await authClient.getSession()
+        navigate('/')
+        window.location.reload()
+      },
+    })
   const { register, handleSubmit } = useForm<{ q: string }>()
   if (session?.user.role !== 'admin') return <ErrorState error={new Error('This page is for administrators.')} />
   const list = (users.data?.users ?? []) as AdminUser[]
@@ -104,11 +87,7 @@ export function AdminPage() {
                         <Button kind="secondary" onClick={() => setOpen(open === u.id ? null : u.id)}>
                           {open === u.id ? 'Close' : 'Sessions and credits'}
                         </Button>
-                        <Button
-                          kind="secondary"
-                          busy={impersonate.isPending && impersonate.variables === u.id}
-                          onClick={() => impersonate.mutate(u.id)}
-                        >
+                        <Button kind="secondary" busy={impersonate.isPending && impersonate.variables === u.id} onClick={() => actAs(u.id)}>
                           Act as {u.email}
                         </Button>
                       </span>
@@ -126,25 +105,10 @@ export function AdminPage() {
 }
 
 function UserDetail({ user }: { user: AdminUser }) {
-  const queryClient = useQueryClient()
-  const sessions = useQuery({
-    queryKey: ['admin-sessions', user.id],
-    queryFn: () => authData(authClient.admin.listUserSessions({ userId: user.id })),
-  })
-  const revoke = useMutation({
-    mutationFn: (sessionToken: string) => authData(authClient.admin.revokeUserSession({ sessionToken })),
-    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['admin-sessions', user.id] }),
-  })
+  const sessions = useQuery(adminQueries.userSessions(user.id))
+  const revoke = useMutation(adminMutations.revokeUserSession(user.id))
   const credits = useForm<{ amount: string; note: string }>()
-  const grant = useMutation({
-    mutationFn: async (v: { amount: string; note: string }) =>
-      data(
-        await api.POST('/api/admin/credits', {
-          body: { userId: user.id, amount: v.amount.trim(), ...(v.note.trim() ? { note: v.note.trim() } : {}) },
-        }),
-      ),
-    onSuccess: () => credits.reset(),
-  })
+  const grant = useMutation(creditMutations.grant(user.id))
   const list = (sessions.data?.sessions ?? []) as Array<{ id: string; token: string; userAgent?: string | null; createdAt: string | Date }>
   return (
     <section className="card" aria-labelledby="detail-title">
@@ -167,7 +131,15 @@ function UserDetail({ user }: { user: AdminUser }) {
         ))}
       </ul>
       <h3>Grant credits</h3>
-      <form onSubmit={credits.handleSubmit((v) => grant.mutate(v))} noValidate>
+      <form
+        onSubmit={credits.handleSubmit((v) =>
+          grant.mutate(
+            { amount: v.amount.trim(), ...(v.note.trim() ? { note: v.note.trim() } : {}) },
+            { onSuccess: () => credits.reset() },
+          ),
+        )}
+        noValidate
+      >
         {grant.isError ? <Notice kind="error">{errorText(grant.error)}</Notice> : null}
         {grant.isSuccess ? <Notice kind="success">Granted. New balance: {grant.data.balance} credits.</Notice> : null}
         <Field label="Credits" error={credits.formState.errors.amount}>

@@ -2,7 +2,7 @@
 // (level, text and time filters, newest first, older pages on demand).
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query'
 import { useState } from 'react'
-import { api, data } from '../api'
+import { deviceQueries, type LogFilter } from '../queries/devices'
 import { Button, ErrorState, Field, Loading } from '../ui'
 
 const offerText: Record<string, string> = {
@@ -16,11 +16,7 @@ const offerText: Record<string, string> = {
 }
 
 export function FirmwareCard({ deviceId }: { deviceId: string }) {
-  const fw = useQuery({
-    queryKey: ['firmware', deviceId],
-    queryFn: async () => data(await api.GET('/api/device/{id}/firmware', { params: { path: { id: deviceId } } })),
-    refetchInterval: 15_000,
-  })
+  const fw = useQuery(deviceQueries.firmware(deviceId))
   const f = fw.data
   return (
     <section className="card" aria-labelledby="firmware-title">
@@ -48,34 +44,13 @@ export function FirmwareCard({ deviceId }: { deviceId: string }) {
 }
 
 const levels = ['debug', 'info', 'warn', 'error'] as const
-type Level = (typeof levels)[number]
+type Level = LogFilter['level']
 
 export function LogsCard({ deviceId }: { deviceId: string }) {
   const [level, setLevel] = useState<Level>('debug')
   const [text, setText] = useState('')
   const [since, setSince] = useState('')
-  const logs = useInfiniteQuery({
-    queryKey: ['logs', deviceId, level, text, since],
-    initialPageParam: undefined as string | undefined,
-    queryFn: async ({ pageParam }) =>
-      data(
-        await api.GET('/api/device/{id}/logs', {
-          params: {
-            path: { id: deviceId },
-            query: {
-              level,
-              limit: 50,
-              ...(text ? { q: text } : {}),
-              ...(since ? { since: new Date(since).toISOString() } : {}),
-              ...(pageParam ? { cursor: pageParam } : {}),
-            },
-          },
-        }),
-      ),
-    getNextPageParam: (last) => last.nextCursor ?? undefined,
-    // A frame logs while its page is open: new entries show without a reload.
-    refetchInterval: 15_000,
-  })
+  const logs = useInfiniteQuery(deviceQueries.logs(deviceId, { level, text, since }))
   const pages = logs.data?.pages ?? []
   const list = pages.flatMap((p) => p.logs)
   const counts = pages[0]?.counts

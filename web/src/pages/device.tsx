@@ -5,9 +5,12 @@ import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tansta
 import { useEffect, useRef, useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { Link, useNavigate, useParams } from 'react-router'
-import { api, data, type Device, errorText, imageUrl, type Job, uploadPhoto } from '../api'
+import { type Device, errorText, imageUrl, type Job } from '../api'
 import { authClient } from '../auth'
 import { usePresence } from '../live'
+import { creditKeys, creditQueries } from '../queries/credits'
+import { deviceKeys, deviceMutations, deviceQueries } from '../queries/devices'
+import { generationMutations, generationQueries } from '../queries/generation'
 import { ago, Button, ErrorState, Field, Loading, Notice, PhotoField } from '../ui'
 import { OnlineBadge } from './devices'
 import { FirmwareCard, LogsCard } from './device-health'
@@ -17,11 +20,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 export function DevicePage() {
   const { id = '' } = useParams()
-  const device = useQuery({
-    queryKey: ['device', id],
-    queryFn: async () => data(await api.GET('/api/device/{id}', { params: { path: { id } } })),
-    refetchInterval: 30_000,
-  })
+  const device = useQuery(deviceQueries.detail(id))
   const presence = usePresence(device.data ? [id] : [])(id)
   const canManage = useCanManage(device.data)
   if (device.isPending) return <Loading what="the frame" />
@@ -86,8 +85,9 @@ function useCanManage(device: Device | undefined): boolean {
 
 function Generate({ device }: { device: Device }) {
   const queryClient = useQueryClient()
-  const models = useQuery({ queryKey: ['models'], queryFn: async () => data(await api.GET('/api/models')).models ?? [] })
-  const credits = useQuery({ queryKey: ['credits'], queryFn: async () => data(await api.GET('/api/credits')) })
+  const models = useQuery(generationQueries.models())
+  const credits = useQuery(creditQueries.balance())
+  const start = useMutation(generationMutations.start())
   const [job, setJob] = useState<Job | null>(null)
   const mounted = useRef(true)
   useEffect(
@@ -103,32 +103,27 @@ function Generate({ device }: { device: Device }) {
     setError('')
     setOnFrame(false)
     try {
-      let current = data(
-        await api.POST('/api/generate', {
-          body: { prompt: { text: v.text.trim() }, deviceId: device.id, model: v.model as 'local' },
-        }),
-      )
+      let current = await start.mutateAsync({ prompt: { text: v.text.trim() }, deviceId: device.id, model: v.model as 'local' })
       setJob(current)
-      void queryClient.invalidateQueries({ queryKey: ['credits'] })
       // Start, then poll: the job's progress, then the frame's report that it shows the result.
       // At most ten minutes, and not after the page is left.
       for (let i = 0; (current.status === 'queued' || current.status === 'running') && i < 600 && mounted.current; i++) {
         await sleep(1000)
-        current = data(await api.GET('/api/generate/{id}', { params: { path: { id: current.id } } }))
+        current = await queryClient.fetchQuery(generationQueries.job(current.id))
         setJob(current)
       }
       if (current.status !== 'succeeded' || !current.result) {
         setError(current.error?.message ?? `The generation ${current.status}.`)
-        void queryClient.invalidateQueries({ queryKey: ['credits'] })
+        // A failed job's price is given back.
+        void queryClient.invalidateQueries({ queryKey: creditKeys.balance() })
         return
       }
       const imageId = current.result.imageId
       for (let i = 0; i < 120 && mounted.current; i++) {
-        const d = data(await api.GET('/api/device/{id}', { params: { path: { id: device.id } } }))
-        queryClient.setQueryData(['device', device.id], d)
+        const d = await queryClient.fetchQuery(deviceQueries.detail(device.id))
         if (d.status?.shownImageId === imageId) {
           setOnFrame(true)
-          void queryClient.invalidateQueries({ queryKey: ['devices'] })
+          void queryClient.invalidateQueries({ queryKey: deviceKeys.list() })
           return
         }
         await sleep(1000)
@@ -181,12 +176,7 @@ function Generate({ device }: { device: Device }) {
 
 function SendPhoto({ device }: { device: Device }) {
   const [file, setFile] = useState<File | null>(null)
-  const mutation = useMutation({
-    mutationFn: async (f: File) => {
-      const key = await uploadPhoto(f)
-      return data(await api.POST('/api/upload/send', { body: { key, deviceId: device.id } }))
-    },
-  })
+  const mutation = useMutation(deviceMutations.sendPhoto(device.id))
   return (
     <section className="card" aria-labelledby="photo-title">
       <h2 id="photo-title">Send a photo</h2>
@@ -212,42 +202,24 @@ type Command = 'identify' | 'refresh' | 'reboot' | 'sleep'
 function Commands({ device }: { device: Device }) {
   const [seconds, setSeconds] = useState(600)
   const [sent, setSent] = useState<{ commandId: string; command: Command } | null>(null)
-  const [acked, setAcked] = useState(false)
-  const mutation = useMutation({
-    mutationFn: async (command: Command) =>
-      data(
-        await api.POST('/api/device/{id}/command', {
-          params: { path: { id: device.id } },
-          body: command === 'sleep' ? { command, args: { seconds } } : { command },
-        }),
-      ),
-    onSuccess: (res, command) => {
-      setAcked(false)
-      setSent({ commandId: res.commandId, command })
-    },
+  const command = useMutation(deviceMutations.command(device.id))
+  const send = (c: Command) =>
+    command.mutate(c === 'sleep' ? { command: c, args: { seconds } } : { command: c }, {
+      onSuccess: (res) => setSent({ commandId: res.commandId, command: c }),
+    })
+  // The acknowledgement is an event of the device (device.ack with the command's id): asked every
+  // second until it comes, for at most a minute.
+  const ack = useQuery({
+    ...deviceQueries.commandAck(device.id, sent?.commandId ?? ''),
+    enabled: sent !== null,
+    refetchInterval: (q) => (q.state.data || q.state.status === 'error' || q.state.dataUpdateCount >= 60 ? false : 1000),
+    retry: false,
   })
-  // The acknowledgement is an event of the device (device.ack with the command's id).
-  useEffect(() => {
-    if (!sent) return
-    let stop = false
-    void (async () => {
-      for (let i = 0; i < 60 && !stop; i++) {
-        const res = data(await api.GET('/api/device/{id}/events', { params: { path: { id: device.id }, query: { limit: 50 } } }))
-        if (res.events.some((e) => e.type === 'device.ack' && (e.data as { commandId?: string }).commandId === sent.commandId)) {
-          if (!stop) setAcked(true)
-          return
-        }
-        await sleep(1000)
-      }
-    })().catch(() => {})
-    return () => {
-      stop = true
-    }
-  }, [sent, device.id])
+  const acked = ack.data === true
   return (
     <section className="card" aria-labelledby="commands-title">
       <h2 id="commands-title">Commands</h2>
-      {mutation.isError ? <Notice kind="error">{errorText(mutation.error)}</Notice> : null}
+      {command.isError ? <Notice kind="error">{errorText(command.error)}</Notice> : null}
       {sent ? (
         <Notice kind={acked ? 'success' : 'info'}>
           {acked ? `The frame acknowledged “${sent.command}”.` : `“${sent.command}” sent; waiting for the frame to acknowledge it…`}
@@ -255,7 +227,7 @@ function Commands({ device }: { device: Device }) {
       ) : null}
       <div className="row">
         {(['identify', 'refresh', 'reboot'] as const).map((c) => (
-          <Button key={c} kind="secondary" busy={mutation.isPending && mutation.variables === c} onClick={() => mutation.mutate(c)}>
+          <Button key={c} kind="secondary" busy={command.isPending && command.variables?.command === c} onClick={() => send(c)}>
             {c[0]!.toUpperCase() + c.slice(1)}
           </Button>
         ))}
@@ -271,7 +243,7 @@ function Commands({ device }: { device: Device }) {
           />
           <span>seconds</span>
         </label>
-        <Button kind="secondary" busy={mutation.isPending && mutation.variables === 'sleep'} onClick={() => mutation.mutate('sleep')}>
+        <Button kind="secondary" busy={command.isPending && command.variables?.command === 'sleep'} onClick={() => send('sleep')}>
           Sleep
         </Button>
       </div>
@@ -280,36 +252,19 @@ function Commands({ device }: { device: Device }) {
 }
 
 function Settings({ device }: { device: Device }) {
-  const queryClient = useQueryClient()
   const navigate = useNavigate()
   const { data: session } = authClient.useSession()
   const [confirming, setConfirming] = useState(false)
   const form = useForm<{ name: string; color: string }>({ defaultValues: { name: device.name, color: device.color } })
-  const rename = useMutation({
-    mutationFn: async (v: { name: string; color: string }) =>
-      data(await api.PATCH('/api/device/{id}', { params: { path: { id: device.id } }, body: { name: v.name.trim(), color: v.color } })),
-    onSuccess: (d) => {
-      queryClient.setQueryData(['device', device.id], d)
-      void queryClient.invalidateQueries({ queryKey: ['devices'] })
-    },
-  })
-  const disconnect = useMutation({
-    mutationFn: async () => data(await api.POST('/api/device/disconnect', { body: { deviceId: device.id } })),
-    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['device', device.id] }),
-  })
-  const remove = useMutation({
-    mutationFn: async () => data(await api.DELETE('/api/device/delete', { body: { deviceId: device.id } })),
-    onSuccess: async () => {
-      await queryClient.invalidateQueries({ queryKey: ['devices'] })
-      navigate('/', { replace: true })
-    },
-  })
+  const rename = useMutation(deviceMutations.rename(device.id))
+  const disconnect = useMutation(deviceMutations.disconnect(device.id))
+  const remove = useMutation(deviceMutations.remove(device.id))
   // Only the owner deletes (an organization's members use its frames; the API refuses them too).
   const isOwner = session?.user.id === device.userId
   return (
     <section className="card" aria-labelledby="settings-title">
       <h2 id="settings-title">Settings</h2>
-      <form onSubmit={form.handleSubmit((v) => rename.mutate(v))} noValidate>
+      <form onSubmit={form.handleSubmit((v) => rename.mutate({ name: v.name.trim(), color: v.color }))} noValidate>
         {rename.isError ? <Notice kind="error">{errorText(rename.error)}</Notice> : null}
         {rename.isSuccess ? <Notice kind="success">Saved.</Notice> : null}
         <Field label="Name" error={form.formState.errors.name}>
@@ -340,7 +295,11 @@ function Settings({ device }: { device: Device }) {
         {isOwner && confirming ? (
           <>
             <span>Delete {device.name} and its history for good?</span>
-            <Button kind="danger" busy={remove.isPending} onClick={() => remove.mutate()}>
+            <Button
+              kind="danger"
+              busy={remove.isPending}
+              onClick={() => remove.mutate(undefined, { onSuccess: () => navigate('/', { replace: true }) })}
+            >
               Yes, delete
             </Button>
             <Button kind="secondary" onClick={() => setConfirming(false)}>
@@ -368,17 +327,7 @@ const eventText: Record<string, string> = {
 }
 
 function Events({ deviceId }: { deviceId: string }) {
-  const events = useInfiniteQuery({
-    queryKey: ['events', deviceId],
-    initialPageParam: undefined as string | undefined,
-    queryFn: async ({ pageParam }) =>
-      data(
-        await api.GET('/api/device/{id}/events', {
-          params: { path: { id: deviceId }, query: { limit: 20, ...(pageParam ? { cursor: pageParam } : {}) } },
-        }),
-      ),
-    getNextPageParam: (last) => last.nextCursor ?? undefined,
-  })
+  const events = useInfiniteQuery(deviceQueries.events(deviceId))
   const list = events.data?.pages.flatMap((p) => p.events) ?? []
   return (
     <section className="card" aria-labelledby="events-title">

@@ -1,19 +1,13 @@
 // The device list: online state live from the broker, battery, last seen, the image shown now.
 import { useQuery } from '@tanstack/react-query'
 import { Link } from 'react-router'
-import { api, data, type Device, imageUrl } from '../api'
+import { type Device, imageUrl } from '../api'
 import { useLiveConnected, usePresence, type Presence } from '../live'
+import { deviceQueries } from '../queries/devices'
 import { ago, Empty, ErrorState, Loading } from '../ui'
 
-const devicesQuery = {
-  queryKey: ['devices'],
-  queryFn: async () => data(await api.GET('/api/device', { params: { query: { limit: 500 } } })).devices,
-  // Status reports (battery, the image shown) have no live topic for apps: look again every 30 s.
-  refetchInterval: 30_000,
-}
-
 export function DevicesPage() {
-  const devices = useQuery(devicesQuery)
+  const devices = useQuery(deviceQueries.list())
   const presence = usePresence(devices.data?.map((d) => d.id) ?? [])
   const live = useLiveConnected()
   return (

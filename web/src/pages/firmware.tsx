@@ -1,27 +1,17 @@
 // Firmware (role admin only; the API refuses everyone else): upload a release, roll it out to a
 // share of a model's devices on a channel, pause, resume, and follow each release's counts and
 // every device's progress.
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useMutation, useQuery } from '@tanstack/react-query'
 import { useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { Link } from 'react-router'
-import { api, data, errorText } from '../api'
+import { errorText } from '../api'
 import { authClient } from '../auth'
+import { firmwareMutations, firmwareQueries } from '../queries/firmware'
 import { Button, Empty, ErrorState, Field, Loading, Notice, TableHead } from '../ui'
 
 type Counts = { offered: number; pending: number; succeeded: number; failed: number; withdrawn: number }
 const countText = (c: Counts) => `${c.succeeded} installed · ${c.pending} pending · ${c.failed} failed · ${c.offered} offered`
-
-/** POST /api/admin/firmware (multipart); answers the release or throws the service's message. */
-async function uploadRelease(v: { model: string; version: string; channel: string; notes: string; file: File }) {
-  const form = new FormData()
-  for (const k of ['model', 'version', 'channel', 'notes'] as const) form.append(k, v[k].trim())
-  form.append('file', v.file)
-  const res = await fetch('/api/admin/firmware', { method: 'POST', body: form, credentials: 'same-origin' })
-  const body = (await res.json().catch(() => ({}))) as { message?: string; version?: string }
-  if (!res.ok) throw new Error(body.message ?? `The upload failed (${res.status})`)
-  return body
-}
 
 export function FirmwarePage() {
   const { data: session } = authClient.useSession()
@@ -30,30 +20,16 @@ export function FirmwarePage() {
     .split(',')
     .map((r) => r.trim())
     .includes('admin')
-  const queryClient = useQueryClient()
-  const refresh = () => void queryClient.invalidateQueries({ queryKey: ['fw'] })
-  const releases = useQuery({
-    queryKey: ['fw', 'releases'],
-    queryFn: async () => data(await api.GET('/api/admin/firmware')).releases,
-    enabled: isAdmin,
-    refetchInterval: 5000,
-  })
-  const rollouts = useQuery({
-    queryKey: ['fw', 'rollouts'],
-    queryFn: async () => data(await api.GET('/api/admin/firmware-rollouts')).rollouts,
-    enabled: isAdmin,
-    refetchInterval: 5000,
-  })
+  const releases = useQuery({ ...firmwareQueries.releases(), enabled: isAdmin })
+  const rollouts = useQuery({ ...firmwareQueries.rollouts(), enabled: isAdmin })
   const [file, setFile] = useState<File | null>(null)
   const form = useForm<{ model: string; version: string; channel: string; notes: string }>({ defaultValues: { channel: 'stable' } })
-  const publish = useMutation({
-    mutationFn: (v: { model: string; version: string; channel: string; notes: string }) => {
-      if (!file) throw new Error('Choose the firmware image')
-      return uploadRelease({ ...v, file })
-    },
-    onSuccess: () => form.reset({ model: form.getValues('model'), version: '', channel: 'stable', notes: '' }),
-    onSettled: refresh,
-  })
+  const publish = useMutation(firmwareMutations.publish())
+  const submit = (v: { model: string; version: string; channel: string; notes: string }) =>
+    publish.mutate(
+      { ...v, file },
+      { onSuccess: () => form.reset({ model: form.getValues('model'), version: '', channel: 'stable', notes: '' }) },
+    )
   const [detail, setDetail] = useState<string | null>(null)
   if (!isAdmin) return <ErrorState error={new Error('This page is for administrators.')} />
   return (
@@ -64,7 +40,7 @@ export function FirmwarePage() {
       <h1>Firmware</h1>
       <section className="card" aria-labelledby="upload-title">
         <h2 id="upload-title">New release</h2>
-        <form onSubmit={form.handleSubmit((v) => publish.mutate(v))} noValidate>
+        <form onSubmit={form.handleSubmit(submit)} noValidate>
           {publish.isError ? <Notice kind="error">{errorText(publish.error)}</Notice> : null}
           {publish.isSuccess ? <Notice kind="success">Release {publish.data.version} is stored and signed.</Notice> : null}
           <div className="row">
@@ -103,10 +79,10 @@ export function FirmwarePage() {
         {rollouts.isError ? <ErrorState error={rollouts.error} /> : null}
         {rollouts.isSuccess && rollouts.data.length === 0 ? <Empty>No rollout yet: start one below.</Empty> : null}
         {rollouts.data?.map((r) => (
-          <RolloutRow key={`${r.model}/${r.channel}`} rollout={r} onDone={refresh} />
+          <RolloutRow key={`${r.model}/${r.channel}`} rollout={r} />
         ))}
         <h3>Start or change a rollout</h3>
-        <RolloutForm onDone={refresh} />
+        <RolloutForm />
       </section>
       <section className="card" aria-labelledby="fleet-title">
         <h2 id="fleet-title">Fleet</h2>
@@ -114,7 +90,7 @@ export function FirmwarePage() {
           A rollout reaches only devices enrolled here, in the fleet of the model each reports, and only their failures can halt it: the
           model a device declares at pairing is its own word.
         </p>
-        <FleetForm onDone={refresh} />
+        <FleetForm />
       </section>
       <section className="card" aria-labelledby="releases-title">
         <h2 id="releases-title">Releases</h2>
@@ -157,21 +133,8 @@ type Rollout = {
   counts: Counts
 }
 
-function useSetRollout(onDone: () => void) {
-  return useMutation({
-    mutationFn: async (v: { model: string; channel: 'stable' | 'beta'; version: string; percent: number; paused?: boolean }) =>
-      data(
-        await api.PUT('/api/admin/firmware-rollouts/{model}/{channel}', {
-          params: { path: { model: v.model, channel: v.channel } },
-          body: { version: v.version, percent: v.percent, ...(v.paused !== undefined ? { paused: v.paused } : {}) },
-        }),
-      ),
-    onSettled: onDone,
-  })
-}
-
-function RolloutRow({ rollout: r, onDone }: { rollout: Rollout; onDone: () => void }) {
-  const set = useSetRollout(onDone)
+function RolloutRow({ rollout: r }: { rollout: Rollout }) {
+  const set = useMutation(firmwareMutations.setRollout())
   const [percent, setPercent] = useState(r.percent)
   const base = { model: r.model, channel: r.channel, version: r.version ?? '' }
   const state = r.haltedAt ? 'halted: too many failures' : r.paused ? 'paused' : 'running'
@@ -207,8 +170,8 @@ function RolloutRow({ rollout: r, onDone }: { rollout: Rollout; onDone: () => vo
   )
 }
 
-function RolloutForm({ onDone }: { onDone: () => void }) {
-  const set = useSetRollout(onDone)
+function RolloutForm() {
+  const set = useMutation(firmwareMutations.setRollout())
   const form = useForm<{ model: string; channel: 'stable' | 'beta'; version: string; percent: string }>({
     defaultValues: { channel: 'stable', percent: '10' },
   })
@@ -259,18 +222,11 @@ function RolloutForm({ onDone }: { onDone: () => void }) {
 }
 
 /** Enrolls devices (by id, one a line) in the fleet of the model each reports, or takes them out. */
-function FleetForm({ onDone }: { onDone: () => void }) {
+function FleetForm() {
   const [ids, setIds] = useState('')
-  const change = useMutation({
-    mutationFn: async (fleet: boolean) => {
-      const list = [...new Set(ids.split(/[\s,]+/).filter(Boolean))]
-      if (!list.length) throw new Error('Paste the ids of the devices, one a line')
-      for (const id of list) data(await api.PUT('/api/admin/devices/{id}/firmware', { params: { path: { id } }, body: { fleet } }))
-      return { count: list.length, fleet }
-    },
-    onSuccess: () => setIds(''),
-    onSettled: onDone,
-  })
+  const change = useMutation(firmwareMutations.setFleet())
+  const send = (fleet: boolean) =>
+    change.mutate({ deviceIds: [...new Set(ids.split(/[\s,]+/).filter(Boolean))], fleet }, { onSuccess: () => setIds('') })
   return (
     <form onSubmit={(e) => e.preventDefault()} noValidate>
       {change.isError ? <Notice kind="error">{errorText(change.error)}</Notice> : null}
@@ -283,10 +239,10 @@ function FleetForm({ onDone }: { onDone: () => void }) {
         <textarea rows={3} value={ids} onChange={(e) => setIds(e.target.value)} />
       </Field>
       <div className="row">
-        <Button busy={change.isPending} onClick={() => change.mutate(true)}>
+        <Button busy={change.isPending} onClick={() => send(true)}>
           Enroll in the fleet
         </Button>
-        <Button kind="secondary" busy={change.isPending} onClick={() => change.mutate(false)}>
+        <Button kind="secondary" busy={change.isPending} onClick={() => send(false)}>
           Take out of the fleet
         </Button>
       </div>
@@ -295,11 +251,7 @@ function FleetForm({ onDone }: { onDone: () => void }) {
 }
 
 function ReleaseDevices({ id }: { id: string }) {
-  const release = useQuery({
-    queryKey: ['fw', 'release', id],
-    queryFn: async () => data(await api.GET('/api/admin/firmware/{id}', { params: { path: { id } } })),
-    refetchInterval: 5000,
-  })
+  const release = useQuery(firmwareQueries.release(id))
   if (release.isPending) return <Loading what="the release" />
   if (release.isError) return <ErrorState error={release.error} />
   const r = release.data

@@ -1,20 +1,9 @@
 // Where an invitation e-mail's link lands (/invitations/:id): after signing in (the gate brings
 // the person back here), who invites them to what, and Accept or Decline.
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { type UseMutationResult, useMutation, useQuery } from '@tanstack/react-query'
 import { Link, useNavigate, useParams } from 'react-router'
-import { authClient, authData } from '../auth'
-import { answerInvitation, type InvitationAnswer } from '../invitations'
+import { type Invitation, type InvitationAnswer, organizationMutations, organizationQueries } from '../queries/organizations'
 import { Button, ErrorState, Loading, Notice } from '../ui'
-
-type Invitation = {
-  id: string
-  organizationId: string
-  organizationName?: string
-  inviterEmail?: string
-  role: string
-  status: string
-  expiresAt: string | Date
-}
 
 const closed: Record<string, string> = {
   accepted: 'You have already accepted this invitation.',
@@ -25,24 +14,15 @@ const closed: Record<string, string> = {
 export function InvitationPage() {
   const { id = '' } = useParams()
   const navigate = useNavigate()
-  const queryClient = useQueryClient()
-  const invitation = useQuery({
-    queryKey: ['invitation', id],
-    queryFn: () => authData(authClient.organization.getInvitation({ query: { id } })) as Promise<Invitation>,
-  })
-  const answer = useMutation({
-    mutationFn: (v: InvitationAnswer) => answerInvitation(v),
-    onSuccess: async (_data, v) => {
-      await queryClient.invalidateQueries()
-      if (v.accept) navigate('/organizations')
-    },
-  })
+  const invitation = useQuery(organizationQueries.invitation(id))
+  const answer = useMutation(organizationMutations.answerInvitation())
+  const reply = (v: InvitationAnswer) => answer.mutate(v, { onSuccess: () => (v.accept ? navigate('/organizations') : undefined) })
   return (
     <div className="card narrow">
       <h1>Invitation</h1>
       {invitation.isPending ? <Loading what="the invitation" /> : null}
       {invitation.isError ? <ErrorState error={invitation.error} /> : null}
-      {invitation.data ? <Details inv={invitation.data} answer={answer} /> : null}
+      {invitation.data ? <Details inv={invitation.data} answer={answer} reply={reply} /> : null}
       <p>
         <Link to="/organizations">Your organizations</Link>
       </p>
@@ -50,13 +30,21 @@ export function InvitationPage() {
   )
 }
 
-function Details({ inv, answer }: { inv: Invitation; answer: ReturnType<typeof useMutation<unknown, Error, InvitationAnswer>> }) {
+function Details({
+  inv,
+  answer,
+  reply: send,
+}: {
+  inv: Invitation
+  answer: UseMutationResult<unknown, Error, InvitationAnswer>
+  reply: (v: InvitationAnswer) => void
+}) {
   const org = inv.organizationName ?? 'An organization'
   if (answer.isSuccess && !answer.variables?.accept) return <Notice kind="success">You declined the invitation to {org}.</Notice>
   if (inv.status !== 'pending') return <Notice>{closed[inv.status] ?? 'This invitation is closed.'}</Notice>
   if (new Date(inv.expiresAt).getTime() < Date.now())
     return <Notice>This invitation has expired: ask {inv.inviterEmail ?? 'the organization'} for a new one.</Notice>
-  const reply = (accept: boolean) => answer.mutate({ id: inv.id, accept, organizationId: inv.organizationId })
+  const reply = (accept: boolean) => send({ id: inv.id, accept, organizationId: inv.organizationId })
   return (
     <>
       <p>

@@ -1,22 +1,18 @@
 // Organizations: yours (switch the active one, whose frames the device list shows), create one,
 // and for the active one its members and roles, invitations and teams; invitations sent to you.
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useMutation, useQuery } from '@tanstack/react-query'
 import { useState } from 'react'
 import { useForm } from 'react-hook-form'
-import { authClient, authData, authErrorText } from '../auth'
-import { answerInvitation } from '../invitations'
+import { authClient, authErrorText } from '../auth'
+import { type InvitationAnswer, organizationMutations, organizationQueries } from '../queries/organizations'
 import { Button, Empty, ErrorState, Field, Loading, Notice, TableHead } from '../ui'
 
 const roles = ['member', 'admin', 'owner'] as const
 
 export function OrganizationsPage() {
-  const queryClient = useQueryClient()
   const orgs = authClient.useListOrganizations()
   const active = authClient.useActiveOrganization()
-  const setActive = useMutation({
-    mutationFn: (organizationId: string | null) => authData(authClient.organization.setActive({ organizationId })),
-    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['devices'] }),
-  })
+  const setActive = useMutation(organizationMutations.setActive())
   return (
     <>
       <h1>Organizations</h1>
@@ -96,19 +92,10 @@ function ActiveOrganization() {
   const { data: session } = authClient.useSession()
   const org = active.data
   const refresh = () => void active.refetch()
-  const updateRole = useMutation({
-    mutationFn: (v: { memberId: string; role: string }) =>
-      authData(authClient.organization.updateMemberRole({ memberId: v.memberId, role: v.role as 'member', organizationId: org?.id })),
-    onSettled: refresh,
-  })
-  const removeMember = useMutation({
-    mutationFn: (memberIdOrEmail: string) => authData(authClient.organization.removeMember({ memberIdOrEmail, organizationId: org?.id })),
-    onSettled: refresh,
-  })
-  const cancel = useMutation({
-    mutationFn: (invitationId: string) => authData(authClient.organization.cancelInvitation({ invitationId })),
-    onSettled: refresh,
-  })
+  // The active organization is Better Auth's own store: read again after each change.
+  const updateRole = useMutation({ ...organizationMutations.updateMemberRole(org?.id), onSettled: refresh })
+  const removeMember = useMutation({ ...organizationMutations.removeMember(org?.id), onSettled: refresh })
+  const cancel = useMutation({ ...organizationMutations.cancelInvitation(), onSettled: refresh })
   if (!org) return null
   const me = org.members.find((m) => m.userId === session?.user.id)
   const manages = me?.role === 'owner' || me?.role === 'admin'
@@ -236,19 +223,9 @@ function Invite({ organizationId, onSent }: { organizationId: string; onSent: ()
 }
 
 function Teams({ organizationId, manages }: { organizationId: string; manages: boolean }) {
-  const queryClient = useQueryClient()
-  const teams = useQuery({
-    queryKey: ['teams', organizationId],
-    queryFn: () => authData(authClient.organization.listTeams({ query: { organizationId } })),
-  })
+  const teams = useQuery(organizationQueries.teams(organizationId))
   const form = useForm<{ name: string }>()
-  const create = useMutation({
-    mutationFn: (name: string) => authData(authClient.organization.createTeam({ name, organizationId })),
-    onSuccess: () => {
-      form.reset()
-      void queryClient.invalidateQueries({ queryKey: ['teams', organizationId] })
-    },
-  })
+  const create = useMutation(organizationMutations.createTeam(organizationId))
   return (
     <>
       <h3>Teams</h3>
@@ -263,7 +240,7 @@ function Teams({ organizationId, manages }: { organizationId: string; manages: b
         </ul>
       ) : null}
       {manages ? (
-        <form onSubmit={form.handleSubmit((v) => create.mutate(v.name.trim()))} noValidate>
+        <form onSubmit={form.handleSubmit((v) => create.mutate(v.name.trim(), { onSuccess: () => form.reset() }))} noValidate>
           {create.isError ? <Notice kind="error">{create.error.message}</Notice> : null}
           <Field label="New team" error={form.formState.errors.name}>
             <input {...form.register('name', { required: 'Name the team' })} />
@@ -278,17 +255,11 @@ function Teams({ organizationId, manages }: { organizationId: string; manages: b
 }
 
 function MyInvitations() {
-  const queryClient = useQueryClient()
   const orgs = authClient.useListOrganizations()
-  const invitations = useQuery({ queryKey: ['my-invitations'], queryFn: () => authData(authClient.organization.listUserInvitations()) })
-  const respond = useMutation({
-    mutationFn: answerInvitation,
-    onSettled: () => {
-      void orgs.refetch()
-      void queryClient.invalidateQueries({ queryKey: ['my-invitations'] })
-      void queryClient.invalidateQueries({ queryKey: ['devices'] })
-    },
-  })
+  const invitations = useQuery(organizationQueries.myInvitations())
+  const respond = useMutation(organizationMutations.answerInvitation())
+  // The list of organizations is Better Auth's own store: read again after either answer.
+  const reply = (v: InvitationAnswer) => respond.mutate(v, { onSettled: () => void orgs.refetch() })
   const pending = (invitations.data ?? []).filter((i) => i.status === 'pending')
   if (!pending.length && !respond.isError) return null
   return (
@@ -304,11 +275,11 @@ function MyInvitations() {
             <span className="row">
               <Button
                 busy={respond.isPending && respond.variables?.id === i.id && respond.variables.accept}
-                onClick={() => respond.mutate({ id: i.id, accept: true, organizationId: i.organizationId })}
+                onClick={() => reply({ id: i.id, accept: true, organizationId: i.organizationId })}
               >
                 Accept
               </Button>
-              <Button kind="secondary" onClick={() => respond.mutate({ id: i.id, accept: false, organizationId: i.organizationId })}>
+              <Button kind="secondary" onClick={() => reply({ id: i.id, accept: false, organizationId: i.organizationId })}>
                 Decline
               </Button>
             </span>

@@ -1,11 +1,12 @@
 // Pair a frame: the code it shows (or the one in its QR link, /pair?code=…), a name, a colour
 // and, for shared frames, an organization.
-import { useQueryClient } from '@tanstack/react-query'
+import { useMutation } from '@tanstack/react-query'
 import { useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { useNavigate, useSearchParams } from 'react-router'
-import { api, data, errorText } from '../api'
+import { errorText } from '../api'
 import { authClient } from '../auth'
+import { deviceMutations } from '../queries/devices'
 import { Button, Field, Notice } from '../ui'
 
 type Values = { code: string; name: string; color: string; organizationId: string }
@@ -16,7 +17,7 @@ const PIN = /^[A-Z0-9]{4}-?[A-Z0-9]{4}$/
 export function PairPage() {
   const [params] = useSearchParams()
   const navigate = useNavigate()
-  const queryClient = useQueryClient()
+  const pair = useMutation(deviceMutations.pair())
   const orgs = authClient.useListOrganizations()
   const [error, setError] = useState('')
   // From the frame's QR link (/device?user_code=… sends the browser here): the pin the frame
@@ -31,17 +32,12 @@ export function PairPage() {
   const submit = handleSubmit(async (v) => {
     setError('')
     try {
-      const res = data(
-        await api.POST('/api/device/validate', {
-          body: {
-            ...(byUuid ? { userCode } : { pinCode: v.code.trim() }),
-            name: v.name.trim(),
-            color: v.color,
-            ...(v.organizationId ? { organizationId: v.organizationId } : {}),
-          },
-        }),
-      )
-      await queryClient.invalidateQueries({ queryKey: ['devices'] })
+      const res = await pair.mutateAsync({
+        ...(byUuid ? { userCode } : { pinCode: v.code.trim() }),
+        name: v.name.trim(),
+        color: v.color,
+        ...(v.organizationId ? { organizationId: v.organizationId } : {}),
+      })
       navigate(`/devices/${res.device.id}`)
     } catch (err) {
       setError(errorText(err))

@@ -4,21 +4,21 @@
 import { closestCenter, DndContext, type DragEndEvent, KeyboardSensor, PointerSensor, useSensor, useSensors } from '@dnd-kit/core'
 import { arrayMove, SortableContext, sortableKeyboardCoordinates, useSortable, verticalListSortingStrategy } from '@dnd-kit/sortable'
 import { CSS } from '@dnd-kit/utilities'
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useMutation, useQuery } from '@tanstack/react-query'
 import { useState } from 'react'
 import { useForm } from 'react-hook-form'
 import { Link, useNavigate, useParams } from 'react-router'
-import { api, data, errorText, imageUrl, type Playlist, uploadPhoto } from '../api'
+import { errorText, imageUrl, type Playlist } from '../api'
+import { playlistMutations, playlistQueries } from '../queries/playlists'
+import { uploadQueries } from '../queries/uploads'
 import { Button, Empty, ErrorState, Field, Loading, Notice, PhotoField } from '../ui'
 
 type Item = Playlist['items'][number]
 
-const playlistsQuery = { queryKey: ['playlists'], queryFn: async () => data(await api.GET('/api/playlists')).playlists }
-
 const minutes = (s: number) => (s % 60 === 0 ? `${s / 60} min` : `${s} s`)
 
 export function PlaylistsPage() {
-  const lists = useQuery(playlistsQuery)
+  const lists = useQuery(playlistQueries.list())
   return (
     <>
       <h1>Playlists</h1>
@@ -45,22 +45,21 @@ export function PlaylistsPage() {
 
 function NewPlaylist() {
   const navigate = useNavigate()
-  const queryClient = useQueryClient()
   const form = useForm<{ name: string; mode: 'sequential' | 'shuffle'; minutes: number }>({
     defaultValues: { mode: 'sequential', minutes: 60 },
   })
-  const create = useMutation({
-    mutationFn: async (v: { name: string; mode: 'sequential' | 'shuffle'; minutes: number }) =>
-      data(await api.POST('/api/playlists', { body: { name: v.name, mode: v.mode, itemSeconds: Math.round(v.minutes * 60) } })),
-    onSuccess: async (p) => {
-      await queryClient.invalidateQueries({ queryKey: ['playlists'] })
-      navigate(`/playlists/${p.id}`)
-    },
-  })
+  const create = useMutation(playlistMutations.create())
   return (
     <section className="card" aria-labelledby="new-list-title">
       <h2 id="new-list-title">New playlist</h2>
-      <form onSubmit={form.handleSubmit((v) => create.mutate(v))}>
+      <form
+        onSubmit={form.handleSubmit((v) =>
+          create.mutate(
+            { name: v.name, mode: v.mode, itemSeconds: Math.round(v.minutes * 60) },
+            { onSuccess: (p) => navigate(`/playlists/${p.id}`) },
+          ),
+        )}
+      >
         {create.isError ? <Notice kind="error">{errorText(create.error)}</Notice> : null}
         <Field label="Playlist name" error={form.formState.errors.name}>
           <input {...form.register('name', { required: 'Give it a name', maxLength: { value: 100, message: 'At most 100 characters' } })} />
@@ -93,27 +92,9 @@ function NewPlaylist() {
 
 export function PlaylistPage() {
   const { id = '' } = useParams()
-  const queryClient = useQueryClient()
-  const list = useQuery({
-    queryKey: ['playlist', id],
-    queryFn: async () => data(await api.GET('/api/playlists/{id}', { params: { path: { id } } })),
-  })
-  const saved = (p: Playlist) => {
-    queryClient.setQueryData(['playlist', id], p)
-    void queryClient.invalidateQueries({ queryKey: ['playlists'] })
-  }
-  const reorder = useMutation({
-    mutationFn: async (itemIds: string[]) =>
-      data(await api.PUT('/api/playlists/{id}/order', { params: { path: { id } }, body: { itemIds } })),
-    onSuccess: saved,
-    // The order shown before the answer is taken back when the service refuses it.
-    onError: () => void queryClient.invalidateQueries({ queryKey: ['playlist', id] }),
-  })
-  const remove = useMutation({
-    mutationFn: async (itemId: string) =>
-      data(await api.DELETE('/api/playlists/{id}/items/{itemId}', { params: { path: { id, itemId } } })),
-    onSuccess: saved,
-  })
+  const list = useQuery(playlistQueries.detail(id))
+  const reorder = useMutation(playlistMutations.reorder(id))
+  const remove = useMutation(playlistMutations.removeItem(id))
   const sensors = useSensors(useSensor(PointerSensor), useSensor(KeyboardSensor, { coordinateGetter: sortableKeyboardCoordinates }))
   if (list.isPending) return <Loading what="the playlist" />
   if (list.isError) return <ErrorState error={list.error} retry={() => void list.refetch()} />
@@ -121,10 +102,7 @@ export function PlaylistPage() {
   const onDragEnd = ({ active, over }: DragEndEvent) => {
     if (!over || active.id === over.id) return
     const ids = p.items.map((i) => i.id)
-    const moved = arrayMove(ids, ids.indexOf(String(active.id)), ids.indexOf(String(over.id)))
-    // Shown in the new order at once; the answer replaces it.
-    queryClient.setQueryData(['playlist', id], { ...p, items: moved.map((i) => p.items.find((x) => x.id === i)!) })
-    reorder.mutate(moved)
+    reorder.mutate(arrayMove(ids, ids.indexOf(String(active.id)), ids.indexOf(String(over.id))))
   }
   return (
     <>
@@ -151,7 +129,7 @@ export function PlaylistPage() {
           </SortableContext>
         </DndContext>
       </section>
-      <AddItems playlist={p} onSaved={saved} />
+      <AddItems playlist={p} />
     </>
   )
 }
@@ -181,33 +159,17 @@ function SortableItem({ item, n, onRemove }: { item: Item; n: number; onRemove: 
 
 function Thumb({ item }: { item: Item }) {
   // An upload is shown through a fresh signed link to it; a stored picture through its own URL.
-  const upload = useQuery({
-    queryKey: ['upload-url', item.key],
-    enabled: item.kind === 'upload' && Boolean(item.key),
-    staleTime: 10 * 60_000,
-    queryFn: async () => data(await api.GET('/api/upload/url', { params: { query: { key: item.key! } } })).url,
-  })
+  const upload = useQuery({ ...uploadQueries.url(item.key ?? ''), enabled: item.kind === 'upload' && Boolean(item.key) })
   if (item.kind === 'image' && item.imageId) return <img className="thumb" src={imageUrl(item.imageId)} alt="" />
   if (item.kind === 'upload' && upload.data) return <img className="thumb" src={upload.data} alt="" />
   return <span className="thumb placeholder" aria-hidden="true" />
 }
 
-function AddItems({ playlist, onSaved }: { playlist: Playlist; onSaved: (p: Playlist) => void }) {
+function AddItems({ playlist }: { playlist: Playlist }) {
   const [file, setFile] = useState<File | null>(null)
-  const add = useMutation({
-    mutationFn: async (item: { kind: 'upload'; key: string } | { kind: 'prompt'; promptId: string }) =>
-      data(await api.POST('/api/playlists/{id}/items', { params: { path: { id: playlist.id } }, body: { item } })),
-    onSuccess: onSaved,
-  })
-  const photo = useMutation({ mutationFn: async (f: File) => add.mutateAsync({ kind: 'upload', key: await uploadPhoto(f) }) })
+  const photo = useMutation(playlistMutations.addPhoto(playlist.id))
   const form = useForm<{ text: string }>()
-  const prompt = useMutation({
-    mutationFn: async (text: string) => {
-      const created = data(await api.POST('/api/prompts', { body: { text } }))
-      return add.mutateAsync({ kind: 'prompt', promptId: created.id })
-    },
-    onSuccess: () => form.reset(),
-  })
+  const prompt = useMutation(playlistMutations.addPrompt(playlist.id))
   const error = photo.error ?? prompt.error
   return (
     <section className="card" aria-labelledby="add-title">
@@ -224,7 +186,7 @@ function AddItems({ playlist, onSaved }: { playlist: Playlist; onSaved: (p: Play
           Add photo
         </Button>
       </form>
-      <form onSubmit={form.handleSubmit((v) => prompt.mutate(v.text))}>
+      <form onSubmit={form.handleSubmit((v) => prompt.mutate(v.text, { onSuccess: () => form.reset() }))}>
         <Field
           label="Prompt"
           hint="A new picture is made from it each time it comes up, charged like any generation"

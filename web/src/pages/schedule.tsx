@@ -2,10 +2,12 @@
 // plays now and the next change, and, for those who manage the frame, rules and sleep windows to
 // add or remove. Every change is one PUT of the whole plan; the service checks it (overlaps, time
 // zone, empty playlists) and its words are shown as they are.
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useMutation, useQuery } from '@tanstack/react-query'
 import { useForm } from 'react-hook-form'
 import { Link } from 'react-router'
-import { api, data, type Device, errorText, type Schedule } from '../api'
+import { type Device, errorText, type Schedule } from '../api'
+import { deviceMutations, deviceQueries } from '../queries/devices'
+import { playlistQueries } from '../queries/playlists'
 import { Button, Empty, ErrorState, Field, Loading, Notice } from '../ui'
 
 const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const
@@ -55,28 +57,9 @@ function segmentsToday(plan: Plan, names: Map<string, string>, today: Day): Segm
 }
 
 export function ScheduleCard({ device, canManage }: { device: Device; canManage: boolean }) {
-  const queryClient = useQueryClient()
-  const key = ['schedule', device.id]
-  const schedule = useQuery({
-    queryKey: key,
-    // 404 is "no plan yet", not an error.
-    queryFn: async () => {
-      const res = await api.GET('/api/device/{id}/schedule', { params: { path: { id: device.id } } })
-      return res.response.status === 404 ? null : data(res)
-    },
-    refetchInterval: 60_000,
-  })
-  const playlists = useQuery({ queryKey: ['playlists'], queryFn: async () => data(await api.GET('/api/playlists')).playlists })
-  const save = useMutation({
-    mutationFn: async (plan: Plan | null) => {
-      if (plan) return data(await api.PUT('/api/device/{id}/schedule', { params: { path: { id: device.id } }, body: plan }))
-      const removed = await api.DELETE('/api/device/{id}/schedule', { params: { path: { id: device.id } } })
-      // 204 has no body: only a refusal has something to say.
-      if (!removed.response.ok) data(removed)
-      return null
-    },
-    onSuccess: (s) => queryClient.setQueryData(key, s),
-  })
+  const schedule = useQuery(deviceQueries.schedule(device.id))
+  const playlists = useQuery(playlistQueries.list())
+  const save = useMutation(deviceMutations.saveSchedule(device.id))
   const names = new Map((playlists.data ?? []).map((p) => [p.id, p.name]))
   const s = schedule.data
   const plan: Plan = s
