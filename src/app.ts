@@ -406,7 +406,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     leaseMs: config.schedule.leaseMs,
   })
   app.decorate('scheduler', scheduler)
-  await app.register(scheduleRoutes, { playlists, schedules })
+  await app.register(scheduleRoutes, { db: database.db, playlists, schedules })
   await app.register(deviceLogRoutes, { db: database.db, logs: deviceLogs })
   // Devices that poll over HTTP (TRMNL's firmware): the same devices, pipeline and events.
   const trmnl = createTrmnlService({
