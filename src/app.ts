@@ -406,7 +406,7 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
     leaseMs: config.schedule.leaseMs,
   })
   app.decorate('scheduler', scheduler)
-  await app.register(scheduleRoutes, { playlists, schedules })
+  await app.register(scheduleRoutes, { db: database.db, playlists, schedules })
   await app.register(deviceLogRoutes, { db: database.db, logs: deviceLogs })
   // Devices that poll over HTTP (TRMNL's firmware): the same devices, pipeline and events.
   const trmnl = createTrmnlService({
@@ -436,9 +436,10 @@ async function assemble(app: FastifyInstance, config: Config, opts: AppOptions):
   producers.push(() => scheduler.close())
   // A revocation or any other account change on any instance (sign-out, ban, remove-member, leave,
   // role change, organization deleted, …) clears every instance's cache: each then closes the
-  // MQTT connections of apps whose session it ended or that watch a device their user lost.
-  sessionCache.onClear(
-    () => void app.broker?.revalidateApps().catch((err) => app.log.warn({ err }, 'could not revalidate companion app connections')),
+  // MQTT connections of apps whose session it ended or that watch a device their user lost. The
+  // instance that made the change answers only once its own are closed.
+  sessionCache.onClear(async () =>
+    app.broker?.revalidateApps().catch((err) => app.log.warn({ err }, 'could not revalidate companion app connections')),
   )
   // Apps' sessions also end by expiry, which no request announces: checked with every sweep.
   startSweeper(

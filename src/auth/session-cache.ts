@@ -13,6 +13,8 @@
 // cache hit on any instance checks it (one GET), so a request that starts after a revocation's
 // response never sees a session cached before it, whatever the pub/sub latency. The pub/sub
 // message only frees memory early and tells listeners (the MQTT broker closes revoked apps).
+// A clear on this instance waits for its listeners' work: the broker has closed the apps of a
+// removed member before remove-member answers, so no publish after the answer reaches them.
 import type { RedisHandle } from '../redis/client.js'
 import type { UserRow } from './users-repository.js'
 
@@ -40,10 +42,13 @@ export type SessionCache = {
   get(credential: string): Promise<CachedSession | undefined>
   /** Stores a lookup's result, unless the cache was cleared since `generation` was read. */
   set(credential: string, value: CachedSession, generation: number): void
-  /** Clears this instance and, with Redis, every other instance; resolves once no instance can hit an older entry. */
+  /**
+   * Clears this instance and, with Redis, every other instance; resolves once no instance can hit
+   * an older entry and this instance's listeners have finished (other instances' run on their own).
+   */
   clearAll(): Promise<void>
-  /** Called after every clear on this instance, whichever instance caused it. */
-  onClear(listener: () => void): void
+  /** Called after every clear on this instance, whichever instance caused it; a clear made here awaits what it returns. */
+  onClear(listener: () => unknown): void
   readonly size: number
   close(): Promise<void>
 }
@@ -56,30 +61,33 @@ export async function createSessionCache(opts: {
   onError?: (err: unknown) => void
 }): Promise<SessionCache> {
   const entries = new Map<string, Entry>()
-  const listeners: Array<() => void> = []
+  const listeners: Array<() => unknown> = []
   const redis = opts.redis
   const channel = redis ? `${redis.prefix}session-cache:clear` : ''
   const counter = redis ? `${redis.prefix}session-cache:generation` : ''
   // In-process: the local counter is the generation. With Redis: the last shared value seen here.
   let generation = 0
 
-  const dropAll = (next: number) => {
+  /** Empties this instance; resolves once its listeners have finished (never rejects). */
+  const dropAll = (next: number): Promise<void> => {
     generation = next
     entries.clear()
+    const running: Array<Promise<unknown>> = []
     for (const l of listeners) {
       try {
-        l()
+        running.push(Promise.resolve(l()).catch((err) => opts.onError?.(err)))
       } catch (err) {
         opts.onError?.(err)
       }
     }
+    return Promise.all(running).then(() => {})
   }
 
   /** The shared generation; a newer one than this instance knew empties it first. */
   async function current(): Promise<number> {
     if (!redis) return generation
     const shared = Number((await redis.client.get(counter)) ?? 0)
-    if (shared !== generation) dropAll(shared)
+    if (shared !== generation) void dropAll(shared)
     return shared
   }
 
@@ -89,7 +97,7 @@ export async function createSessionCache(opts: {
     subscriber.on('message', (from: string, message: string) => {
       if (from !== channel) return
       const next = Number(message)
-      if (Number.isFinite(next) && next > generation) dropAll(next)
+      if (Number.isFinite(next) && next > generation) void dropAll(next)
     })
     await subscriber.connect()
     await subscriber.subscribe(channel)
@@ -122,9 +130,10 @@ export async function createSessionCache(opts: {
     },
     async clearAll() {
       if (!redis) return dropAll(generation + 1)
+      let dropped: Promise<void> = Promise.resolve()
       try {
         const next = await redis.client.incr(counter)
-        dropAll(next)
+        dropped = dropAll(next)
         await redis.client.publish(channel, String(next))
       } catch (err) {
         // Without the shared counter other instances cannot be told: empty this one at least, and
@@ -133,6 +142,7 @@ export async function createSessionCache(opts: {
         entries.clear()
         opts.onError?.(err)
       }
+      await dropped
     },
     onClear(listener) {
       listeners.push(listener)

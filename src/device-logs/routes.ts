@@ -3,11 +3,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
-import { principalOf } from '../auth/route-auth.js'
 import type { Database } from '../db/client.js'
 import { pageOf } from '../db/paging.js'
-import { requireAccess, requireDeviceSecret } from '../devices/access.js'
-import { findDevice } from '../devices/repository.js'
+import { requireDeviceSecret } from '../devices/access.js'
+import { deviceAccess, deviceOf } from '../devices/route-access.js'
 import { appError } from '../errors.js'
 import { callerSecurity, cursorFrom, errorResponses as errors } from '../http/route-schemas.js'
 import { Defaulted, StringEnum } from '../http/typebox.js'
@@ -102,10 +101,10 @@ export async function deviceLogRoutes(fastify: FastifyInstance, opts: { db: Data
           ...errors(400, 401, 404),
         },
       },
+      preHandler: deviceAccess(db, 'read'),
     },
     async (req) => {
-      const who = principalOf(req)
-      const dev = await requireAccess(db, await findDevice(db, req.params.id), who.userId, 'read')
+      const dev = deviceOf(req)
       const q = req.query
       const rows = await logs.list(
         dev.id,

@@ -24,8 +24,19 @@ async function accessTo(db: Executor, dev: DeviceRow, userId: string): Promise<D
   return canManageWithRole(role) ? 'manage' : 'read'
 }
 
-/** Throws 404 when the caller may not see the device (its existence is not revealed), 403 when they may only read it. */
-export async function requireAccess(db: Executor, dev: DeviceRow | undefined, userId: string, need: DeviceAccess): Promise<DeviceRow> {
+/** Whether the caller has `need` on an already loaded device (a question, not a refusal). */
+export async function mayAccess(db: Executor, dev: DeviceRow, userId: string, need: DeviceAccess): Promise<boolean> {
+  const access = await accessTo(db, dev, userId)
+  return access === 'manage' || (access === 'read' && need === 'read')
+}
+
+/**
+ * The one check of a caller against a device, for routes (deviceAccess in route-access.ts) and
+ * for services handed a deviceId in a body alike: the device, or 404 when the caller may not see
+ * it (its existence is not revealed), 403 when they may only read it.
+ */
+export async function accessibleDevice(db: Executor, deviceId: string, userId: string, need: DeviceAccess): Promise<DeviceRow> {
+  const dev = await findDevice(db, deviceId)
   const access = dev ? await accessTo(db, dev, userId) : null
   if (!dev || !access) throw appError('DEVICE_NOT_FOUND')
   if (need === 'manage' && access !== 'manage')

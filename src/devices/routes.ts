@@ -4,16 +4,16 @@ import { pageOf } from '../db/paging.js'
 import { principalOf } from '../auth/route-auth.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
-import { Type } from 'typebox'
+import { Type, type Static } from 'typebox'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
 import { appError } from '../errors.js'
 import { listDeviceEvents } from '../events/repository.js'
 import { toEventRecord } from '../events/records.js'
-import { requireAccess } from './access.js'
 import { claimBody, codeBody, deviceId, initBody, patchBody } from './inputs.js'
 import { toDeviceDetail, toDeviceRecord, unreadableMessage, unreadableRecord } from './records.js'
-import { findDevice, findMemberRole, listDevices } from './repository.js'
+import { findMemberRole, listDevices } from './repository.js'
+import { deviceAccess, deviceOf } from './route-access.js'
 import type { DeviceService } from './service.js'
 import { deviceCommandNames } from './tables.js'
 import { Defaulted, StringEnum } from '../http/typebox.js'
@@ -23,6 +23,35 @@ import { exampleIds } from '../openapi/examples.js'
 const tags = ['device module', 'admin API']
 
 const idBody = Type.Object({ deviceId }, { additionalProperties: false, examples: [{ deviceId: exampleIds.deviceId }] })
+
+const commandBody = Type.Object(
+  {
+    command: StringEnum(deviceCommandNames),
+    args: Type.Optional(
+      Type.Object(
+        { seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86400, description: 'for sleep: how long to stay away' })) },
+        { additionalProperties: false, description: 'as the device gets them in the MQTT message {commandId, command, args}' },
+      ),
+    ),
+    seconds: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 86400, description: 'for sleep: the same as args.seconds (accepted for older clients)' }),
+    ),
+  },
+  { additionalProperties: false, examples: [{ command: 'sleep', args: { seconds: 3600 } }] },
+)
+
+/**
+ * A command's args, or 400 for what the schema cannot say about its seconds. Checked before the
+ * device is looked up, as the schema is: a malformed command is 400 whoever sends it.
+ */
+function commandArgs({ command, args, seconds: legacy }: Static<typeof commandBody>): { seconds?: number } {
+  const seconds = args?.seconds ?? legacy
+  if (args?.seconds && legacy && args.seconds !== legacy)
+    throw appError('VALIDATION_ERROR', 'seconds and args.seconds differ: send one of them')
+  if (command === 'sleep' && !seconds) throw appError('VALIDATION_ERROR', 'sleep needs args.seconds')
+  if (command !== 'sleep' && seconds) throw appError('VALIDATION_ERROR', `${command} takes no seconds (only sleep does)`)
+  return command === 'sleep' ? { seconds } : {}
+}
 
 export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth; db: Database; devices: DeviceService }) {
   // Request types are inferred from the TypeBox schemas below.
@@ -260,6 +289,8 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
   )
 
   const idParams = Type.Object({ id: deviceId })
+  const readable = deviceAccess(db, 'read')
+  const managed = deviceAccess(db, 'manage')
 
   /** A device as answered, or the 4xx that says how to repair a record that cannot be read. */
   const readableDetail = (d: Parameters<typeof toDeviceDetail>[0]) => {
@@ -278,11 +309,9 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
         params: idParams,
         response: { 200: { $ref: 'DeviceDetail#' }, ...errors(401, 404, 409) },
       },
+      preHandler: readable,
     },
-    async (req) => {
-      const who = principalOf(req)
-      return readableDetail(await requireAccess(db, await findDevice(db, req.params.id), who.userId, 'read'))
-    },
+    async (req) => readableDetail(deviceOf(req)),
   )
 
   app.patch(
@@ -296,11 +325,9 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
         body: patchBody,
         response: { 200: { $ref: 'DeviceDetail#' }, ...errors(400, 401, 403, 404, 409) },
       },
+      preHandler: managed,
     },
-    async (req) => {
-      const who = principalOf(req)
-      return readableDetail(await devices.patch(who.userId, req.params.id, req.body))
-    },
+    async (req) => readableDetail(await devices.patch(deviceOf(req), req.body)),
   )
 
   app.post(
@@ -313,21 +340,7 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
           'Published with QoS 1 to devices/{id}/cmd; a sleeping device gets it when it reconnects. Its ack is recorded against the command id.',
         security: callerSecurity,
         params: idParams,
-        body: Type.Object(
-          {
-            command: StringEnum(deviceCommandNames),
-            args: Type.Optional(
-              Type.Object(
-                { seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86400, description: 'for sleep: how long to stay away' })) },
-                { additionalProperties: false, description: 'as the device gets them in the MQTT message {commandId, command, args}' },
-              ),
-            ),
-            seconds: Type.Optional(
-              Type.Integer({ minimum: 1, maximum: 86400, description: 'for sleep: the same as args.seconds (accepted for older clients)' }),
-            ),
-          },
-          { additionalProperties: false, examples: [{ command: 'sleep', args: { seconds: 3600 } }] },
-        ),
+        body: commandBody,
         response: {
           202: {
             type: 'object',
@@ -337,16 +350,10 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
           ...errors(400, 401, 403, 404),
         },
       },
+      preHandler: [async (req) => void commandArgs(req.body), managed],
     },
     async (req, reply) => {
-      const who = principalOf(req)
-      const { command } = req.body
-      const seconds = req.body.args?.seconds ?? req.body.seconds
-      if (req.body.args?.seconds && req.body.seconds && req.body.args.seconds !== req.body.seconds)
-        throw appError('VALIDATION_ERROR', 'seconds and args.seconds differ: send one of them')
-      if (command === 'sleep' && !seconds) throw appError('VALIDATION_ERROR', 'sleep needs args.seconds')
-      if (command !== 'sleep' && seconds) throw appError('VALIDATION_ERROR', `${command} takes no seconds (only sleep does)`)
-      const row = await devices.sendCommand(who.userId, req.params.id, command, command === 'sleep' ? { seconds } : {})
+      const row = await devices.sendCommand(principalOf(req).userId, deviceOf(req), req.body.command, commandArgs(req.body))
       return reply.code(202).send({ commandId: row.id, status: row.status, command: row.command })
     },
   )
@@ -375,11 +382,10 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
           ...errors(400, 401, 404),
         },
       },
+      preHandler: readable,
     },
     async (req) => {
-      const who = principalOf(req)
-      const dev = await requireAccess(db, await findDevice(db, req.params.id), who.userId, 'read')
-      const rows = await listDeviceEvents(db, dev.id, req.query.limit + 1, cursorFrom(req.query.cursor))
+      const rows = await listDeviceEvents(db, deviceOf(req).id, req.query.limit + 1, cursorFrom(req.query.cursor))
       const { page, nextCursor } = pageOf(rows, req.query.limit)
       return { events: page.map(toEventRecord), nextCursor }
     },

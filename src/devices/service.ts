@@ -6,7 +6,7 @@ import { appError } from '../errors.js'
 import { deleteDeviceEvents, insertEvent } from '../events/repository.js'
 import { findUserByEmail } from '../auth/users-repository.js'
 import type { Counters } from '../http/counters.js'
-import { canManageWithRole, requireAccess } from './access.js'
+import { accessibleDevice, canManageWithRole } from './access.js'
 import { matchesHash, newDeviceCode, newDeviceId, newDeviceSecret, newPinCode, newUserCode, normalisePinCode, sha256 } from './codes.js'
 import { toInitRecord } from './records.js'
 import { displayTooLarge } from '../images/profiles.js'
@@ -294,7 +294,7 @@ export function createDeviceService({ db, config, counters, link, accessChanged 
   }
 
   async function disconnect(userId: string, deviceId: string) {
-    const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
+    const dev = await accessibleDevice(db, deviceId, userId, 'manage')
     const revoked = await db.transaction(async (tx) => {
       const updated = await setDeviceSecret(tx, dev.id, null)
       await transitionDeviceInit(tx, dev.id, ['approved', 'active'], 'disconnected')
@@ -312,7 +312,7 @@ export function createDeviceService({ db, config, counters, link, accessChanged 
   }
 
   async function remove(userId: string, deviceId: string) {
-    const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
+    const dev = await accessibleDevice(db, deviceId, userId, 'manage')
     // Revoked and disconnected first, so the session's last presence event is written (and then
     // deleted with the rest) instead of landing after the device is gone.
     await setDeviceSecret(db, dev.id, null)
@@ -328,8 +328,8 @@ export function createDeviceService({ db, config, counters, link, accessChanged 
     return deleted
   }
 
-  async function patch(userId: string, deviceId: string, { display, ...changes }: PatchInput) {
-    const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
+  /** A change to a device the caller manages (the route's deviceAccess checked it). */
+  async function patch(dev: DeviceRow, { display, ...changes }: PatchInput) {
     const update: DevicePatch = { ...changes, ...(changes.color ? { color: changes.color.toLowerCase() } : {}) }
     // The display's size and palette are the panel's; the owner may choose how it is dithered.
     if (display) update.display = { ...dev.display, ...display }
@@ -370,8 +370,8 @@ export function createDeviceService({ db, config, counters, link, accessChanged 
     if (updated) await publishConfig(updated, schedule)
   }
 
-  async function sendCommand(userId: string, deviceId: string, command: DeviceCommandName, args: Record<string, unknown>) {
-    const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
+  /** A command from `userId` to a device they manage (the route's deviceAccess checked it). */
+  async function sendCommand(userId: string, dev: DeviceRow, command: DeviceCommandName, args: Record<string, unknown>) {
     // The command, its event and its message are stored together; then sent.
     const { row, message } = await db.transaction(async (tx) => {
       const row = await insertCommand(tx, { id: randomUUID(), deviceId: dev.id, userId, command, args })

@@ -1,12 +1,10 @@
 // GET /api/device/:id/downlink: what the service sent a device and whether it arrived, so an
 // owner can see what waits for a sleeping frame.
-import { principalOf } from '../auth/route-auth.js'
 import type { FastifyInstance } from 'fastify'
 import { Type, type Static } from 'typebox'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
-import { requireAccess } from '../devices/access.js'
-import { findDevice } from '../devices/repository.js'
+import { deviceAccess, deviceOf } from '../devices/route-access.js'
 import { callerSecurity, errorResponses as errors } from '../http/route-schemas.js'
 import { Defaulted } from '../http/typebox.js'
 import { listMessages } from './repository.js'
@@ -59,11 +57,10 @@ export async function downlinkRoutes(app: FastifyInstance, opts: { auth: Auth; d
           ...errors(400, 401, 404),
         },
       },
+      preHandler: deviceAccess(db, 'read'),
     },
     async (req) => {
-      const who = principalOf(req)
-      const dev = await requireAccess(db, await findDevice(db, req.params.id), who.userId, 'read')
-      const rows = await listMessages(db, dev.id, req.query.limit + 1, req.query.before)
+      const rows = await listMessages(db, deviceOf(req).id, req.query.limit + 1, req.query.before)
       const page = rows.slice(0, req.query.limit)
       return {
         messages: page.map((m) => ({ ...m, createdAt: m.createdAt.toISOString(), deliveredAt: m.deliveredAt?.toISOString() ?? null })),

@@ -8,8 +8,8 @@ import { Type } from 'typebox'
 import { principalOf } from '../auth/route-auth.js'
 import { findUserById } from '../auth/users-repository.js'
 import type { Database } from '../db/client.js'
-import { requireAccess, requireDeviceSecret, rolesOf } from '../devices/access.js'
-import { findDevice } from '../devices/repository.js'
+import { requireDeviceSecret, rolesOf } from '../devices/access.js'
+import { deviceAccess, deviceOf } from '../devices/route-access.js'
 import { appError } from '../errors.js'
 import { callerSecurity as security, errorResponses as errors } from '../http/route-schemas.js'
 import { StringEnum } from '../http/typebox.js'
@@ -330,11 +330,9 @@ export async function firmwareRoutes(fastify: FastifyInstance, opts: { db: Datab
         params: idParams,
         response: { 200: deviceFirmwareRecord, ...errors(401, 404) },
       },
+      preHandler: deviceAccess(db, 'read'),
     },
-    async (req) => {
-      const dev = await requireAccess(db, await findDevice(db, req.params.id), principalOf(req).userId, 'read')
-      return firmware.deviceState(dev.id)
-    },
+    async (req) => firmware.deviceState(deviceOf(req).id),
   )
 
   app.get(

@@ -4,7 +4,7 @@ import { createHash, randomUUID } from 'node:crypto'
 import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
 import { balanceOf, credit, debit } from '../credits/repository.js'
-import { requireAccess } from '../devices/access.js'
+import { accessibleDevice } from '../devices/access.js'
 import { findDevice } from '../devices/repository.js'
 import type { DeviceLink } from '../devices/sessions.js'
 import { appError } from '../errors.js'
@@ -89,7 +89,7 @@ export function createGenerationService(deps: GenerationDeps) {
     const stored = req.promptId ? await findPrompt(db, req.promptId) : undefined
     if (req.promptId && (!stored || stored.userId !== userId)) throw appError('PROMPT_NOT_FOUND')
     const deviceId = req.deviceId ?? req.prompt?.deviceId ?? stored?.deviceId ?? undefined
-    const dev = deviceId ? await requireAccess(db, await findDevice(db, deviceId), userId, 'manage') : undefined
+    const dev = deviceId ? await accessibleDevice(db, deviceId, userId, 'manage') : undefined
     const modelId = req.model ?? stored?.model ?? req.prompt?.model ?? dev?.selectedModel ?? defaultModelId(config)
     const model = findModel(modelId)
     if (!model) throw appError('UNKNOWN_MODEL', `Unknown model ${modelId}`)

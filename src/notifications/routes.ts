@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
-import { requireAccess, rolesOf } from '../devices/access.js'
+import { accessibleDevice, rolesOf } from '../devices/access.js'
 import { findDevice } from '../devices/repository.js'
 import { findUserById } from '../auth/users-repository.js'
 import { appError } from '../errors.js'
@@ -209,12 +209,12 @@ export async function notificationRoutes(fastify: FastifyInstance, opts: { auth:
       const isAdmin = rolesOf((await findUserById(db, who.userId))?.role ?? null).includes('admin')
       let target = who.userId
       if (deviceId) {
-        const dev = await findDevice(db, deviceId)
-        if (isAdmin && dev) target = dev.userId
+        const dev = isAdmin ? await findDevice(db, deviceId) : undefined
+        if (dev) target = dev.userId
         else {
           // Others reach only themselves: the device must be one they may see (404 otherwise, like
           // the device routes) and their own; an organization device of someone else is 403.
-          const seen = await requireAccess(db, dev, who.userId, 'read')
+          const seen = await accessibleDevice(db, deviceId, who.userId, 'read')
           if (seen.userId !== who.userId) throw appError('FORBIDDEN', "Only admins may notify another device's owner")
         }
       } else if (userId && userId !== who.userId) {

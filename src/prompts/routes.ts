@@ -6,8 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
-import { requireAccess } from '../devices/access.js'
-import { findDevice } from '../devices/repository.js'
+import { deviceAccess, deviceOf } from '../devices/route-access.js'
 import { promptInputSchema, toPromptRecord } from './records.js'
 import { listDevicePrompts } from './repository.js'
 import type { PromptService } from './service.js'
@@ -68,11 +67,10 @@ export async function promptRoutes(fastify: FastifyInstance, opts: { auth: Auth;
           ...errors(400, 401, 404),
         },
       },
+      preHandler: deviceAccess(db, 'read', 'deviceId'),
     },
     async (req) => {
-      const who = principalOf(req)
-      const dev = await requireAccess(db, await findDevice(db, req.params.deviceId), who.userId, 'read')
-      const rows = await listDevicePrompts(db, dev.id, req.query.limit + 1, cursorFrom(req.query.cursor))
+      const rows = await listDevicePrompts(db, deviceOf(req).id, req.query.limit + 1, cursorFrom(req.query.cursor))
       const { page, nextCursor } = pageOf(rows, req.query.limit)
       return { prompts: page.map(toPromptRecord), nextCursor }
     },

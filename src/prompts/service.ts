@@ -1,8 +1,8 @@
 // Prompts: stored for the user's history and, when a device is named, published to it.
 import { randomUUID } from 'node:crypto'
 import type { Database, Executor } from '../db/client.js'
-import { requireAccess } from '../devices/access.js'
-import { findDevice, type DeviceRow } from '../devices/repository.js'
+import { accessibleDevice } from '../devices/access.js'
+import type { DeviceRow } from '../devices/repository.js'
 import type { DurableLink, StagedMessage } from '../devices/sessions.js'
 import { appError } from '../errors.js'
 import { findModel } from '../generation/models.js'
@@ -33,7 +33,7 @@ export function createPromptService(deps: { db: Database; link: DurableLink; def
   async function prepare(userId: string, input: PromptInput): Promise<PromptDraft> {
     const template = input.template ? findTemplate(input.template) : undefined
     if (input.template && !template) throw appError('UNKNOWN_TEMPLATE', `Unknown template ${input.template}`)
-    const dev = input.deviceId ? await requireAccess(db, await findDevice(db, input.deviceId), userId, 'manage') : undefined
+    const dev = input.deviceId ? await accessibleDevice(db, input.deviceId, userId, 'manage') : undefined
     const model = input.model ?? dev?.selectedModel ?? deps.defaultModel
     if (!findModel(model)) throw appError('UNKNOWN_MODEL', `Unknown model ${model}`)
     const { width, height } = generationSize(dev, input.size)

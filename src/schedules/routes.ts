@@ -4,6 +4,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { principalOf } from '../auth/route-auth.js'
+import type { Database } from '../db/client.js'
+import { deviceAccess, deviceOf } from '../devices/route-access.js'
 import { callerSecurity as security, errorResponses as errors } from '../http/route-schemas.js'
 import { SharedRef } from '../http/typebox.js'
 import type { PlaylistService } from './playlists.js'
@@ -23,9 +25,14 @@ const id = Type.String({ minLength: 1, maxLength: 128 })
 const playlist = SharedRef(playlistRecordSchema)
 const schedule = SharedRef(scheduleRecordSchema)
 
-export async function scheduleRoutes(fastify: FastifyInstance, opts: { playlists: PlaylistService; schedules: ScheduleService }) {
+export async function scheduleRoutes(
+  fastify: FastifyInstance,
+  opts: { db: Database; playlists: PlaylistService; schedules: ScheduleService },
+) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const { playlists, schedules } = opts
+  const readable = deviceAccess(opts.db, 'read')
+  const managed = deviceAccess(opts.db, 'manage')
 
   app.get(
     '/api/playlists',
@@ -157,8 +164,9 @@ export async function scheduleRoutes(fastify: FastifyInstance, opts: { playlists
         params: Type.Object({ id }),
         response: { 200: schedule, ...errors(401, 404) },
       },
+      preHandler: readable,
     },
-    async (req) => schedules.get(principalOf(req).userId, req.params.id),
+    async (req) => schedules.get(deviceOf(req)),
   )
 
   app.put(
@@ -174,8 +182,9 @@ export async function scheduleRoutes(fastify: FastifyInstance, opts: { playlists
         body: scheduleInputSchema,
         response: { 200: schedule, ...errors(400, 401, 403, 404) },
       },
+      preHandler: managed,
     },
-    async (req) => schedules.put(principalOf(req).userId, req.params.id, req.body),
+    async (req) => schedules.put(principalOf(req).userId, deviceOf(req), req.body),
   )
 
   app.delete(
@@ -189,9 +198,10 @@ export async function scheduleRoutes(fastify: FastifyInstance, opts: { playlists
         params: Type.Object({ id }),
         response: { 204: Type.Null(), ...errors(401, 403, 404) },
       },
+      preHandler: managed,
     },
     async (req, reply) => {
-      await schedules.remove(principalOf(req).userId, req.params.id)
+      await schedules.remove(deviceOf(req))
       return reply.code(204).send(null)
     },
   )

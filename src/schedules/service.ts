@@ -3,8 +3,7 @@
 // display, devices/{id}/image), a prompt item starts a generation charged like any other, and the
 // retained config tells the device its sleep windows and when the next change is.
 import type { Database } from '../db/client.js'
-import { requireAccess } from '../devices/access.js'
-import { findDevice, findDevices, type DeviceRow } from '../devices/repository.js'
+import { findDevices, type DeviceRow } from '../devices/repository.js'
 import type { DeviceService } from '../devices/service.js'
 import type { DeviceLink } from '../devices/sessions.js'
 import { AppError, appError } from '../errors.js'
@@ -111,15 +110,14 @@ export function createScheduleService(deps: ScheduleDeps) {
     }
   }
 
-  async function get(userId: string, deviceId: string) {
-    const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'read')
+  // get, put and remove act on a device the caller may read or manage: their routes' deviceAccess checked it.
+  async function get(dev: DeviceRow) {
     const row = await findSchedule(db, dev.id)
     if (!row) throw appError('SCHEDULE_NOT_FOUND')
     return view(row, await loadLists(db, [row]))
   }
 
-  async function put(userId: string, deviceId: string, plan: SchedulePlan) {
-    const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
+  async function put(userId: string, dev: DeviceRow, plan: SchedulePlan) {
     try {
       checkPlan(plan)
     } catch (err) {
@@ -155,8 +153,7 @@ export function createScheduleService(deps: ScheduleDeps) {
     return view(row, await loadLists(db, [row]))
   }
 
-  async function remove(userId: string, deviceId: string) {
-    const dev = await requireAccess(db, await findDevice(db, deviceId), userId, 'manage')
+  async function remove(dev: DeviceRow) {
     if (!(await deleteSchedule(db, dev.id))) throw appError('SCHEDULE_NOT_FOUND')
     await deps.devices.refreshConfig(dev, null)
   }

@@ -15,7 +15,7 @@ import {
   setDeviceSecret,
   transitionDeviceInit,
 } from '../devices/repository.js'
-import { requireAccess } from '../devices/access.js'
+import { mayAccess } from '../devices/access.js'
 import { appError } from '../errors.js'
 import type { DeviceService } from '../devices/service.js'
 import type { DeviceLink, PresenceState } from '../devices/sessions.js'
@@ -504,10 +504,7 @@ export function createTrmnlService(deps: {
   async function mayFold(fresh: { userId: string; organizationId: string | null }, earlierId: string): Promise<boolean> {
     const earlier = await findDevice(db, earlierId)
     if (!earlier?.secretHash || earlier.organizationId !== fresh.organizationId) return false
-    return requireAccess(db, earlier, fresh.userId, 'manage').then(
-      () => true,
-      () => false,
-    )
+    return mayAccess(db, earlier, fresh.userId, 'manage')
   }
 
   /**

@@ -1,8 +1,7 @@
 // Sends one of the user's uploads to a device: the images module converts it for the device's
 // display exactly as it does a generated image, stores it, and publishes it to the device.
 import type { Database } from '../db/client.js'
-import { requireAccess } from '../devices/access.js'
-import { findDevice } from '../devices/repository.js'
+import { accessibleDevice } from '../devices/access.js'
 import type { DeviceLink } from '../devices/sessions.js'
 import { appError } from '../errors.js'
 import { deliverImage } from '../images/delivery.js'
@@ -28,7 +27,7 @@ export function createUploadSender(deps: {
 }): UploadSender {
   return async (userId, key, deviceId) => {
     // Showing an image changes what the device displays: the owner or an organization admin only.
-    const dev = await requireAccess(deps.db, await findDevice(deps.db, deviceId), userId, 'manage')
+    const dev = await accessibleDevice(deps.db, deviceId, userId, 'manage')
     const obj = ownsKey(userId, key) ? await deps.storage.get(key).catch(() => null) : null
     if (!obj) throw appError('NOT_FOUND', 'No such upload of yours')
     const profile = dev.display as DisplayProfile

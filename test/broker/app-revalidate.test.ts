@@ -171,3 +171,51 @@ t.test('deleting a device closes the connections watching it, on every path to i
   t.ok(await ownerClosed, 'the owner’s too: the device is gone')
   t.equal(w.memberOwn.connected, true, 'an app watching another device is untouched')
 })
+
+t.test('remove-member answers only once the member’s connections are closed: the next state publish does not reach them', async (t) => {
+  const w = await world(t, 'next-publish')
+  const broker = svc.app.broker
+  const announce = broker?.announce
+  if (!broker || !announce) throw new Error('the app runs its embedded broker')
+  // The check as it runs on a busy database: slower than the answer's way back to the client.
+  const check = broker.revalidateApps
+  broker.revalidateApps = async () => {
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    return check()
+  }
+  t.teardown(() => {
+    broker.revalidateApps = check
+  })
+  const state = topicFor(w.dev.deviceId, 'state')
+  /** Resolves once this app receives the state published with `reason` (not a retained one from before). */
+  const stateArrives = (app: MqttClient, reason: string) =>
+    new Promise<void>((resolve) => {
+      const on = (topic: string, payload: Buffer) => {
+        if (topic !== state || !payload.toString().includes(`"${reason}"`)) return
+        app.off('message', on)
+        resolve()
+      }
+      app.on('message', on)
+    })
+
+  const before = stateArrives(w.tcp, 'before')
+  await announce(w.dev.deviceId, { online: true, since: new Date().toISOString(), reason: 'before' })
+  await before
+  t.pass('a member watching the device gets its state')
+
+  const memberGot: string[] = []
+  w.tcp.on('message', (topic, payload) => topic === state && memberGot.push(payload.toString()))
+  const removed = await w.owner.client.organization.removeMember({ memberIdOrEmail: w.memberId, organizationId: w.orgId })
+  t.notOk(removed.error, 'remove-member')
+  // Published the moment the answer is in, by the service itself.
+  const ownerGets = stateArrives(w.ownerApp, 'after')
+  await announce(w.dev.deviceId, { online: false, since: new Date().toISOString(), reason: 'after' })
+  await ownerGets
+  // Whatever the member's socket carried arrived before its close.
+  t.ok(await closedWithin(w.tcp), 'the member’s connection is closed')
+  t.same(
+    memberGot.filter((p) => p.includes('"after"')),
+    [],
+    'the owner got the state; the removed member did not',
+  )
+})
