@@ -327,7 +327,12 @@ export async function deviceRoutes(fastify: FastifyInstance, opts: { auth: Auth;
       },
       preHandler: managed,
     },
-    async (req) => readableDetail(await devices.patch(deviceOf(req), req.body)),
+    async (req) => {
+      // Refused before storing: a PATCH cannot repair the panel's size or palette, and a change
+      // stored behind a 409 would look to the caller like one that failed.
+      readableDetail(deviceOf(req))
+      return readableDetail(await devices.patch(deviceOf(req), req.body))
+    },
   )
 
   app.post(

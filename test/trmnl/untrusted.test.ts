@@ -107,7 +107,11 @@ t.test('a stored device record that cannot be read is a 409 saying how to repair
   )
   t.match(list.body.unreadable, [{ id, name: 'Broken', code: 'DEVICE_RECORD_UNREADABLE', message: /next poll.*delet/ }])
   t.match(await jsonCall(svc.url, `/api/device/${id}`, { token }), { status: 409, body: { code: 'DEVICE_RECORD_UNREADABLE' } })
+  const before = await svc.app.database.db.select().from(device).where(eq(device.id, id))
   t.match(await jsonCall(svc.url, `/api/device/${id}`, { token, method: 'PATCH', body: { name: 'x' } }), { status: 409 })
+  const after = await svc.app.database.db.select().from(device).where(eq(device.id, id))
+  t.equal(after[0]?.name, 'Broken', 'a refused change is not stored')
+  t.equal(after[0]?.desiredConfigVersion, before[0]?.desiredConfigVersion, 'and announces no new config')
   // The frame's next poll says its panel: repaired.
   t.equal(
     (await get(`${svc.url}/api/display`, { ID: mac, 'Access-Token': s.body.api_key, Model: 'og', 'FW-Version': '1.7.0' })).status,
