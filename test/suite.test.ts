@@ -1,38 +1,46 @@
-// The suite runs test/groups/*.test.ts only, so a test file in no group would never run: every
-// test file is in exactly one group of test/groups.ts, and every group has its entry file.
+// The suite runs test/groups/*.test.ts only: workers that take every test file from a shared queue,
+// and an entry file for each file that needs a process of its own. What test/groups.ts lists must
+// exist, or a renamed file would silently lose its exception.
 import t from 'tap'
 import { readdir } from 'node:fs/promises'
-import { fileURLToPath } from 'node:url'
-import { entryFile, groups, type GroupName } from './groups.js'
+import { embeddedOnly, ownProcess, WORKERS } from './groups.js'
+import { queuedFiles, testFiles } from './helpers/queue.js'
 
-const root = fileURLToPath(new URL('.', import.meta.url))
+t.test('every test file runs: in the workers’ queue or in a process of its own', async (t) => {
+  const all = testFiles()
+  const queued = queuedFiles()
+  t.ok(all.length > 100, 'the suite’s files are found')
+  t.ok(all.includes('suite.test.ts') && all.includes('auth/account.test.ts'), 'at the top of test/ and in its folders')
+  t.notOk(
+    all.some((f) => f.startsWith('groups/')),
+    'not the entry files',
+  )
+  const own = Object.values(ownProcess) as string[]
+  t.same(
+    all.filter((f) => !queued.includes(f)),
+    own,
+    'the queue holds all of them but the own-process files',
+  )
+})
 
-t.test('every test file is in exactly one group, and every group has an entry file', async (t) => {
-  const all = (await readdir(root, { recursive: true })).filter((f) => f.endsWith('.test.ts') && !f.startsWith('groups/')).sort()
-  const listed = Object.values(groups).flatMap((g) => [...g.files])
-  const seen = new Map<string, number>()
-  for (const f of listed) seen.set(f, (seen.get(f) ?? 0) + 1)
+t.test('every file test/groups.ts names exists', async (t) => {
+  const all = testFiles()
   t.same(
-    all.filter((f) => !seen.has(f)),
+    embeddedOnly.filter((f) => !all.includes(f)),
     [],
-    'no test file is left out of the groups',
+    'the embedded-only files exist',
   )
   t.same(
-    [...seen].filter(([, n]) => n > 1).map(([f]) => f),
+    Object.values(ownProcess).filter((f) => !all.includes(f)),
     [],
-    'none is in two groups',
+    'the own-process files exist',
   )
-  t.same(
-    listed.filter((f) => !all.includes(f)),
-    [],
-    'every listed file exists',
-  )
+  t.equal(new Set(embeddedOnly).size, embeddedOnly.length, 'none listed twice')
+})
+
+t.test('one entry file per worker and per own-process file', async (t) => {
   const entries = (await readdir(new URL('groups/', import.meta.url))).filter((f) => f.endsWith('.test.ts')).sort()
-  t.same(
-    entries,
-    Object.keys(groups)
-      .map((g) => entryFile(g as GroupName))
-      .sort(),
-    'one entry file per group, numbered in the order of the list',
-  )
+  const workers = Array.from({ length: WORKERS }, (_, i) => `worker-${i + 1}.test.ts`)
+  const own = Object.keys(ownProcess).map((name) => `0-${name}.test.ts`)
+  t.same(entries, [...own, ...workers].sort())
 })

@@ -1,4 +1,0 @@
-// The 'fuzz-http' group of test/groups.ts: its files in one process.
-import { runGroup } from '../helpers/group.js'
-
-await runGroup('fuzz-http')
