@@ -106,6 +106,7 @@ export const groups = {
       'generation/providers/openai.test.ts',
       'generation/providers/replicate.test.ts',
       'http/drain.test.ts',
+      'device-traffic/bus.test.ts',
       'http/typebox.test.ts',
       'http/schema-compilers.test.ts',
       'http/error-codes.test.ts',
