@@ -25,6 +25,7 @@ export const embeddedOnly: readonly string[] = [
   'web/stored-text.test.ts',
   'web/not-built.test.ts',
   'web/data-layer.test.ts',
+  'device-traffic/bus.test.ts',
   // The CLI's arguments, state file and exit codes are the simulator's own; its pairing runs on
   // both backings in the other device-sim files.
   'device-sim/cli.test.ts',

@@ -143,9 +143,3 @@ export function createDeviceLogService(deps: { db: Database; limits: LogLimits; 
 }
 
 export type DeviceLogService = ReturnType<typeof createDeviceLogService>
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    deviceLogs?: DeviceLogService
-  }
-}

@@ -77,11 +77,3 @@ export function createHealthService(deps: {
 
   return { onStatus, sweep }
 }
-
-type HealthService = ReturnType<typeof createHealthService>
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    health?: HealthService
-  }
-}

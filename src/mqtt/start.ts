@@ -16,18 +16,6 @@ import type { RedisHandle } from '../redis/client.js'
 import { seqOf } from '../downlink/outbox.js'
 import { forwardedAddress } from '../http/client-address.js'
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    broker?: DeviceBroker
-    mqttTlsPort?: number
-    /**
-     * Reads MQTT_TLS_CERT and MQTT_TLS_KEY again (on SIGHUP: a renewed certificate without a
-     * restart); throws, keeping the previous pair, when they cannot be read or do not fit.
-     */
-    reloadMqttTls?: () => void
-  }
-}
-
 export async function startBroker(
   app: FastifyInstance,
   deps: {

@@ -162,11 +162,3 @@ export function createScheduler<Memo>(opts: SchedulerOptions<Memo>) {
     },
   }
 }
-
-type Scheduler = ReturnType<typeof createScheduler>
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    scheduler?: Scheduler
-  }
-}

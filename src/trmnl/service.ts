@@ -637,9 +637,3 @@ export function createTrmnlService(deps: {
 }
 
 export type TrmnlService = ReturnType<typeof createTrmnlService>
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    trmnl?: TrmnlService
-  }
-}
