@@ -434,7 +434,10 @@ export function createTrmnlService(deps: {
       filename = screenName('paired', dev.id, dev.name, panel, formats.screen, now)
       refreshName = () => cacheName(`paired|${dev.id}|${dev.name}|${panel.width}x${panel.height}|${formats.screen}`, now, true)
     }
+    // The image the answer names, delivered by it (see markPolled); none when it names a screen.
+    let carriedImage = imageId && variant ? imageId : undefined
     const identify = () => {
+      carriedImage = undefined
       image_url = signedUrl(screenPath('identify', dev.id, formats.screen))
       filename = screenName('identify', dev.id, dev.name, panel, formats.screen, now)
     }
@@ -492,7 +495,13 @@ export function createTrmnlService(deps: {
       ...(action ? { action } : {}),
     }
     // Once the answer stands: what it carries is delivered by it (a failed poll delivers nothing).
-    if (upTo !== undefined) await deps.polls?.answered(dev.id, { upTo, commandId: cmd?.id, firmware: Boolean(offer) })
+    if (upTo !== undefined)
+      await deps.polls?.answered(dev.id, {
+        upTo,
+        commandId: cmd?.id,
+        firmware: Boolean(offer && offer.version !== null),
+        imageId: carriedImage,
+      })
     return answer
   }
 
