@@ -161,6 +161,7 @@ export const groups = {
     files: [
       'devices/access.test.ts',
       'devices/lifecycle.test.ts',
+      'devices/transports.test.ts',
       'db/device-foreign-keys.test.ts',
       'db/pglite-init.test.ts',
       'openapi/client.test.ts',
