@@ -233,13 +233,21 @@ export type PresenceChangeRow = {
   /** The device row's new isActive; undefined leaves the row as it is (a takeover's old connection). */
   active: boolean | undefined
   at: Date
-  connectionId: string
+  /** The live connection (MQTT); null for a device that polls and holds none. */
+  connectionId: string | null
   type: string
   data: Record<string, unknown>
   userId: string | null
   organizationId: string | null
   /** Also read the device's newest event before this one, if it was inactive. */
   previousWhenInactive: boolean
+  /** A connect stored as an event only when the device was inactive (a poll: every one is "seen", few are connects). */
+  whenInactive?: boolean
+  /**
+   * A disconnect that applies only while the device is active and was last seen no later than
+   * this (a poll since the sweep read it keeps it online); stored as an event only when it applied.
+   */
+  seenBefore?: Date
 }
 
 export type PresenceRecorded = {
@@ -294,6 +302,8 @@ export async function recordPresenceMany(db: Executor, changes: readonly Presenc
       user_id: c.userId,
       organization_id: c.organizationId,
       want_previous: c.previousWhenInactive,
+      when_inactive: c.whenInactive ?? false,
+      seen_before: c.seenBefore?.toISOString() ?? null,
       event_id: randomUUID(),
       replaced_id: c.active ? randomUUID() : null,
     })),
@@ -301,7 +311,8 @@ export async function recordPresenceMany(db: Executor, changes: readonly Presenc
   const rows = await db.execute(sql`
     with w as (
       select * from jsonb_to_recordset(${batch}::jsonb) as w(device_id text, set_active boolean, at timestamptz, conn text, type text,
-        data jsonb, user_id text, organization_id text, want_previous boolean, event_id text, replaced_id text)
+        data jsonb, user_id text, organization_id text, want_previous boolean, when_inactive boolean, seen_before timestamptz,
+        event_id text, replaced_id text)
     ),
     u as (
       update ${device} as d set is_active = w.set_active, last_seen_at = greatest(d.last_seen_at, w.at),
@@ -309,6 +320,7 @@ export async function recordPresenceMany(db: Executor, changes: readonly Presenc
       from w, ${device} as o
       where d.id = any(array(select device_id from w where set_active is not null))
         and w.set_active is not null and d.id = w.device_id and o.id = d.id and (w.set_active or o.connection_id is null or o.connection_id = w.conn)
+        and (w.seen_before is null or (d.is_active and coalesce(d.last_seen_at, '-infinity') <= w.seen_before))
       returning d.id, d.user_id, d.organization_id, d.name, o.is_active as was_active, o.connection_id as previous_connection_id
     ),
     p as (
@@ -330,6 +342,7 @@ export async function recordPresenceMany(db: Executor, changes: readonly Presenc
         case when w.set_active = false and u.id is null then w.data || '{"reason":"takeover"}'::jsonb else w.data end,
         w.at
       from w left join u on u.id = w.device_id
+      where (not w.when_inactive or (u.id is not null and not u.was_active)) and (w.seen_before is null or u.id is not null)
       on conflict do nothing
       returning id, type, device_id, user_id, organization_id, data, created_at
     )

@@ -8,6 +8,7 @@ import { findUserByEmail } from '../auth/users-repository.js'
 import type { Counters } from '../http/counters.js'
 import { accessibleDevice, canManageWithRole } from './access.js'
 import { matchesHash, newDeviceCode, newDeviceId, newDeviceSecret, newPinCode, newUserCode, normalisePinCode, sha256 } from './codes.js'
+import { issueCredentials } from './credentials.js'
 import { toInitRecord } from './records.js'
 import { displayTooLarge } from '../images/profiles.js'
 import {
@@ -259,29 +260,17 @@ export function createDeviceService({ db, config, counters, link, accessChanged 
     }
     const rec = await expireIfDue(found)
     if (rec.status === 'approved') {
-      const issued = await db.transaction(async (tx) => {
-        const active = await transitionDeviceInit(tx, rec.id, ['approved'], 'active', { credentialsIssuedAt: new Date() })
-        if (!active) return null
-        const secret = newDeviceSecret()
-        const dev = await setDeviceSecret(tx, rec.id, sha256(secret))
-        await insertEvent(tx, {
-          type: 'device.credentials_issued',
-          deviceId: rec.id,
-          userId: dev?.userId,
-          organizationId: dev?.organizationId,
-          data: {},
-        })
-        return { active, dev, secret }
-      })
+      const secret = newDeviceSecret()
+      const issued = await issueCredentials(db, { deviceId: rec.id, secretHash: sha256(secret), transport: 'mqtt', from: ['approved'] })
       if (issued) {
-        if (issued.dev) await publishConfig(issued.dev)
+        if (issued.device) await publishConfig(issued.device)
         return {
-          ...toInitRecord(issued.active, issued.dev, deviceCode),
+          ...toInitRecord(issued.init, issued.device, deviceCode),
           credentials: {
             mqttUrl: config.devices.mqttPublicUrl,
             websocketUrl: `${config.baseUrl.replace(/^http/, 'ws')}/mqtt`,
             username: rec.id,
-            password: issued.secret,
+            password: secret,
             clientId: rec.id,
             topics: deviceTopics(rec.id),
             firmwareKey: config.firmware.publicKey,

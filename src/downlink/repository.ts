@@ -119,16 +119,20 @@ export type PollCarried = {
   upTo: number
   /** The command the answer carried out, if any (one per poll). */
   commandId?: string
-  /** Whether the answer offered firmware (update_firmware). */
+  /** Whether the answer offered firmware (update_firmware): it carries an offer, or else the withdrawal of one. */
   firmware: boolean
+  /** The image the answer's image_url names, if it names one (not a screen the service draws). */
+  imageId?: string
 }
 
 /**
  * A polling device (TRMNL) was answered: its answer was computed from the device's current
- * config and plan (which every earlier config and prompt message led to), one command, and the
- * firmware offer when it made one, so those messages are delivered by it. Images are delivered
- * when the device downloads the file (markReported). Such a device has no other way to
- * acknowledge: its messages would otherwise age out as drops that mean nothing.
+ * config and plan (which every earlier config and prompt message led to), one command, the
+ * firmware offer when it made one (its withdrawal when it made none), and the image it named, so
+ * those messages are delivered by it: the frame draws a named file it already has without
+ * fetching it again (a rotation coming back to a picture), so waiting for the download would
+ * leave that image pending. Such a device has no other way to acknowledge: its messages would
+ * otherwise age out as drops that mean nothing.
  */
 export async function markPolled(db: Executor, deviceId: string, carried: PollCarried): Promise<number> {
   const rows = await db.execute(sql`
@@ -136,7 +140,8 @@ export async function markPolled(db: Executor, deviceId: string, carried: PollCa
     where m.device_id = ${deviceId} and m.status = 'pending' and m.seq <= ${carried.upTo}
       and (m.kind in ('prompt', 'config')
         or (m.kind = 'cmd' and m.payload->>'commandId' = ${carried.commandId ?? null})
-        or (m.kind = 'ota' and ${carried.firmware}))
+        or (m.kind = 'image' and m.payload->>'imageId' = ${carried.imageId ?? null})
+        or (m.kind = 'ota' and (m.payload->>'version' is not null) = ${carried.firmware}))
     returning m.seq`)
   return rowsOf(rows).length
 }

@@ -1,6 +1,6 @@
 // What the device broker knows of each connection, shared by its hooks (device-broker.ts),
 // presence.ts and uplink.ts; in a module of its own so that none of them imports another for it.
-import type { DeviceOwner } from './credentials.js'
+import type { DeviceOwner } from '../devices/presence-store.js'
 import { downlinkKinds, type DisconnectReason, type DownlinkKind } from './contract.js'
 
 export type ClientMeta = {

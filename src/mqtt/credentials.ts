@@ -3,13 +3,12 @@
 import type { Auth } from '../auth/auth.js'
 import type { Database } from '../db/client.js'
 import { matchesHash } from '../devices/codes.js'
+import type { DeviceOwner } from '../devices/presence-store.js'
 import { findDeviceCredentials, visiblePairs, type DeviceCredentialRow } from '../devices/repository.js'
 import { batched } from '../../broker/batching.js'
 import { appSubscriptionTarget, deviceMayPublish, deviceMaySubscribe } from './topic-rules.js'
 
 export type Identity = { kind: 'device'; deviceId: string } | { kind: 'app'; userId: string }
-/** The owner and name a device's events are attributed to, read when it authenticates. */
-export type DeviceOwner = Pick<DeviceCredentialRow, 'userId' | 'organizationId' | 'name'>
 export type CredentialCheck =
   | { ok: true; identity: Identity; device?: DeviceOwner; session?: { id: string; expiresAt: Date } }
   | { ok: false; returnCode: 2 | 4 | 5; reason: string }

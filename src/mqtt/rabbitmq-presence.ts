@@ -4,16 +4,16 @@
 // every connection end, whatever the device's firmware set as its will (the embedded broker sets
 // the will itself; RabbitMQ cannot), a device cannot forge it, and a durable queue keeps what
 // happened while the service was down (docs/rabbitmq.md). The same Events are written as on the
-// embedded broker (presence-store.ts), with the same reasons where RabbitMQ lets us know them:
+// embedded broker (src/devices/presence.ts), with the same reasons where RabbitMQ lets us know them:
 // kicked (we closed it, or its secret is gone), takeover (a newer connection of the device came
 // first), otherwise client_disconnect: connection.closed carries no cause in RabbitMQ 3.10.
 import amqp from 'amqplib'
 import type { Database } from '../db/client.js'
 import { findDeviceByConnection } from '../devices/connection-repository.js'
-import { toEventRecord } from '../events/records.js'
+import { createDevicePresence } from '../devices/presence.js'
+import type { DeviceOwner } from '../devices/presence-store.js'
 import { topicFor, type DisconnectReason, type PresenceChange } from './contract.js'
-import { directLookup, type DeviceOwner } from './credentials.js'
-import { createPresenceStore } from './presence-store.js'
+import { directLookup } from './credentials.js'
 
 const EVENT_EXCHANGE = 'amq.rabbitmq.event'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -44,26 +44,21 @@ export async function startRabbitPresence(opts: {
   log: { warn: (o: object | string, m?: string) => void }
   onPresence?: (change: PresenceChange) => void
 }): Promise<RabbitPresence> {
-  const store = createPresenceStore(opts.db)
+  const presence = createDevicePresence({
+    db: opts.db,
+    log: opts.log,
+    onPresence: opts.onPresence,
+    live: async (deviceId, { state, event }) => {
+      if (state) await opts.publish(topicFor(deviceId, 'state'), state, true)
+      if (event) await opts.publish(topicFor(deviceId, 'events'), event, false)
+    },
+  })
   const lookup = directLookup(opts.db)
   /** Connections seen created: connection id → device and owner. */
   const live = new Map<string, { deviceId: string; owner?: DeviceOwner }>()
   /** Each device's newest connection. */
   const current = new Map<string, string>()
   const kicks = new Map<string, Set<() => void>>()
-  const chains = new Map<string, Promise<void>>()
-
-  /** Runs `task` after every earlier task of the same device: a connect is written before its close. */
-  function queue(deviceId: string, task: () => Promise<void>): Promise<void> {
-    const next = (chains.get(deviceId) ?? Promise.resolve())
-      .then(task)
-      .catch((err) => opts.log.warn({ err, deviceId }, 'presence update failed'))
-    chains.set(deviceId, next)
-    void next.then(() => {
-      if (chains.get(deviceId) === next) chains.delete(deviceId)
-    })
-    return next
-  }
 
   async function connected(h: Headers, connectionId: string, at: Date) {
     const deviceId = text(h.user)
@@ -72,23 +67,13 @@ export async function startRabbitPresence(opts: {
     const owner = { userId: dev.userId, organizationId: dev.organizationId, name: dev.name }
     live.set(connectionId, { deviceId, owner })
     current.set(deviceId, connectionId)
-    await queue(deviceId, async () => {
-      const data = { clientId: deviceId, connectionId, remoteAddress: address(h.peer_host), broker: 'rabbitmq', node: text(h.node) }
-      const { event, device, previous } = await store.write({
-        type: 'device.connected',
-        deviceId,
-        owner,
-        data,
-        at,
-        connectionId,
-        setActive: true,
-        previousWhenInactive: Boolean(opts.onPresence),
-      })
-      const afterShutdown = previous?.type === 'device.disconnected' && previous.data.reason === 'server_shutdown'
-      if (device && !device.wasActive && !afterShutdown)
-        opts.onPresence?.({ deviceId, deviceName: device.name, userId: device.userId, online: true, at })
-      await opts.publish(topicFor(deviceId, 'state'), { online: true, since: at.toISOString() }, true)
-      if (event) await opts.publish(topicFor(deviceId, 'events'), toEventRecord(event), false)
+    await presence.connected({
+      deviceId,
+      transport: 'rabbitmq',
+      owner,
+      connectionId,
+      at,
+      data: { clientId: deviceId, connectionId, remoteAddress: address(h.peer_host), broker: 'rabbitmq', node: text(h.node) },
     })
   }
 
@@ -98,7 +83,7 @@ export async function startRabbitPresence(opts: {
     // Created before this service started (or before a restart): the database knows whose it is.
     const deviceId = known?.deviceId ?? (await findDeviceByConnection(opts.db, connectionId))
     if (!deviceId) return
-    await queue(deviceId, async () => {
+    await presence.queue(deviceId, async () => {
       const dev = await lookup(deviceId)
       const waiting = kicks.get(deviceId)
       const takenOver = current.has(deviceId) && current.get(deviceId) !== connectionId
@@ -106,22 +91,16 @@ export async function startRabbitPresence(opts: {
       // Gone with the device: its events were deleted with it.
       if (dev) {
         const reason: DisconnectReason = takenOver ? 'takeover' : waiting?.size || !dev.secretHash ? 'kicked' : 'client_disconnect'
-        const owner = known?.owner ?? { userId: dev.userId, organizationId: dev.organizationId, name: dev.name }
-        const data = { reason, clientId: deviceId, connectionId, broker: 'rabbitmq' }
-        const { event, device, superseded } = await store.write({
-          type: 'device.disconnected',
+        await presence.write.disconnected({
           deviceId,
-          owner,
-          data,
-          at,
+          transport: 'rabbitmq',
+          owner: known?.owner ?? { userId: dev.userId, organizationId: dev.organizationId, name: dev.name },
           connectionId,
-          setActive: takenOver ? undefined : false,
+          at,
+          reason,
+          takenOver,
+          data: { clientId: deviceId, connectionId, broker: 'rabbitmq' },
         })
-        if (!takenOver && !superseded) {
-          if (device) opts.onPresence?.({ deviceId, deviceName: device.name, userId: device.userId, online: false, reason, at })
-          await opts.publish(topicFor(deviceId, 'state'), { online: false, since: at.toISOString(), reason }, true)
-        }
-        if (event) await opts.publish(topicFor(deviceId, 'events'), toEventRecord(event), false)
       }
       if (!takenOver) for (const done of waiting ?? []) done()
     })
@@ -183,7 +162,7 @@ export async function startRabbitPresence(opts: {
     },
     async close() {
       await channel.cancel(consumerTag).catch(() => {})
-      while (chains.size) await Promise.allSettled([...chains.values()])
+      await presence.settled()
       await connection.close().catch(() => {})
     },
   }

@@ -3,7 +3,6 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import type { Executor } from '../db/client.js'
 import { device, deviceCommand, deviceInit } from '../devices/tables.js'
-import { insertEvents } from '../events/repository.js'
 import { imageVariant } from '../images/tables.js'
 import { trmnlDevice } from './tables.js'
 
@@ -58,51 +57,23 @@ export async function findVariantsOf(db: Executor, imageIds: string[], format: s
     .where(and(inArray(imageVariant.imageId, imageIds), eq(imageVariant.format, format)))
 }
 
-/** Online again: marks the device active and records the connect; answers it when it was offline. */
-export async function markOnline(db: Executor, deviceId: string, at: Date, data: Record<string, unknown>) {
-  const [row] = await db
-    .update(device)
-    .set({ isActive: true, lastSeenAt: at })
-    .where(and(eq(device.id, deviceId), eq(device.isActive, false)))
-    .returning({ id: device.id, name: device.name, userId: device.userId, organizationId: device.organizationId })
-  if (!row) return undefined
-  const [connected] = await insertEvents(db, [
-    { type: 'device.connected', deviceId, userId: row.userId, organizationId: row.organizationId, data, at },
-  ])
-  return { ...row, event: connected! }
-}
-
 /**
- * Polling devices overdue by more than `marginSeconds` past the poll they were asked for: marked
- * offline, a disconnect recorded for each; answered.
+ * Polling devices still online but overdue by more than `marginSeconds` past the poll they were
+ * asked for, with when they were last seen (presence marks them offline unless a poll came since).
  */
-export async function markOverdue(db: Executor, now: Date, marginSeconds: number) {
+export async function overdueDevices(db: Executor, now: Date, marginSeconds: number) {
   const due = sql`${trmnlDevice.nextPollAt} + make_interval(secs => ${marginSeconds}) < ${now.toISOString()}::timestamptz`
-  const rows = await db
-    .update(device)
-    .set({ isActive: false })
-    .where(and(eq(device.isActive, true), sql`${device.id} in (select ${trmnlDevice.deviceId} from ${trmnlDevice} where ${due})`))
-    .returning({
+  return db
+    .select({
       id: device.id,
       name: device.name,
       userId: device.userId,
       organizationId: device.organizationId,
       lastSeenAt: device.lastSeenAt,
     })
-  if (!rows.length) return []
-  const events = await insertEvents(
-    db,
-    rows.map((r) => ({
-      type: 'device.disconnected',
-      deviceId: r.id,
-      userId: r.userId,
-      organizationId: r.organizationId,
-      data: { reason: 'poll_overdue', transport: 'http', lastSeenAt: r.lastSeenAt?.toISOString() ?? null },
-      at: now,
-    })),
-  )
-  // One event per row, in the same order.
-  return rows.map((r, i) => ({ ...r, event: events[i]! }))
+    .from(device)
+    .innerJoin(trmnlDevice, eq(trmnlDevice.deviceId, device.id))
+    .where(and(eq(device.isActive, true), due))
 }
 
 /** Earlier paired devices with this MAC that belong to `userId`, newest first. */

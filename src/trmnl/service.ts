@@ -5,23 +5,15 @@
 // special functions and firmware offers as update_firmware, and are online while they poll on time.
 import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Database } from '../db/client.js'
-import {
-  ackCommand,
-  updateDevice,
-  applyDeviceReport,
-  deleteDeviceRows,
-  findDevice,
-  findDeviceInit,
-  setDeviceSecret,
-  transitionDeviceInit,
-} from '../devices/repository.js'
+import { ackCommand, updateDevice, applyDeviceReport, deleteDeviceRows, findDevice, findDeviceInit } from '../devices/repository.js'
 import { mayAccess } from '../devices/access.js'
+import { issueCredentials } from '../devices/credentials.js'
+import { createDevicePresence } from '../devices/presence.js'
 import { appError } from '../errors.js'
 import type { DeviceService } from '../devices/service.js'
-import type { DeviceLink, PresenceState } from '../devices/sessions.js'
+import type { DeviceLink } from '../devices/sessions.js'
 import type { PollCarried } from '../downlink/repository.js'
-import { toEventRecord } from '../events/records.js'
-import { deleteDeviceEvents, insertEvent } from '../events/repository.js'
+import { deleteDeviceEvents } from '../events/repository.js'
 import type { FirmwareService } from '../firmware/service.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import type { PresenceChange } from '../mqtt/contract.js'
@@ -37,9 +29,8 @@ import {
   findVariant,
   findVariantsOf,
   insertTrmnlDevice,
-  markOnline,
-  markOverdue,
   moveCredentials,
+  overdueDevices,
   acceptSignature,
   keepPairingOpen,
   nextCommand,
@@ -164,6 +155,15 @@ export function createTrmnlService(deps: {
   log?: { warn(obj: object, msg: string): void }
 }) {
   const { db } = deps
+  // Online while it polls on time: its live state goes to apps watching it as an MQTT frame's does.
+  const presence = createDevicePresence({
+    db,
+    log: deps.log ?? { warn: () => {} },
+    onPresence: deps.onPresence,
+    live: async (deviceId, { state, event }) => {
+      if (state) await deps.announce?.(deviceId, state, event)
+    },
+  })
   // Its own key, derived: a link's signature says nothing about AUTH_SECRET's other uses.
   const linkKey = Buffer.from(hkdfSync('sha256', deps.secret, 'dps-trmnl', 'trmnl link signing', 32))
   // Screens are drawn once per device and kind (a device fetches its setup screen at every boot).
@@ -373,16 +373,14 @@ export function createTrmnlService(deps: {
         if (current && current.deviceId !== row.deviceId) return display(current, h)
       }
       // First poll after the claim: the token becomes the device's secret (its logs and firmware links take it too).
-      if (await transitionDeviceInit(db, row.deviceId, ['approved'], 'active', { credentialsIssuedAt: now })) {
-        dev = (await setDeviceSecret(db, row.deviceId, row.apiKeyHash)) ?? dev
-        await insertEvent(db, {
-          type: 'device.credentials_issued',
-          deviceId: dev.id,
-          userId: dev.userId,
-          organizationId: dev.organizationId,
-          data: { transport: 'http' },
-        })
-      }
+      const issued = await issueCredentials(db, {
+        deviceId: row.deviceId,
+        secretHash: row.apiKeyHash,
+        transport: 'http',
+        from: ['approved'],
+        at: now,
+      })
+      dev = issued?.device ?? dev
     } else if (!dev.secretHash) return reset(refresh)
     // Before anything is read for the answer: messages recorded later are not part of it.
     const upTo = await deps.polls?.starts(dev.id)
@@ -409,11 +407,13 @@ export function createTrmnlService(deps: {
     // frame asleep for the night is not overdue. Written before it is marked online, so a sweep in
     // between cannot find it late.
     await recordPoll(db, dev.id, { lastPolledAt: now, nextPollAt: new Date(now.getTime() + refresh * 1000) })
-    const online = await markOnline(db, dev.id, now, { transport: 'http', remoteAddress: null })
-    if (online) {
-      deps.onPresence?.({ deviceId: dev.id, deviceName: dev.name, userId: dev.userId, online: true, at: now })
-      live(dev.id, { online: true, since: now.toISOString() }, online.event)
-    }
+    await presence.seen({
+      deviceId: dev.id,
+      transport: 'http',
+      owner: { userId: dev.userId, organizationId: dev.organizationId, name: dev.name },
+      at: now,
+      data: { remoteAddress: null },
+    })
 
     let image_url: string
     let filename: string
@@ -434,7 +434,10 @@ export function createTrmnlService(deps: {
       filename = screenName('paired', dev.id, dev.name, panel, formats.screen, now)
       refreshName = () => cacheName(`paired|${dev.id}|${dev.name}|${panel.width}x${panel.height}|${formats.screen}`, now, true)
     }
+    // The image the answer names, delivered by it (see markPolled); none when it names a screen.
+    let carriedImage = imageId && variant ? imageId : undefined
     const identify = () => {
+      carriedImage = undefined
       image_url = signedUrl(screenPath('identify', dev.id, formats.screen))
       filename = screenName('identify', dev.id, dev.name, panel, formats.screen, now)
     }
@@ -492,7 +495,13 @@ export function createTrmnlService(deps: {
       ...(action ? { action } : {}),
     }
     // Once the answer stands: what it carries is delivered by it (a failed poll delivers nothing).
-    if (upTo !== undefined) await deps.polls?.answered(dev.id, { upTo, commandId: cmd?.id, firmware: Boolean(offer) })
+    if (upTo !== undefined)
+      await deps.polls?.answered(dev.id, {
+        upTo,
+        commandId: cmd?.id,
+        firmware: Boolean(offer && offer.version !== null),
+        imageId: carriedImage,
+      })
     return answer
   }
 
@@ -530,22 +539,25 @@ export function createTrmnlService(deps: {
 
   /** Moves a new pairing's token onto the earlier device of the same MAC and owner; answers its row. */
   async function repair(fresh: TrmnlRow, earlierId: string, now: Date): Promise<TrmnlRow | undefined> {
-    return db.transaction(async (tx) => {
-      const moved = await moveCredentials(tx, fresh, earlierId)
-      if (!moved) return undefined
-      await deleteDeviceEvents(tx, fresh.deviceId)
-      await deleteDeviceRows(tx, fresh.deviceId)
-      const dev = await setDeviceSecret(tx, earlierId, fresh.apiKeyHash)
-      await transitionDeviceInit(tx, earlierId, ['approved', 'active'], 'active', { credentialsIssuedAt: now })
-      await insertEvent(tx, {
-        type: 'device.credentials_issued',
+    const issued = await issueCredentials(
+      db,
+      {
         deviceId: earlierId,
-        userId: dev?.userId,
-        organizationId: dev?.organizationId,
-        data: { transport: 'http', repaired: true },
-      })
-      return moved
-    })
+        secretHash: fresh.apiKeyHash,
+        transport: 'http',
+        from: ['approved', 'active'],
+        data: { repaired: true },
+        at: now,
+      },
+      async (tx) => {
+        const moved = await moveCredentials(tx, fresh, earlierId)
+        if (!moved) return undefined
+        await deleteDeviceEvents(tx, fresh.deviceId)
+        await deleteDeviceRows(tx, fresh.deviceId)
+        return moved
+      },
+    )
+    return issued?.prepared
   }
 
   /** An image a device was given: its bytes; `shown` marks that the device now shows it (synced once it fetched the file it was given). */
@@ -606,25 +618,27 @@ export function createTrmnlService(deps: {
     return { body, contentType: format === 'bmp1' ? 'image/bmp' : 'image/png' }
   }
 
-  /** Publishes a frame's live state; a broker that cannot take it now costs the apps a live update, never the poll. */
-  function live(deviceId: string, state: PresenceState, event: Parameters<typeof toEventRecord>[0]) {
-    // Not awaited: an external broker that is away holds a QoS 1 publish until it is back, and neither the poll nor the sweep waits for it.
-    void deps
-      .announce?.(deviceId, state, toEventRecord(event))
-      .catch((err) => deps.log?.warn({ err, deviceId }, 'could not publish a frame’s live state'))
-  }
-
   /** Polling devices that stopped polling: offline, with the same event and notification as an MQTT device. */
   async function sweep(): Promise<number> {
     const now = deps.clock()
     // A day after a pairing nobody claimed and no frame ever polled with, its token goes too.
     await pruneAbandoned(db, new Date(now.getTime() - 86_400_000))
-    const gone = await markOverdue(db, now, deps.marginSeconds)
-    for (const d of gone) {
-      deps.onPresence?.({ deviceId: d.id, deviceName: d.name, userId: d.userId, online: false, reason: 'poll_overdue', at: now })
-      live(d.id, { online: false, since: now.toISOString(), reason: 'poll_overdue' }, d.event)
-    }
-    return gone.length
+    const due = await overdueDevices(db, now, deps.marginSeconds)
+    const gone = await Promise.all(
+      due.map((d) =>
+        presence.disconnected({
+          deviceId: d.id,
+          transport: 'http',
+          owner: { userId: d.userId, organizationId: d.organizationId, name: d.name },
+          at: now,
+          reason: 'poll_overdue',
+          // A poll since this read keeps it online.
+          seenBefore: d.lastSeenAt ?? new Date(0),
+          data: { lastSeenAt: d.lastSeenAt?.toISOString() ?? null },
+        }),
+      ),
+    )
+    return gone.filter(Boolean).length
   }
 
   const desiredImage = async (deviceId: string) => (await findDevice(db, deviceId))?.desiredImageId ?? null

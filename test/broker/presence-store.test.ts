@@ -2,7 +2,7 @@
 // row, a write the database refuses fails alone (the batch falls back to one write each), and
 // last_seen_at never moves backwards.
 import t from 'tap'
-import { createPresenceStore } from '../../src/mqtt/presence-store.js'
+import { createPresenceStore } from '../../src/devices/presence-store.js'
 import { and, eq } from 'drizzle-orm'
 import { findDevice } from '../../src/devices/repository.js'
 import { event } from '../../src/events/tables.js'

@@ -2,6 +2,8 @@
 // frame: the retained devices/{id}/state follows its polls ({online: true} with its first poll,
 // {online: false, reason: "poll_overdue"} when it stops), and each change is an event on
 // devices/{id}/events, over the same MQTT connection an app already holds for its other frames.
+import { sql } from 'drizzle-orm'
+import sharp from 'sharp'
 import t from 'tap'
 import type { MqttClient } from 'mqtt'
 import { topicFor } from '../../src/mqtt/contract.js'
@@ -119,3 +121,51 @@ t.test('what is recorded for a polling frame is delivered by the poll that fetch
   )
   t.ok(after.some((m) => m.kind === 'prompt' && m.status === 'delivered'))
 })
+
+t.test(
+  'a polling frame leaves nothing to age out as device.downlink_dropped: a withdrawn offer and a picture it has are delivered by the poll',
+  async (t) => {
+    const svc = await startApp(t, { clock, env: { DEVICE_POLL_INTERVAL: '0' } })
+    const { token: owner } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl-dropped'))
+    const setup = await (await fetch(`${svc.url}/api/setup`, { headers: { ID: MAC, 'FW-Version': '1.8.14', Model: 'og' } })).json()
+    const claimed = await jsonCall(svc.url, '/api/device/validate', { token: owner, body: { pinCode: setup.friendly_id, name: 'Hall' } })
+    const deviceId = claimed.body.device.id as string
+    t.equal((await fetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })).status, 200)
+
+    // What the firmware service stages when it takes an offer back: the poll answers update_firmware: false, which is that.
+    await svc.app.deviceLink.publish(deviceId, 'ota', { version: null })
+    // A picture the frame already holds under the name the poll gives it (a rotation coming back to it): drawn without a download.
+    const png = await sharp({ create: { width: 800, height: 480, channels: 3, background: '#000' } })
+      .png()
+      .toBuffer()
+    const form = new FormData()
+    form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'black.png')
+    const up = await (
+      await fetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${owner}` }, body: form })
+    ).json()
+    const sent = await jsonCall(svc.url, '/api/upload/send', { token: owner, body: { key: up.key, deviceId } })
+    t.equal(sent.status, 200)
+
+    const answer = await (await fetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })).json()
+    t.match(answer, { update_firmware: false, image_url: new RegExp(`/${sent.body.imageId}/`) })
+    const messages = (await jsonCall(svc.url, `/api/device/${deviceId}/downlink?limit=50`, { token: owner })).body.messages as Array<{
+      kind: string
+      status: string
+    }>
+    t.same(
+      messages.filter((m) => m.status === 'pending'),
+      [],
+      'the poll delivered both',
+    )
+    // Aged past DOWNLINK_MAX_AGE: nothing is dropped.
+    await svc.app.database.db.execute(sql`update device_message set created_at = now() - interval '30 days' where device_id = ${deviceId}`)
+    t.equal(await svc.app.downlink.sweep(), 0, 'nothing dropped')
+    const events = (await jsonCall(svc.url, `/api/device/${deviceId}/events?limit=50`, { token: owner })).body.events as Array<{
+      type: string
+    }>
+    t.notOk(
+      events.some((e) => e.type === 'device.downlink_dropped'),
+      'no device.downlink_dropped',
+    )
+  },
+)

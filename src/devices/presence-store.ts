@@ -2,10 +2,12 @@
 // time the broker saw it), but the changes of devices connecting at the same time go out as one
 // statement (device rows, previous events, new events) instead of several each.
 import type { Database } from '../db/client.js'
-import { recordPresenceMany, type PresenceUpdated } from '../devices/repository.js'
 import type { EventRow } from '../events/repository.js'
 import { batched } from '../../broker/batching.js'
-import type { DeviceOwner } from './credentials.js'
+import { recordPresenceMany, type DeviceCredentialRow, type PresenceUpdated } from './repository.js'
+
+/** The owner and name a device's events are attributed to. */
+export type DeviceOwner = Pick<DeviceCredentialRow, 'userId' | 'organizationId' | 'name'>
 
 export type PresenceWrite = {
   type: 'device.connected' | 'device.disconnected'
@@ -14,12 +16,16 @@ export type PresenceWrite = {
   owner?: DeviceOwner
   data: Record<string, unknown>
   at: Date
-  /** The connection this event belongs to ("<broker id>/<uuid>"). */
-  connectionId: string
+  /** The connection this event belongs to ("<broker id>/<uuid>"); null for a polling device, which holds none. */
+  connectionId: string | null
   /** The device row's new isActive; absent when the row must not change (a takeover's old connection). */
   setActive?: boolean
   /** Also read the device's previous event, when it comes back from being inactive. */
   previousWhenInactive?: boolean
+  /** See PresenceChangeRow.whenInactive (a poll). */
+  whenInactive?: boolean
+  /** See PresenceChangeRow.seenBefore (a poll overdue). */
+  seenBefore?: Date
 }
 
 export type PresenceWritten = {
@@ -48,6 +54,8 @@ async function writeBatch(db: Database, writes: readonly PresenceWrite[]): Promi
       userId: w.owner?.userId ?? null,
       organizationId: w.owner?.organizationId ?? null,
       previousWhenInactive: Boolean(w.previousWhenInactive),
+      whenInactive: w.whenInactive,
+      seenBefore: w.seenBefore,
     })),
   )
   const byDevice = new Map(updated.map((d) => [d.id, d]))
@@ -59,7 +67,7 @@ async function writeBatch(db: Database, writes: readonly PresenceWrite[]): Promi
   const byKey = new Map(events.map((r) => [key(r.deviceId, r.type, r.data), r as EventRow]))
   return writes.map((w) => {
     const event = byKey.get(key(w.deviceId, w.type, w.data))
-    if (!event && w.type !== 'device.disconnected') return new Error(`event of ${w.deviceId} not stored`)
+    if (!event && w.type !== 'device.disconnected' && !w.whenInactive) return new Error(`event of ${w.deviceId} not stored`)
     return { event, device: byDevice.get(w.deviceId), previous: previousOf.get(w.deviceId), superseded: superseded.has(w.deviceId) }
   })
 }
