@@ -57,6 +57,9 @@ t.test('a release rolled out to half a simulated fleet, then to all of it', asyn
     rest.every((d) => d.firmware === '1.0.0' && seen.get(d)!.length === 0),
     'the other half was offered nothing',
   )
+  // The service counts a success from the device's status report; the device reports its own
+  // up/ota `succeeded` just after that report's PUBACK, so it may still be on its way.
+  await eventually(async () => seen.get(half[0]!)!.length === 4, 20_000).catch(() => undefined)
   t.same(seen.get(half[0]!), ['1.1.0:downloading', '1.1.0:verifying', '1.1.0:installing', '1.1.0:succeeded'], 'every step reported')
 
   const second = await api(svc, admin, 'PUT', '/api/admin/firmware-rollouts/frame-7/stable', { version: '1.1.0', percent: 100 })
