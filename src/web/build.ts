@@ -77,7 +77,15 @@ export async function ensureConsoleBuilt(log: (line: string) => void = () => {})
     log('building the web console (web/ → web/dist) …')
     const started = Date.now()
     const { build } = await import('vite')
-    await build({ root: webRoot, configFile: join(webRoot, 'vite.config.ts'), logLevel: 'warn' })
+    // Vite sets NODE_ENV=production in this process when it is unset, and leaves it: the service
+    // (and every child it starts) would then apply the production checklist it was not started with.
+    const nodeEnv = process.env.NODE_ENV
+    try {
+      await build({ root: webRoot, configFile: join(webRoot, 'vite.config.ts'), logLevel: 'warn' })
+    } finally {
+      if (nodeEnv === undefined) delete process.env.NODE_ENV
+      else process.env.NODE_ENV = nodeEnv
+    }
     await precompress(join(webDist, 'assets'))
     await writeFile(join(webDist, STAMP), new Date().toISOString())
     log(`web console built in ${((Date.now() - started) / 1000).toFixed(1)} s`)

@@ -17,6 +17,24 @@ function limit() {
   t.comment(`timeout=${PER_FILE_MS}`)
 }
 
+/**
+ * Teardowns a file registers on the root test (an app started at a file's top level): tap would
+ * run them only when the worker's root ends, so every file's apps, PostgreSQL connections and
+ * timers stayed open until the last file was done (PostgreSQL ran out of connections, and each
+ * later file ran beside all the earlier ones' apps). Kept here and run, newest first as tap does,
+ * once the file's tests are done.
+ */
+const fileTeardowns: (() => unknown)[] = []
+
+function keepFileTeardowns() {
+  const keep = (fn: () => unknown) => void fileTeardowns.push(fn)
+  Object.assign(t, { teardown: keep, after: keep })
+}
+
+async function runFileTeardowns() {
+  for (let fn = fileTeardowns.pop(); fn; fn = fileTeardowns.pop()) await fn()
+}
+
 async function load(file: string) {
   // Names the file whose results follow (.ci/run's summary uses it). Queued on the root, which the
   // loading test occupies, so it comes out right before the file's own tests.
@@ -27,6 +45,7 @@ async function load(file: string) {
 
 export async function runWorker() {
   limit()
+  keepFileTeardowns()
   const queue = openQueue()
   let current: { file: string; started: number } | undefined
   for (let more = true; more; ) {
@@ -36,6 +55,7 @@ export async function runWorker() {
     // every teardown registered so far (removing the data folder of the app being started) and
     // never ran the file's tests.
     await t.test('takes the next test file from the queue', async () => {
+      await runFileTeardowns()
       if (current) queue.finished(current.file, performance.now() - current.started)
       const file = queue.take()
       current = file ? { file, started: performance.now() } : undefined
