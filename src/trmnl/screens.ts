@@ -38,8 +38,10 @@ async function svgScreen(profile: DisplayProfile, lines: Array<{ text: string; s
   const total = lines.reduce((sum, l) => sum + Math.round(l.size * 1.4), 0)
   let y = Math.max(lines[0]?.size ?? 0, Math.round((usable - total) / 2) + (lines[0]?.size ?? 0))
   const texts = lines.map((l) => {
-    // Shrunk to fit its column: capitals and digits of DejaVu Sans Bold are under 0.8 em wide.
-    const size = Math.min(l.size, Math.floor((textWidth * 0.95) / Math.max(1, l.text.length * 0.8)))
+    // Shrunk to fit its column: every glyph of DejaVu Sans Bold is under 1.1 em wide ('m' and 'W'
+    // are about 1.04; the 0.8 em that holds for capitals and digits let lower-case text run into
+    // the QR code's margin on the X, 2026-11-28 CI).
+    const size = Math.min(l.size, Math.floor((textWidth * 0.95) / Math.max(1, l.text.length * 1.1)))
     const t = `<text x="${Math.round(textWidth / 2)}" y="${y}" font-family="DejaVu Sans, sans-serif" font-size="${size}" font-weight="bold" text-anchor="middle">${escapeXml(l.text)}</text>`
     y += Math.round(l.size * 1.4)
     return t
