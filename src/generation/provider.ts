@@ -15,7 +15,16 @@ export type GenerationInput = {
 /** What a provider keeps between calls; stored on the job row so polling survives restarts. */
 type ProviderState = Record<string, unknown>
 
-export type StartResult = { providerJobId: string; state?: ProviderState }
+export type StartResult = {
+  providerJobId: string
+  state?: ProviderState
+  /**
+   * When the provider knows its first poll is worth making (the local provider: when its drawing
+   * is due). 0: poll in the same step, without waiting for the runner's next tick. Without it the
+   * runner backs off as for any remote job.
+   */
+  pollAfterMs?: number
+}
 
 export type ProviderOutput = { url: string } | { data: Buffer; contentType: string }
 

@@ -69,20 +69,24 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
     try {
       if (!job.providerJobId) {
         const started = await provider.start(job.input as unknown as GenerationInput)
+        const pollNow = started.pollAfterMs === 0
         const recorded = await updateJob(db, job.id, live, {
           status: 'running',
           providerJobId: started.providerJobId,
           providerState: started.state ?? {},
           startedAt: new Date(),
           attempts: 0,
-          nextPollAt: pollAt(opts.baseBackoffMs),
-          leaseUntil: null,
+          nextPollAt: pollAt(started.pollAfterMs ?? opts.baseBackoffMs),
+          // Polled in this step: the claim is kept, so no other runner polls it meanwhile.
+          leaseUntil: pollNow ? job.leaseUntil : null,
         })
         // Canceled while the provider was starting it: stop it there too.
         if (!recorded)
           await provider
             .cancel({ providerJobId: started.providerJobId, state: started.state ?? {}, input: job.input as unknown as GenerationInput })
             .catch(() => {})
+        // The answer is ready now (the local provider): a tick's wait and a claim saved per job.
+        else if (pollNow) return handle(recorded)
         return
       }
       const result: PollResult = await provider.poll(providerJob(job))

@@ -41,24 +41,29 @@ export async function storeImage(
   const contentType = meta.format === 'jpeg' ? 'image/jpeg' : `image/${meta.format ?? 'png'}`
   const id = input.imageId ?? randomUUID()
   const originalKey = `images/${id}/original.${extFor[contentType] ?? 'bin'}`
-  await deps.storage.put(originalKey, input.original, { contentType, cacheControl: IMMUTABLE })
+  // The original is written while the worker converts it: the two wait on different things.
+  const originalPut = deps.storage.put(originalKey, input.original, { contentType, cacheControl: IMMUTABLE })
+  // Observed at once (a write failing during the conversion is no unhandled rejection), and
+  // awaited below either way: this function never returns with a write still running.
+  originalPut.catch(() => {})
   // In a worker, queued behind the same account's conversions only (conversion-pool.ts).
-  const converted = input.profile ? await deps.images.convert(input.userId, input.original, input.profile) : []
-  const variants: VariantRow[] = []
-  for (const v of converted) {
-    const key = `images/${id}/${v.format}.${extFor[v.contentType] ?? 'bin'}`
-    await deps.storage.put(key, v.data, { contentType: v.contentType, cacheControl: IMMUTABLE })
-    variants.push({
-      imageId: id,
-      format: v.format,
-      key,
-      contentType: v.contentType,
-      width: v.width,
-      height: v.height,
-      bytes: v.data.length,
-      sha256: sha256(v.data),
-    })
-  }
+  const converted = input.profile
+    ? await deps.images.convert(input.userId, input.original, input.profile).finally(() => originalPut.catch(() => {}))
+    : []
+  await originalPut
+  const variants: VariantRow[] = converted.map((v) => ({
+    imageId: id,
+    format: v.format,
+    key: `images/${id}/${v.format}.${extFor[v.contentType] ?? 'bin'}`,
+    contentType: v.contentType,
+    width: v.width,
+    height: v.height,
+    bytes: v.data.length,
+    sha256: sha256(v.data),
+  }))
+  await Promise.all(
+    converted.map((v, i) => deps.storage.put(variants[i]!.key, v.data, { contentType: v.contentType, cacheControl: IMMUTABLE })),
+  )
   const image = await insertImage(
     deps.db,
     {

@@ -31,6 +31,20 @@ export async function findVariants(db: Executor, imageId: string): Promise<Varia
   return db.select().from(imageVariant).where(eq(imageVariant.imageId, imageId))
 }
 
+/** Where one file of an image is stored and its SHA-256: the original or a display format, in one query. */
+export async function findImageFile(db: Executor, id: string, format: string): Promise<{ key: string; sha256: string } | undefined> {
+  if (format === 'original') {
+    const [row] = await db.select({ key: image.originalKey, sha256: image.sha256 }).from(image).where(eq(image.id, id)).limit(1)
+    return row
+  }
+  const [row] = await db
+    .select({ key: imageVariant.key, sha256: imageVariant.sha256 })
+    .from(imageVariant)
+    .where(and(eq(imageVariant.imageId, id), eq(imageVariant.format, format)))
+    .limit(1)
+  return row
+}
+
 export async function findVariant(db: Executor, imageId: string, format: string): Promise<VariantRow | undefined> {
   const [row] = await db
     .select()

@@ -6,7 +6,7 @@ import { Type, type Static } from 'typebox'
 import type { Database } from '../db/client.js'
 import { appError } from '../errors.js'
 import type { ObjectStore } from '../storage/store.js'
-import { findImage, findVariant } from './repository.js'
+import { findImageFile } from './repository.js'
 
 const params = Type.Object({ id: Type.String({ format: 'uuid' }), format: Type.String({ pattern: '^[a-z0-9-]{1,20}$' }) })
 
@@ -33,15 +33,13 @@ export async function imageRoutes(app: FastifyInstance, opts: { db: Database; st
     },
     async (req, reply) => {
       const { id, format } = req.params
-      const image = await findImage(db, id)
-      const variant = image && format !== 'original' ? await findVariant(db, id, format) : undefined
-      const key = format === 'original' ? image?.originalKey : variant?.key
-      const sha = format === 'original' ? image?.sha256 : variant?.sha256
-      if (!image || !key || !sha) throw appError('IMAGE_NOT_FOUND')
-      const etag = `"${sha}"`
+      // A variant row exists only with its image (a foreign key), so it alone answers for a format.
+      const file = await findImageFile(db, id, format)
+      if (!file) throw appError('IMAGE_NOT_FOUND')
+      const etag = `"${file.sha256}"`
       reply.header('etag', etag).header('cache-control', 'public, max-age=31536000, immutable')
       if (req.headers['if-none-match'] === etag) return reply.code(304).send()
-      const obj = await storage.get(key)
+      const obj = await storage.get(file.key)
       if (!obj) throw appError('IMAGE_NOT_FOUND')
       return reply.type(obj.meta.contentType).header('content-length', obj.body.length).send(obj.body)
     },

@@ -230,3 +230,24 @@ t.test('a job taken up again after its runner stored the image keeps that one im
   const images = await svc.app.database.db.select({ id: image.id }).from(image).where(eq(image.jobId, id))
   t.equal(images.length, 1, 'and no second one was stored')
 })
+
+t.test('a provider whose answer is ready at once is polled in the same step, not after the backoff', async (t) => {
+  // The local provider with no duration says pollAfterMs 0. With a first poll 60 s after the
+  // start (the base backoff) and a 250 ms tick, only a poll in the start's own step can finish the
+  // job within the wait below; the job never goes back to the table between start and poll.
+  const svc = await startApp(t, {
+    env: { LOCAL_PROVIDER_DURATION_MS: '0', GENERATION_POLL_BASE_MS: '60000', GENERATION_POLL_MAX_MS: '60000', GENERATION_TICK_MS: '250' },
+  })
+  const user = await signUp(makeClient(svc.url).client, uniqueEmail())
+  const res = await fetch(`${svc.url}/api/generate`, {
+    method: 'POST',
+    headers: hdr(user.token),
+    body: JSON.stringify({ prompt: { text: 'a lighthouse at noon' }, model: 'local' }),
+  })
+  t.equal(res.status, 202)
+  const { id } = (await res.json()) as { id: string }
+  await eventually(async () => (await row(svc, id)).status === 'succeeded', 20_000)
+  const r = await row(svc, id)
+  t.equal(r.attempts, 0, 'no poll was recorded as a retry: the first poll answered')
+  t.ok(r.imageId, 'the image is stored')
+})

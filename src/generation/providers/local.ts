@@ -14,7 +14,12 @@ export function createLocalProvider(opts: { durationMs: number }): ImageProvider
   return {
     name: 'local',
     async start(input: GenerationInput): Promise<StartResult> {
-      return { providerJobId: `local-${input.seed.toString(16)}-${Date.now().toString(36)}`, state: { startedAt: Date.now() } }
+      return {
+        providerJobId: `local-${input.seed.toString(16)}-${Date.now().toString(36)}`,
+        state: { startedAt: Date.now() },
+        // Its first change of state is due then: queued until a third of the duration.
+        pollAfterMs: Math.ceil(opts.durationMs / 3),
+      }
     },
     async poll(job: ProviderJob): Promise<PollResult> {
       if (job.input.prompt.trimStart().startsWith('!fail'))
