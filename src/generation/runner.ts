@@ -172,7 +172,9 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
     ticking = true
     again = false
     current = claim()
-      .then((claimed) => (claimed || again ? opts.tickMs : idleDelay()))
+      // Another look soon only where one may find more: a claim that filled its slots, or a poke
+      // that came meanwhile. Otherwise everything due was taken, and the table says when the next is.
+      .then((full) => (full || again ? opts.tickMs : idleDelay()))
       .then(
         (delay) => schedule(delay),
         () => schedule(opts.tickMs),
@@ -194,38 +196,44 @@ export function createRunner(db: Database, providers: Map<string, ImageProvider>
     return Math.max(opts.tickMs, Math.min(IDLE_MAX_MS, due.getTime() - Date.now()))
   }
 
-  /** Answers how many jobs it took in hand. */
-  async function claim(): Promise<number> {
-    let claimed = 0
+  /** When jobs of providers this instance lacks were last looked for. */
+  let overdueCheckedAt = 0
+
+  /** Answers whether a claim took as many jobs as it had room for (so more may be due). */
+  async function claim(): Promise<boolean> {
+    let full = false
     try {
       const now = new Date()
       for (const name of providers.keys()) {
         // Stopping: nothing more is claimed (what is already in hand finishes).
-        if (stopped) return claimed
+        if (stopped) return full
         let free = opts.concurrency - (inFlight.get(name) ?? 0)
         if (free <= 0) continue
         // Polls of jobs already at the provider first; then new jobs, only while the provider has
         // fewer than `concurrency` of ours (two instances may each start one past it at once).
         const polls = await claimDueJobs(db, now, free, opts.leaseMs, { provider: name, started: true })
         for (const job of polls) take(name, job)
-        claimed += polls.length
+        if (polls.length === free) full = true
         free -= polls.length
-        if (stopped) return claimed
+        if (stopped) return full
+        if (free <= 0) continue
         const room = opts.concurrency - (await countStartedJobs(db, name)) - (starting.get(name) ?? 0)
-        const fresh = await claimDueJobs(db, now, Math.min(free, room), opts.leaseMs, { provider: name, started: false })
+        const limit = Math.min(free, room)
+        const fresh = await claimDueJobs(db, now, limit, opts.leaseMs, { provider: name, started: false })
         for (const job of fresh) take(name, job)
-        claimed += fresh.length
+        if (limit > 0 && fresh.length === limit) full = true
       }
-      // Jobs of a provider this instance lacks (its key was removed) end at their deadline, refunded.
-      if (stopped) return claimed
-      for (const job of await claimDueJobs(db, now, 10, opts.leaseMs, { overdueOutside: [...providers.keys()] })) {
-        take(job.provider, job)
-        claimed += 1
-      }
+      // Jobs of a provider this instance lacks (its key was removed) end at their deadline,
+      // refunded. Rare, and deadlines are minutes: looked for once per idle interval, not per tick.
+      if (stopped || Date.now() - overdueCheckedAt < IDLE_MAX_MS) return full
+      overdueCheckedAt = Date.now()
+      const overdue = await claimDueJobs(db, now, 10, opts.leaseMs, { overdueOutside: [...providers.keys()] })
+      for (const job of overdue) take(job.provider, job)
+      if (overdue.length === 10) full = true
     } catch (err) {
       hooks.log.error({ err }, 'generation runner tick failed')
     }
-    return claimed
+    return full
   }
 
   function schedule(delay: number) {
