@@ -3,11 +3,15 @@
 // `data`. They need no network of their own: the backend fetches the source and renders.
 import { calendar } from './calendar.js'
 import { clock } from './clock.js'
+import { frameStatus } from './frame-status.js'
 import type { BuiltinScreen } from './types.js'
+import { weather } from './weather.js'
 
 export type { BuiltinScreen, PrepareInput, ScreenDeviceContext } from './types.js'
 
 export const builtinScreens: Record<string, BuiltinScreen> = {
   clock,
   calendar,
+  'frame-status': frameStatus,
+  weather,
 }
