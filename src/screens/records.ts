@@ -38,6 +38,14 @@ export const screenCreateSchema = Type.Object(
   {
     name: fields.name,
     template: Type.Optional(fields.template),
+    builtin: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description:
+          'instead of a template, a built-in screen: clock, calendar (an ICS source), frame-status, weather (an Open-Meteo JSON source)',
+      }),
+    ),
     css: Type.Optional(fields.css),
     variables: Type.Optional(fields.variables),
     timeZone: Type.Optional(fields.timeZone),

@@ -2,14 +2,33 @@
 // ends this thread when a job overruns its time, and Node ends it when it passes its heap limit
 // (resourceLimits), so a runaway template costs one worker, never the service.
 import { parentPort } from 'node:worker_threads'
+import { builtinScreens } from './builtin/index.js'
 import { htmlToPng, RenderError, renderHtml, templateScope } from './render.js'
 import type { RenderJob, RenderResult } from './render-job.js'
 
 async function run(job: RenderJob): Promise<RenderResult> {
   try {
-    if (!job.template) return { ok: false, code: 'SCREEN_RENDER_FAILED', message: 'the screen has no template' }
-    const html = await renderHtml(job.template, templateScope(job))
-    const png = await htmlToPng(html, job.css, job.width, job.height)
+    const builtin = job.builtin ? builtinScreens[job.builtin] : undefined
+    if (job.builtin && !builtin) return { ok: false, code: 'SCREEN_RENDER_FAILED', message: `no built-in screen "${job.builtin}"` }
+    const template = builtin?.template ?? job.template
+    if (!template) return { ok: false, code: 'SCREEN_RENDER_FAILED', message: 'the screen has no template' }
+    let prepared: Record<string, unknown> | undefined
+    if (builtin) {
+      try {
+        prepared = builtin.prepare({
+          raw: job.data ?? undefined,
+          variables: job.variables,
+          now: new Date(job.now),
+          timeZone: job.timeZone,
+          ...(job.device ? { device: job.device } : {}),
+        })
+      } catch (err) {
+        return { ok: false, code: 'SCREEN_RENDER_FAILED', message: `${builtin.name}: ${err instanceof Error ? err.message : String(err)}` }
+      }
+    }
+    const html = await renderHtml(template, templateScope(job, prepared))
+    const css = [builtin?.css, job.css].filter(Boolean).join('\n')
+    const png = await htmlToPng(html, css || undefined, job.width, job.height)
     // A copy with a buffer of its own, transferred (not cloned) to the main thread.
     return { ok: true, png: new Uint8Array(png), html }
   } catch (err) {

@@ -62,14 +62,14 @@ export async function deleteScreen(db: Executor, id: string): Promise<boolean> {
 }
 
 /**
- * Claims the screens whose data URL is due: moves each one's next fetch a period on in the same
+ * Claims the screens whose data URL (or redraw, for a built-in screen without one) is due: moves each one's next fetch a period on in the same
  * statement (SKIP LOCKED), so two instances never fetch the same screen for the same turn.
  */
 export async function claimDueSources(db: Executor, now: Date, limit: number): Promise<ScreenRow[]> {
   const due = db
     .select({ id: screen.id })
     .from(screen)
-    .where(and(isNotNull(screen.sourceUrl), lte(screen.nextFetchAt, now)))
+    .where(and(isNotNull(screen.sourceEverySeconds), lte(screen.nextFetchAt, now)))
     .orderBy(asc(screen.nextFetchAt))
     .limit(limit)
     .for('update', { skipLocked: true })

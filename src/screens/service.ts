@@ -21,6 +21,7 @@ import { DEFAULT_DISPLAY, type DisplayProfile, type Variant } from '../images/pr
 import { findImage, findVariants } from '../images/repository.js'
 import type { ObjectStore } from '../storage/store.js'
 import { requireScreen } from './access.js'
+import { builtinScreens } from './builtin/index.js'
 import type { ScreenDeviceContext } from './context.js'
 import { addressPolicy, fetchSource, SourceError } from './fetch-source.js'
 import type { RenderJob } from './render-job.js'
@@ -54,6 +55,7 @@ export type SourceInput = { url: string; everySeconds: number; headers?: Record<
 export type ScreenInput = {
   name: string
   template?: string
+  builtin?: string
   css?: string
   variables?: Record<string, unknown>
   timeZone?: string
@@ -73,8 +75,18 @@ const failure = (code: ErrorCode, message: string) => {
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex')
 const newToken = () => `scr_${randomBytes(32).toString('base64url')}`
 
-/** Whether the template reads the frame itself (then each frame gets its own render, not each kind of frame). */
-const readsDevice = (s: Pick<ScreenRow, 'template'>) => /\bdevice\b/.test(s.template ?? '')
+/**
+ * Whether the screen reads the frame itself (its template, or a built-in's template or prepare):
+ * then each frame gets its own render, not each kind of frame.
+ */
+function readsDevice(s: Pick<ScreenRow, 'template' | 'builtin'>): boolean {
+  const b = s.builtin ? builtinScreens[s.builtin] : undefined
+  const sources = b ? [b.template, b.prepare.toString()] : [s.template ?? '']
+  return sources.some((text) => /\bdevice\b/.test(text))
+}
+
+/** How often a built-in screen with no data source (a clock, a frame's status) is drawn again. */
+const REDRAW_SECONDS = 60
 
 /** The PNG a preview answers: the panel's own PNG variant when it has one, the main variant otherwise. */
 function previewVariant(variants: Variant[], profile: DisplayProfile): Variant | undefined {
@@ -289,19 +301,21 @@ export function createScreenService(deps: ScreenDeps) {
   // ---- data sources ----------------------------------------------------------------------------
 
   async function fetchFor(s: ScreenRow): Promise<void> {
-    if (!s.sourceUrl) return
+    // No URL but a period: a built-in screen drawn again as time passes.
+    if (!s.sourceUrl) return void (await refresh(s.id))
     const headers = s.sourceHeaders ? openHeaders(deps.authSecret, s.sourceHeaders) : undefined
     try {
       const data = await fetchSource(s.sourceUrl, {
         timeoutMs: settings.fetchTimeoutMs,
         maxBytes: settings.fetchMaxBytes,
-        as: s.builtin && /calendar|ics/i.test(s.builtin) ? 'text' : 'json',
+        as: s.builtin && builtinScreens[s.builtin]?.source === 'ics' ? 'text' : 'json',
         ...(headers ? { headers } : {}),
         allowAddress: addressPolicy(settings.allowPrivateSources || s.allowPrivate),
       })
-      const before = JSON.stringify(s.data ?? null)
       await setScreenData(db, s.id, data, deps.clock())
-      if (JSON.stringify(data ?? null) !== before || !s.renderedAt) await refresh(s.id)
+      // Drawn again even when the data is the same: what it shows may depend on the time (today on
+      // a calendar). A drawing whose bytes did not change costs a render and sends nothing.
+      await refresh(s.id)
     } catch (err) {
       if (!(err instanceof SourceError)) throw err
       await setScreenError(db, s.id, { code: err.code, message: err.message, at: deps.clock().toISOString() })
@@ -332,19 +346,32 @@ export function createScreenService(deps: ScreenDeps) {
         throw appError('FORBIDDEN', 'Only owners and admins of the organization create its screens')
       checkTimeZone(input.timeZone)
       await checkPrivate(userId, input.allowPrivate)
+      if (!input.template === !input.builtin) throw appError('VALIDATION_ERROR', 'give either template or builtin')
+      const builtin = input.builtin ? builtinScreens[input.builtin] : undefined
+      if (input.builtin && !builtin) throw appError('VALIDATION_ERROR', `builtin: one of ${Object.keys(builtinScreens).join(', ')}`)
+      if (builtin?.source !== undefined && builtin.source !== 'none' && !input.source)
+        throw appError(
+          'VALIDATION_ERROR',
+          `source: the ${builtin.name} screen reads ${builtin.source === 'ics' ? 'an ICS feed' : 'a JSON URL'}`,
+        )
       const token = newToken()
       const now = deps.clock()
+      // A built-in screen without a source (a clock) is drawn again every minute; the claim of due sources does it.
+      const redraw =
+        builtin?.source === 'none' ? { sourceEverySeconds: Math.max(REDRAW_SECONDS, settings.minPollSeconds), nextFetchAt: now } : {}
       const row = await insertScreen(db, {
         id: randomUUID(),
         userId,
         organizationId: input.organizationId ?? null,
         name: input.name,
         template: input.template ?? null,
+        builtin: input.builtin ?? null,
         css: input.css ?? null,
         variables: input.variables ?? {},
         timeZone: input.timeZone ?? 'UTC',
         tokenHash: sha256Text(token),
         allowPrivate: input.allowPrivate ?? false,
+        ...redraw,
         ...sourceColumns(input.source, now),
       })
       return { ...screenView(row), token }
