@@ -81,6 +81,8 @@ export const ERRORS = {
     status: 422,
     message: 'The data URL leads to a loopback, link-local or private address, which only an admin may allow for a screen',
   },
+  RECIPE_INVALID: { status: 400, message: 'The TRMNL recipe is broken or incomplete' },
+  RECIPE_UNSUPPORTED: { status: 422, message: 'The TRMNL recipe uses a feature this service does not have' },
   SCREEN_BUSY: { status: 503, message: 'Screens are being rendered at capacity; try again shortly' },
 
   // Firmware

@@ -45,6 +45,30 @@ export async function screenRoutes(fastify: FastifyInstance, opts: { screens: Sc
     async (req, reply) => reply.code(201).send(await screens.create(principalOf(req).userId, req.body)),
   )
 
+  app.post(
+    '/api/screens/recipes',
+    {
+      schema: {
+        tags,
+        summary: 'Import a TRMNL recipe as a screen',
+        description:
+          "A project in the layout `usetrmnl/trmnlp` reads, as `files` (path to text: `src/settings.yml`, `src/full.liquid`, `src/shared.liquid`, …). Its markup becomes the template, drawn with this service's stylesheet for the TRMNL framework classes; its polling URL becomes the screen's source.",
+        security,
+        body: Type.Object(
+          {
+            files: Type.Record(Type.String({ minLength: 1, maxLength: 200 }), Type.String({ maxLength: 500_000 }), { maxProperties: 50 }),
+            name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+            organizationId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+            allowPrivate: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: screenCreatedSchema, ...errors(400, 401, 403, 422) },
+      },
+    },
+    async (req, reply) => reply.code(201).send(await screens.importRecipe(principalOf(req).userId, req.body)),
+  )
+
   app.get(
     '/api/screens/:id',
     { schema: { tags, summary: 'Get a screen', security, params, response: { 200: screenRecordSchema, ...errors(401, 404) } } },

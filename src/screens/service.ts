@@ -22,6 +22,7 @@ import { findImage, findVariants } from '../images/repository.js'
 import type { ObjectStore } from '../storage/store.js'
 import { requireScreen } from './access.js'
 import { builtinScreens } from './builtin/index.js'
+import { importRecipe, RecipeError, trmnlFrameworkCss } from './recipes/index.js'
 import type { ScreenDeviceContext } from './context.js'
 import { addressPolicy, fetchSource, SourceError } from './fetch-source.js'
 import type { RenderJob } from './render-job.js'
@@ -390,6 +391,35 @@ export function createScreenService(deps: ScreenDeps) {
       // A new template or new variables: the frames showing the screen get what it draws now.
       void refreshLater(row.id)
       return screenView(row)
+    },
+
+    /**
+     * A TRMNL recipe (a trmnlp project's files) as a screen: its markup, its settings' variables and
+     * polling, and our stylesheet for the framework classes its markup uses.
+     */
+    async importRecipe(
+      userId: string,
+      input: { files: Record<string, string>; name?: string; organizationId?: string; allowPrivate?: boolean },
+    ) {
+      let recipe: ReturnType<typeof importRecipe>
+      try {
+        recipe = importRecipe(input.files)
+      } catch (err) {
+        if (err instanceof RecipeError) throw appError(err.code, err.message)
+        throw err
+      }
+      const source = recipe.source
+        ? { ...recipe.source, everySeconds: Math.max(settings.minPollSeconds, recipe.source.everySeconds) }
+        : undefined
+      return this.create(userId, {
+        name: input.name ?? recipe.name,
+        template: recipe.template,
+        css: trmnlFrameworkCss,
+        variables: recipe.variables,
+        ...(source ? { source } : {}),
+        ...(input.organizationId ? { organizationId: input.organizationId } : {}),
+        ...(input.allowPrivate ? { allowPrivate: true } : {}),
+      })
     },
 
     /** A new webhook token, shown once; the old one stops working. */
