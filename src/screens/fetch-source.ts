@@ -26,8 +26,10 @@ export class SourceError extends Error {
   }
 }
 
-export type FetchLimits = { timeoutMs: number; maxBytes: number; maxRedirects?: number }
-export type FetchOptions = FetchLimits & {
+type FetchOptions = {
+  timeoutMs: number
+  maxBytes: number
+  maxRedirects?: number
   headers?: Record<string, string>
   /** 'json' parses the answer; 'text' keeps it (an ICS feed). */
   as: 'json' | 'text'

@@ -4,7 +4,7 @@ import { NullableString } from '../http/typebox.js'
 
 const headerName = "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$"
 
-export const sourceSchema = Type.Object(
+const sourceSchema = Type.Object(
   {
     url: Type.String({ minLength: 8, maxLength: 2048, description: 'an http(s) URL answering JSON (an ICS feed for a calendar screen)' }),
     everySeconds: Type.Integer({

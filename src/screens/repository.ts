@@ -105,12 +105,6 @@ export async function findDevicesShowing(db: Executor, screenId: string): Promis
   return db.select().from(device).where(inArray(device.desiredImageId, images))
 }
 
-/** Which screen, if any, an image was rendered for (a frame showing it shows that screen). */
-export async function findScreenOfImage(db: Executor, imageId: string): Promise<string | undefined> {
-  const [row] = await db.select({ screenId: screenRender.screenId }).from(screenRender).where(eq(screenRender.imageId, imageId)).limit(1)
-  return row?.screenId
-}
-
 /** Playlist items showing the screen: it may not be deleted from under them. */
 export async function countPlaylistItemsUsing(db: Executor, screenId: string): Promise<number> {
   const [row] = await db

@@ -22,7 +22,7 @@ import { findImage, findVariants } from '../images/repository.js'
 import type { ObjectStore } from '../storage/store.js'
 import { requireScreen } from './access.js'
 import { builtinScreens } from './builtin/index.js'
-import { importRecipe, RecipeError, trmnlFrameworkCss } from './recipes/index.js'
+import { type ImportedRecipe, importRecipe, RecipeError, trmnlFrameworkCss } from './recipes/index.js'
 import type { ScreenDeviceContext } from './context.js'
 import { addressPolicy, fetchSource, SourceError } from './fetch-source.js'
 import type { RenderJob } from './render-job.js'
@@ -45,7 +45,7 @@ import {
 } from './repository.js'
 import { openHeaders, sealHeaders } from './sealing.js'
 
-export type ScreenSettings = {
+type ScreenSettings = {
   fetchTimeoutMs: number
   fetchMaxBytes: number
   minPollSeconds: number
@@ -95,7 +95,7 @@ function previewVariant(variants: Variant[], profile: DisplayProfile): Variant |
   return variants.find((v) => v.contentType === 'image/png' && v.format !== 'png') ?? variants.find((v) => v.format === main) ?? variants[0]
 }
 
-export function deviceContext(dev: DeviceRow): ScreenDeviceContext {
+function deviceContext(dev: DeviceRow): ScreenDeviceContext {
   const profile = dev.display as DisplayProfile
   const reported = dev.reported as { battery?: number; firmware?: string; rssi?: number }
   return {
@@ -144,7 +144,6 @@ function screenView(s: ScreenRow) {
     updatedAt: s.updatedAt.toISOString(),
   }
 }
-export type ScreenView = ReturnType<typeof screenView>
 
 export function createScreenService(deps: ScreenDeps) {
   const { db, settings } = deps
@@ -401,7 +400,7 @@ export function createScreenService(deps: ScreenDeps) {
       userId: string,
       input: { files: Record<string, string>; name?: string; organizationId?: string; allowPrivate?: boolean },
     ) {
-      let recipe: ReturnType<typeof importRecipe>
+      let recipe: ImportedRecipe
       try {
         recipe = importRecipe(input.files)
       } catch (err) {
