@@ -1,8 +1,11 @@
 // The Screens page in a real browser (Chromium through playwright-core) against the real app:
 // a screen created from a template, its webhook token shown once (copied, and working), the
 // editor's preview drawn at the chosen frame's size, a broken template said in words and fixed
-// by typing, shown on the frame, added to a playlist, and deleted (refused while in the playlist).
+// by typing, shown on the frame, added to a playlist, and deleted (refused while in the playlist);
+// then a TRMNL recipe imported from its files and previewed.
 // axe-core checks each screen; screenshots go to .tap/screenshots/.
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import type { Page } from 'playwright-core'
 import { startApp } from '../helpers/app.js'
@@ -133,4 +136,15 @@ t.test('in Chromium: a screen from a template, previewed, shown, in a playlist, 
   await page.getByRole('heading', { name: 'Screens', exact: true }).waitFor()
   await page.getByText('No screens yet.').waitFor()
   t.equal((await call(`/api/screens/${id}`)).status, 404, 'the screen is gone')
+
+  // A TRMNL recipe (trmnlp's src/ files) imported, then previewed at the frame's size.
+  const recipe = fileURLToPath(new URL('../../src/screens/recipes/examples/daily-quote/src/', import.meta.url))
+  await page.getByLabel('Recipe files').setInputFiles([join(recipe, 'settings.yml'), join(recipe, 'full.liquid')])
+  await page.getByRole('button', { name: 'Import recipe' }).click()
+  await page.getByText('Daily Quote is created.').waitFor()
+  await page.getByRole('link', { name: 'Edit it and see its preview' }).click()
+  await page.getByRole('heading', { name: 'Daily Quote' }).waitFor()
+  await page.waitForFunction(() => (document.querySelector('img.preview') as HTMLImageElement | null)?.naturalWidth === 400)
+  t.match(await previewSize(page), { width: 400, height: 300 }, 'the imported recipe is drawn at the frame\u2019s size')
+  await checkScreen(t, page, 'screen-recipe')
 })

@@ -75,6 +75,7 @@ export function ScreensPage() {
         </ul>
       </section>
       <NewScreen />
+      <ImportRecipe />
     </>
   )
 }
@@ -189,6 +190,40 @@ function NewScreen() {
         </Field>
         <Button type="submit" busy={create.isPending}>
           Create screen
+        </Button>
+      </form>
+    </section>
+  )
+}
+
+/** A TRMNL recipe as trmnlp keeps it: its src/ files (settings.yml, full.liquid, shared.liquid) picked together. */
+function ImportRecipe() {
+  const [files, setFiles] = useState<File[]>([])
+  const [name, setName] = useState('')
+  const importing = useMutation(screenMutations.importRecipe())
+  const submit = async () => {
+    const texts = Object.fromEntries(await Promise.all(files.map(async (f) => [f.webkitRelativePath || f.name, await f.text()] as const)))
+    importing.mutate({ files: texts, ...(name.trim() ? { name: name.trim() } : {}) })
+  }
+  return (
+    <section className="card" aria-labelledby="recipe-title">
+      <h2 id="recipe-title">Import a TRMNL recipe</h2>
+      {importing.isError ? <Notice kind="error">{errorText(importing.error)}</Notice> : null}
+      {importing.data ? <Created screen={importing.data} token={importing.data.token} /> : null}
+      <form
+        onSubmit={(e) => {
+          e.preventDefault()
+          void submit()
+        }}
+      >
+        <Field label="Recipe files" hint="From the recipe's src/ folder: settings.yml, full.liquid and shared.liquid if it has one">
+          <input type="file" multiple accept=".liquid,.yml,.yaml" onChange={(e) => setFiles([...(e.target.files ?? [])])} />
+        </Field>
+        <Field label="Name" hint="Optional: the recipe's own name otherwise">
+          <input value={name} maxLength={100} onChange={(e) => setName(e.target.value)} />
+        </Field>
+        <Button type="submit" kind="secondary" busy={importing.isPending} disabled={files.length === 0}>
+          Import recipe
         </Button>
       </form>
     </section>
