@@ -6615,6 +6615,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "files": {
+                 *         "src/settings.yml": "name: Hello\nstrategy: static\nstatic_data: '{\"greeting\": \"Hello\"}'\n",
+                 *         "src/full.liquid": "<div class=\"layout\"><span class=\"value value--large\">{{ greeting }}</span></div>"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     files: {
                         [key: string]: string;
@@ -6926,6 +6934,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "deviceId": "f0591590-6151-435c-ace3-fa9f314a4e3f"
+                 *     }
+                 */
                 "application/json": {
                     deviceId: string;
                 };
@@ -6969,6 +6982,12 @@ export interface operations {
         /** @description any JSON */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "temperature": 21,
+                 *       "summary": "Sunny"
+                 *     }
+                 */
                 "application/json": unknown;
             };
         };

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { principalOf } from '../auth/route-auth.js'
+import { exampleIds } from '../openapi/examples.js'
 import { callerSecurity as security, errorResponses as errors } from '../http/route-schemas.js'
 import { screenCreatedSchema, screenCreateSchema, screenPatchSchema, screenRecordSchema } from './records.js'
 import type { ScreenService } from './service.js'
@@ -61,7 +62,17 @@ export async function screenRoutes(fastify: FastifyInstance, opts: { screens: Sc
             organizationId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
             allowPrivate: Type.Optional(Type.Boolean()),
           },
-          { additionalProperties: false },
+          {
+            additionalProperties: false,
+            examples: [
+              {
+                files: {
+                  'src/settings.yml': 'name: Hello\nstrategy: static\nstatic_data: \'{"greeting": "Hello"}\'\n',
+                  'src/full.liquid': '<div class="layout"><span class="value value--large">{{ greeting }}</span></div>',
+                },
+              },
+            ],
+          },
         ),
         response: { 201: screenCreatedSchema, ...errors(400, 401, 403, 422) },
       },
@@ -146,7 +157,7 @@ export async function screenRoutes(fastify: FastifyInstance, opts: { screens: Sc
         description: 'The frame then follows the screen: when its data changes, the frame gets the new picture.',
         security,
         params,
-        body: Type.Object({ deviceId: id }, { additionalProperties: false }),
+        body: Type.Object({ deviceId: id }, { additionalProperties: false, examples: [{ deviceId: exampleIds.deviceId }] }),
         response: {
           200: Type.Object({ deviceId: Type.String(), imageId: Type.String(), sha256: Type.String() }),
           ...errors(400, 401, 403, 404, 422, 503),
@@ -168,7 +179,7 @@ export async function screenRoutes(fastify: FastifyInstance, opts: { screens: Sc
         description:
           "`Authorization: Bearer <the screen's token>`. The JSON body becomes the template's `data` (an object's fields are also read by name); the frames showing the screen get the new picture when it changed.",
         params,
-        body: Type.Unknown({ description: 'any JSON' }),
+        body: Type.Unknown({ description: 'any JSON', examples: [{ temperature: 21, summary: 'Sunny' }] }),
         response: {
           200: Type.Object({
             frames: Type.Integer({ description: 'frames showing the screen' }),
