@@ -83,7 +83,7 @@ t.test('a screen: created, previewed at the frame\u2019s size, broken and fixed,
   })
   t.match(created, { id: String, name: 'Hall', token: /^scr_/, lastError: null }, 'the answer carries the webhook token, once')
   const id: string = created.id
-  await until('the list to be read again', () => list.getCurrentResult().data?.length === 1)
+  await until('the list to be read again', () => (list.getCurrentResult().data as unknown[] | undefined)?.length === 1)
   t.notOk('token' in (await get(qc, screenQueries.detail(id))), 'the screen read again has no token')
 
   const paired = await run(qc, deviceMutations.pair(), {
@@ -108,7 +108,11 @@ t.test('a screen: created, previewed at the frame\u2019s size, broken and fixed,
   t.not(broken.updatedAt, detail.updatedAt)
   await until('the list to be read again', () => !stale(qc, screenKeys.list()) && list.getCurrentResult().isSuccess)
   const refused = await get(qc, screenQueries.preview(id, deviceId, broken.updatedAt)).catch((e: unknown) => e)
-  t.match(refused, { status: 422, code: 'SCREEN_TEMPLATE_INVALID', message: String }, 'a failing template: the service\u2019s code and words')
+  t.match(
+    refused,
+    { status: 422, code: 'SCREEN_TEMPLATE_INVALID', message: String },
+    'a failing template: the service\u2019s code and words',
+  )
   t.notMatch(m.api.errorText(refused), /[{}]/, `said in words: "${m.api.errorText(refused)}"`)
   t.match(await get(qc, { ...screenQueries.detail(id), staleTime: 0 }), { lastError: { code: 'SCREEN_TEMPLATE_INVALID' } })
   const fixed = await run(qc, screenMutations.patch(id), { template: '<h1>{{ title }}</h1>' })

@@ -97,7 +97,7 @@ t.test('in Chromium: a screen from a template, previewed, shown, in a playlist, 
   await page.getByLabel('Liquid template').fill('<h1>{% if %}</h1>')
   await page.getByText('The preview cannot be drawn:').waitFor({ timeout: 15_000 })
   await page.getByText(/The screen fails \(SCREEN_TEMPLATE_INVALID\)/).waitFor({ timeout: 15_000 })
-  t.notMatch(await page.getByRole("alert").first().textContent(), /"code"|^\s*\{/, 'the error is words, not JSON')
+  t.notMatch(await page.getByRole('alert').first().textContent(), /"code"|^\s*\{/, 'the error is words, not JSON')
   await checkScreen(t, page, 'screen-editor-error')
   t.equal((await call(`/api/screens/${id}`)).body.template, '<h1>{% if %}</h1>', 'the draft was saved after typing stopped')
 
