@@ -48,7 +48,7 @@ const size = async (blob: Blob) => {
 }
 
 const m = await consoleModules(t)
-const { screenKeys, screenMutations, screenQueries } = m.screens
+const { screenKeys, screenMutations, screenQueries, screenVersion } = m.screens
 const { playlistKeys, playlistMutations, playlistQueries } = m.playlists
 const { deviceMutations } = m.devices
 const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
@@ -66,6 +66,8 @@ t.test('screens key their queries under a root of their own, a screen\u2019s und
     JSON.stringify(screenQueries.preview('a', 'd', 'v2').queryKey),
     'a saved change is a new preview',
   )
+  const at = '2026-01-01T00:00:00.000Z'
+  t.not(screenVersion({ updatedAt: at, dataAt: null }), screenVersion({ updatedAt: at, dataAt: at }), 'so is new data')
 })
 
 t.test('a screen: created, previewed at the frame\u2019s size, broken and fixed, shown, in a playlist, deleted', async (t) => {
@@ -93,11 +95,11 @@ t.test('a screen: created, previewed at the frame\u2019s size, broken and fixed,
   })
   const deviceId: string = paired.device.id
   const detail = qc.getQueryData<any>(screenKeys.detail(id))
-  const png = await get(qc, screenQueries.preview(id, deviceId, detail.updatedAt))
+  const png = await get(qc, screenQueries.preview(id, deviceId, screenVersion(detail)))
   t.equal(png.type, 'image/png')
   t.same(await size(png), { format: 'png', width: 400, height: 300 }, 'the preview is at the frame\u2019s size')
   t.same(
-    await size(await get(qc, screenQueries.preview(id, undefined, detail.updatedAt))),
+    await size(await get(qc, screenQueries.preview(id, undefined, screenVersion(detail)))),
     { format: 'png', width: 800, height: 480 },
     'without a frame, the default panel',
   )
@@ -107,7 +109,7 @@ t.test('a screen: created, previewed at the frame\u2019s size, broken and fixed,
   t.same(qc.getQueryData(screenKeys.detail(id)), broken, 'the saved screen is shown, not read again')
   t.not(broken.updatedAt, detail.updatedAt)
   await until('the list to be read again', () => !stale(qc, screenKeys.list()) && list.getCurrentResult().isSuccess)
-  const refused = await get(qc, screenQueries.preview(id, deviceId, broken.updatedAt)).catch((e: unknown) => e)
+  const refused = await get(qc, screenQueries.preview(id, deviceId, screenVersion(broken))).catch((e: unknown) => e)
   t.match(
     refused,
     { status: 422, code: 'SCREEN_TEMPLATE_INVALID', message: String },
@@ -116,7 +118,7 @@ t.test('a screen: created, previewed at the frame\u2019s size, broken and fixed,
   t.notMatch(m.api.errorText(refused), /[{}]/, `said in words: "${m.api.errorText(refused)}"`)
   t.match(await get(qc, { ...screenQueries.detail(id), staleTime: 0 }), { lastError: { code: 'SCREEN_TEMPLATE_INVALID' } })
   const fixed = await run(qc, screenMutations.patch(id), { template: '<h1>{{ title }}</h1>' })
-  t.same(await size(await get(qc, screenQueries.preview(id, deviceId, fixed.updatedAt))), { format: 'png', width: 400, height: 300 })
+  t.same(await size(await get(qc, screenQueries.preview(id, deviceId, screenVersion(fixed)))), { format: 'png', width: 400, height: 300 })
 
   await get(qc, screenQueries.detail(id))
   const shown = await run(qc, screenMutations.show(id), deviceId)

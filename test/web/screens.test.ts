@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import type { Page } from 'playwright-core'
 import { startApp } from '../helpers/app.js'
-import { accessibilityProblems, browserMissing, DESKTOP, launchBrowser, newPage, screenshot } from '../helpers/browser.js'
+import { accessibilityProblems, browserMissing, DESKTOP, launchBrowser, newPage, PHONE, screenshot } from '../helpers/browser.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { jsonCall } from '../helpers/http.js'
@@ -91,7 +91,14 @@ t.test('in Chromium: a screen from a template, previewed, shown, in a playlist, 
   const first = await previewSize(page)
   t.match(first, { complete: true, width: 400, height: 300, src: /^blob:/ }, 'the preview is the PNG at the frame\u2019s size')
   await page.getByText('400×300, bw panel').waitFor()
+  await checkScreen(t, page, 'screen-editor-desktop')
+  await page.setViewportSize(PHONE)
   await checkScreen(t, page, 'screen-editor')
+  t.ok(
+    await page.locator('img.preview').evaluate((img) => img.getBoundingClientRect().right <= window.innerWidth),
+    'on a phone the preview fits the screen',
+  )
+  await page.setViewportSize(DESKTOP)
 
   // Typing a template that does not parse: saved a moment later, then said in words, with the code on the record.
   await page.getByLabel('Liquid template').fill('<h1>{% if %}</h1>')

@@ -9,7 +9,7 @@ import { Link, useNavigate, useParams } from 'react-router'
 import { errorText, type Screen } from '../api'
 import { deviceQueries } from '../queries/devices'
 import { playlistMutations, playlistQueries } from '../queries/playlists'
-import { type ScreenCreate, screenKeys, screenMutations, screenQueries } from '../queries/screens'
+import { type ScreenCreate, screenKeys, screenMutations, screenQueries, screenVersion } from '../queries/screens'
 import { ago, Button, Empty, ErrorState, Field, Loading, Notice } from '../ui'
 
 /** The built-in screens the service draws (src/screens/builtin), and the source each reads. */
@@ -387,7 +387,7 @@ function Preview({ screen: s }: { screen: Screen }) {
   const { devices, device, choose } = useChosenFrame()
   const client = useQueryClient()
   const preview = useQuery({
-    ...screenQueries.preview(s.id, device?.id, s.updatedAt),
+    ...screenQueries.preview(s.id, device?.id, screenVersion(s)),
     enabled: !devices.isPending,
     // While the next version draws, the last one stays in view.
     placeholderData: (prev) => prev,

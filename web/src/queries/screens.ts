@@ -12,9 +12,12 @@ export const screenKeys = {
   list: () => [...all, 'list'] as const,
   one,
   detail: (id: string) => [...one(id), 'detail'] as const,
-  /** `version`: the screen's updatedAt, so a saved change is a new preview and an unchanged one is cached. */
+  /** `version`: from the screen's updatedAt and dataAt (screenVersion), so a saved change or new data is a new preview. */
   preview: (id: string, deviceId: string | undefined, version: string) => [...one(id), 'preview', deviceId ?? null, version] as const,
 }
+
+/** What a preview depends on besides the frame: the saved screen and the data it last got. */
+export const screenVersion = (s: Pick<Screen, 'updatedAt' | 'dataAt'>) => `${s.updatedAt}/${s.dataAt ?? ''}`
 
 export const screenQueries = {
   list: () => queryOptions({ queryKey: screenKeys.list(), queryFn: async () => data(await api.GET('/api/screens')).screens }),
@@ -22,6 +25,8 @@ export const screenQueries = {
     queryOptions({
       queryKey: screenKeys.detail(id),
       queryFn: async () => data(await api.GET('/api/screens/{id}', { params: { path: { id } } })),
+      // Data pushed by webhook or fetched from its URL (and errors) arrive without the page asking.
+      refetchInterval: 30_000,
     }),
   /**
    * The PNG the frame would show (its size, inks and dithering); without a frame, the service's
