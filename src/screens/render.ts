@@ -2,7 +2,7 @@
 // to HTML, then HTML and class-based CSS to an image by Takumi (chosen over satori + resvg by
 // measurement, docs/decisions.md). Runs inside the render worker (render-worker.ts), never on the
 // service's event loop.
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { Renderer } from '@takumi-rs/core'
 import { fromHtml } from '@takumi-rs/helpers/html'
@@ -33,13 +33,24 @@ const liquid = new Liquid({
 })
 
 const require = createRequire(import.meta.url)
-const fontFile = (weight: number) => require.resolve(`@fontsource/inter/files/inter-latin-${weight}-normal.woff`)
+/** Inter's subsets (fontsource splits it by script): German, Polish, Greek, Cyrillic, Vietnamese text all draw. */
+const INTER_SUBSETS = ['latin', 'latin-ext', 'greek', 'greek-ext', 'cyrillic', 'cyrillic-ext', 'vietnamese']
+const fontFile = (subset: string, weight: number) => require.resolve(`@fontsource/inter/files/inter-${subset}-${weight}-normal.woff`)
+/**
+ * Glyphs Inter lacks (arrows, most symbols) come from the system's DejaVu Sans where it is
+ * installed (Debian's fonts-dejavu-core, which the TRMNL screens' SVG rendering also uses).
+ */
+const FALLBACK_FONTS = ['/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf', '/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf']
 
 let renderer: Promise<Renderer> | undefined
 function takumi(): Promise<Renderer> {
   renderer ??= (async () => {
     const r = new Renderer()
-    for (const weight of [400, 700]) await r.registerFont({ name: 'Inter', data: readFileSync(fontFile(weight)), weight } as never)
+    for (const subset of INTER_SUBSETS)
+      for (const weight of [400, 700])
+        await r.registerFont({ name: 'Inter', data: readFileSync(fontFile(subset, weight)), weight } as never)
+    for (const [i, file] of FALLBACK_FONTS.entries())
+      if (existsSync(file)) await r.registerFont({ name: 'DejaVu Sans', data: readFileSync(file), weight: i ? 700 : 400 } as never)
     return r
   })()
   return renderer
