@@ -18,6 +18,7 @@ export default defineConfig({
     './src/health/tables.ts',
     './src/firmware/tables.ts',
     './src/trmnl/tables.ts',
+    './src/screens/tables.ts',
   ],
   out: './migrations',
 })

@@ -30,6 +30,7 @@ import { pairing } from './scenarios/pairing.js'
 import { display } from './scenarios/display.js'
 import { delivery } from './scenarios/delivery.js'
 import { schedule } from './scenarios/schedule.js'
+import { screens } from './scenarios/screens.js'
 import { fanOutRabbitmq } from './scenarios/rabbitmq.js'
 import { compare, saveBaseline, verdictTable } from './lib/baseline.js'
 import { Unavailable } from './lib/unavailable.js'
@@ -47,6 +48,7 @@ const scenarios: Scenario[] = [
   connectStorm,
   sessions,
   schedule,
+  screens,
 ]
 
 function parseArgs(argv: string[]) {

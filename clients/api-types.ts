@@ -899,6 +899,146 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/screens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your screens and those of your organizations */
+        get: operations["getScreens"];
+        put?: never;
+        /**
+         * Create a screen
+         * @description A Liquid template (HTML, with `css` for its classes), variables, and optionally a data URL polled every `everySeconds`. The answer carries the webhook `token` for `POST /api/screens/{id}/data`, shown only this once.
+         */
+        post: operations["postScreens"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/screens/recipes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a TRMNL recipe as a screen
+         * @description A project in the layout `usetrmnl/trmnlp` reads, as `files` (path to text: `src/settings.yml`, `src/full.liquid`, `src/shared.liquid`, …). Its markup becomes the template, drawn with this service's stylesheet for the TRMNL framework classes; its polling URL becomes the screen's source.
+         */
+        post: operations["postScreensRecipes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/screens/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a screen */
+        get: operations["getScreensById"];
+        put?: never;
+        post?: never;
+        /** Delete a screen */
+        delete: operations["deleteScreensById"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a screen
+         * @description The frames showing it are drawn again. `source: null` removes the data URL.
+         */
+        patch: operations["patchScreensById"];
+        trace?: never;
+    };
+    "/api/screens/{id}/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new webhook token (the old one stops working) */
+        post: operations["postScreensByIdToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/screens/{id}/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The picture a frame would show
+         * @description Drawn now at the frame's size, converted to its panel's inks with its dithering (without `deviceId`: a black-and-white 800×480 panel). A template that fails answers 422 with the reason's code, which the screen's `lastError` also records.
+         */
+        get: operations["getScreensByIdPreview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/screens/{id}/show": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Show the screen on a frame now
+         * @description The frame then follows the screen: when its data changes, the frame gets the new picture.
+         */
+        post: operations["postScreensByIdShow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/screens/{id}/data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Push the screen's data (webhook)
+         * @description `Authorization: Bearer <the screen's token>`. The JSON body becomes the template's `data` (an object's fields are also read by name); the frames showing the screen get the new picture when it changed.
+         */
+        post: operations["postScreensByIdData"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/playlists": {
         parameters: {
             query?: never;
@@ -3602,7 +3742,7 @@ export interface components {
             /** Format: date-time */
             finished_at: string | null;
         };
-        /** @description An upload of yours (its key), a stored image of yours (from generation history), or a prompt of yours generated afresh each time it comes up (charged like any generation). */
+        /** @description An upload of yours (its key), a stored image of yours (from generation history), a prompt of yours generated afresh each time it comes up (charged like any generation), or a screen you may see (drawn when it comes up, and again when its data changes while it shows). */
         PlaylistItemInput: {
             /** @enum {string} */
             kind: "upload";
@@ -3617,6 +3757,10 @@ export interface components {
             promptId: string;
             /** @enum {string} */
             model?: "local" | "flux-schnell" | "fal-flux-schnell" | "flux-pro" | "gpt-image-1";
+        } | {
+            /** @enum {string} */
+            kind: "screen";
+            screenId: string;
         };
         Playlist: {
             id: string;
@@ -3629,11 +3773,12 @@ export interface components {
             items: {
                 id: string;
                 /** @enum {string} */
-                kind: "upload" | "image" | "prompt";
+                kind: "upload" | "image" | "prompt" | "screen";
                 position: number;
                 key?: string;
                 imageId?: string;
                 promptId?: string;
+                screenId?: string;
                 model?: string;
             }[];
             /** Format: date-time */
@@ -3966,6 +4111,15 @@ export interface components {
         };
         /** @description Payment Required */
         PaymentRequired: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Service Unavailable */
+        ServiceUnavailable: {
             headers: {
                 [name: string]: unknown;
             };
@@ -6297,6 +6451,574 @@ export interface operations {
             500: components["responses"]["InternalServerError"];
         };
     };
+    getScreens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        screens: {
+                            id: string;
+                            name: string;
+                            template: string | null;
+                            builtin: string | null;
+                            css: string | null;
+                            variables: {
+                                [key: string]: unknown;
+                            };
+                            timeZone: string;
+                            source: {
+                                url: string;
+                                everySeconds: number;
+                                headerNames: string[];
+                            } | null;
+                            allowPrivate: boolean;
+                            userId: string;
+                            organizationId: string | null;
+                            /** @description when data last arrived (webhook or fetch) */
+                            dataAt: string | null;
+                            renderedAt: string | null;
+                            /** @description why the last render or fetch failed; null once one succeeds */
+                            lastError: {
+                                code: string;
+                                message: string;
+                                at: string;
+                            } | null;
+                            createdAt: string;
+                            updatedAt: string;
+                        }[];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postScreens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Weather",
+                 *       "template": "<div class=\"big\">{{ temperature }} °C</div>",
+                 *       "css": ".big{font-size:96px}",
+                 *       "source": {
+                 *         "url": "https://api.example.com/weather.json",
+                 *         "everySeconds": 900
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    name: string;
+                    /** @description a Liquid template producing HTML */
+                    template?: string;
+                    /** @description instead of a template, a built-in screen: clock, calendar (an ICS source), frame-status, weather (an Open-Meteo JSON source) */
+                    builtin?: string;
+                    /** @description a stylesheet for the HTML (class selectors and the like) */
+                    css?: string;
+                    /** @description values the template reads by name (the data's own fields take precedence) */
+                    variables?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description IANA time zone the screen shows times in */
+                    timeZone?: string;
+                    source?: {
+                        /** @description an http(s) URL answering JSON (an ICS feed for a calendar screen) */
+                        url: string;
+                        /** @description how often it is fetched; at least SCREEN_MIN_POLL_SECONDS */
+                        everySeconds: number;
+                        /** @description sent with every fetch (an API key, a bearer token); stored encrypted, never shown again (only their names) */
+                        headers?: {
+                            [key: string]: string;
+                        };
+                    };
+                    /** @description admins only: the data URL may be on loopback, link-local or private addresses */
+                    allowPrivate?: boolean;
+                    /** @description the organization that owns it (you must be its owner or admin) */
+                    organizationId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        template: string | null;
+                        builtin: string | null;
+                        css: string | null;
+                        variables: {
+                            [key: string]: unknown;
+                        };
+                        timeZone: string;
+                        source: {
+                            url: string;
+                            everySeconds: number;
+                            headerNames: string[];
+                        } | null;
+                        allowPrivate: boolean;
+                        userId: string;
+                        organizationId: string | null;
+                        /** @description when data last arrived (webhook or fetch) */
+                        dataAt: string | null;
+                        renderedAt: string | null;
+                        /** @description why the last render or fetch failed; null once one succeeds */
+                        lastError: {
+                            code: string;
+                            message: string;
+                            at: string;
+                        } | null;
+                        createdAt: string;
+                        updatedAt: string;
+                        /** @description the webhook token for POST /api/screens/{id}/data; shown only now */
+                        token: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postScreensRecipes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "files": {
+                 *         "src/settings.yml": "name: Hello\nstrategy: static\nstatic_data: '{\"greeting\": \"Hello\"}'\n",
+                 *         "src/full.liquid": "<div class=\"layout\"><span class=\"value value--large\">{{ greeting }}</span></div>"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    files: {
+                        [key: string]: string;
+                    };
+                    name?: string;
+                    organizationId?: string;
+                    allowPrivate?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        template: string | null;
+                        builtin: string | null;
+                        css: string | null;
+                        variables: {
+                            [key: string]: unknown;
+                        };
+                        timeZone: string;
+                        source: {
+                            url: string;
+                            everySeconds: number;
+                            headerNames: string[];
+                        } | null;
+                        allowPrivate: boolean;
+                        userId: string;
+                        organizationId: string | null;
+                        /** @description when data last arrived (webhook or fetch) */
+                        dataAt: string | null;
+                        renderedAt: string | null;
+                        /** @description why the last render or fetch failed; null once one succeeds */
+                        lastError: {
+                            code: string;
+                            message: string;
+                            at: string;
+                        } | null;
+                        createdAt: string;
+                        updatedAt: string;
+                        /** @description the webhook token for POST /api/screens/{id}/data; shown only now */
+                        token: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getScreensById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        template: string | null;
+                        builtin: string | null;
+                        css: string | null;
+                        variables: {
+                            [key: string]: unknown;
+                        };
+                        timeZone: string;
+                        source: {
+                            url: string;
+                            everySeconds: number;
+                            headerNames: string[];
+                        } | null;
+                        allowPrivate: boolean;
+                        userId: string;
+                        organizationId: string | null;
+                        /** @description when data last arrived (webhook or fetch) */
+                        dataAt: string | null;
+                        renderedAt: string | null;
+                        /** @description why the last render or fetch failed; null once one succeeds */
+                        lastError: {
+                            code: string;
+                            message: string;
+                            at: string;
+                        } | null;
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    deleteScreensById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    patchScreensById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "template": "<h1>{{ title }}</h1>",
+                 *       "variables": {
+                 *         "title": "Hello"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    name?: string;
+                    /** @description a Liquid template producing HTML */
+                    template?: string;
+                    /** @description a stylesheet for the HTML (class selectors and the like) */
+                    css?: string;
+                    /** @description values the template reads by name (the data's own fields take precedence) */
+                    variables?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description IANA time zone the screen shows times in */
+                    timeZone?: string;
+                    source?: {
+                        /** @description an http(s) URL answering JSON (an ICS feed for a calendar screen) */
+                        url: string;
+                        /** @description how often it is fetched; at least SCREEN_MIN_POLL_SECONDS */
+                        everySeconds: number;
+                        /** @description sent with every fetch (an API key, a bearer token); stored encrypted, never shown again (only their names) */
+                        headers?: {
+                            [key: string]: string;
+                        };
+                    } | null;
+                    /** @description admins only: the data URL may be on loopback, link-local or private addresses */
+                    allowPrivate?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        template: string | null;
+                        builtin: string | null;
+                        css: string | null;
+                        variables: {
+                            [key: string]: unknown;
+                        };
+                        timeZone: string;
+                        source: {
+                            url: string;
+                            everySeconds: number;
+                            headerNames: string[];
+                        } | null;
+                        allowPrivate: boolean;
+                        userId: string;
+                        organizationId: string | null;
+                        /** @description when data last arrived (webhook or fetch) */
+                        dataAt: string | null;
+                        renderedAt: string | null;
+                        /** @description why the last render or fetch failed; null once one succeeds */
+                        lastError: {
+                            code: string;
+                            message: string;
+                            at: string;
+                        } | null;
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postScreensByIdToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        token: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getScreensByIdPreview: {
+        parameters: {
+            query?: {
+                deviceId?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description PNG */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postScreensByIdShow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "deviceId": "f0591590-6151-435c-ace3-fa9f314a4e3f"
+                 *     }
+                 */
+                "application/json": {
+                    deviceId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deviceId: string;
+                        imageId: string;
+                        sha256: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postScreensByIdData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description any JSON */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "temperature": 21,
+                 *       "summary": "Sunny"
+                 *     }
+                 */
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description frames showing the screen */
+                        frames: number;
+                        /** @description frames sent a new picture */
+                        sent: number;
+                        lastError: {
+                            code: string;
+                            message: string;
+                            at: string;
+                        } | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
     getPlaylists: {
         parameters: {
             query?: never;
@@ -6369,6 +7091,10 @@ export interface operations {
                         promptId: string;
                         /** @enum {string} */
                         model?: "local" | "flux-schnell" | "fal-flux-schnell" | "flux-pro" | "gpt-image-1";
+                    } | {
+                        /** @enum {string} */
+                        kind: "screen";
+                        screenId: string;
                     })[];
                 };
             };
@@ -6518,7 +7244,7 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description An upload of yours (its key), a stored image of yours (from generation history), or a prompt of yours generated afresh each time it comes up (charged like any generation). */
+                    /** @description An upload of yours (its key), a stored image of yours (from generation history), a prompt of yours generated afresh each time it comes up (charged like any generation), or a screen you may see (drawn when it comes up, and again when its data changes while it shows). */
                     item: {
                         /** @enum {string} */
                         kind: "upload";
@@ -6533,6 +7259,10 @@ export interface operations {
                         promptId: string;
                         /** @enum {string} */
                         model?: "local" | "flux-schnell" | "fal-flux-schnell" | "flux-pro" | "gpt-image-1";
+                    } | {
+                        /** @enum {string} */
+                        kind: "screen";
+                        screenId: string;
                     };
                     /** @description where it goes (0 = first); the end when left out */
                     position?: number;

@@ -9,11 +9,14 @@ const args = process.argv.slice(2)
 let outdir = 'dist'
 const at = args.indexOf('--outdir')
 if (at !== -1) [, outdir] = args.splice(at, 2)
-// The display conversion's worker is loaded by file name (src/images/conversion-pool.ts), so every
-// bundle gets it beside itself.
-const entries = [...(args.length ? args : ['src/server.ts']), 'src/images/convert-worker.ts']
+// The display conversion's and the screen renderer's workers are loaded by file name
+// (src/images/conversion-pool.ts, src/screens/render-pool.ts), so every bundle gets them beside itself.
+const entries = [...(args.length ? args : ['src/server.ts']), 'src/images/convert-worker.ts', 'src/screens/render-worker.ts']
 await build({
-  entryPoints: entries.map((e) => ({ in: e, out: e.replace(/^.*\//, '').replace(/\.ts$/, '') })),
+  entryPoints: entries.map((e) => ({
+    in: e,
+    out: e === 'src/screens/render-worker.ts' ? 'screen-render-worker' : e.replace(/^.*\//, '').replace(/\.ts$/, ''),
+  })),
   outdir,
   bundle: true,
   platform: 'node',

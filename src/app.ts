@@ -30,6 +30,7 @@ import { openApiPlugin } from './openapi/plugin.js'
 import { promptsPlugin } from './prompts/plugin.js'
 import { redisPlugin } from './redis/plugin.js'
 import { schedulerPlugin, schedulesPlugin } from './schedules/plugin.js'
+import { screensPlugin } from './screens/plugin.js'
 import { fileRoutesPlugin, storagePlugin } from './storage/plugin.js'
 import { trmnlPlugin } from './trmnl/plugin.js'
 import { uploadsPlugin } from './uploads/plugin.js'
@@ -80,6 +81,7 @@ const plugins: FastifyPluginAsync[] = [
   generationPlugin,
   imageRoutesPlugin,
   demoPlugin,
+  screensPlugin,
   schedulesPlugin,
   deviceLogRoutesPlugin,
   trmnlPlugin,

@@ -65,6 +65,26 @@ export const ERRORS = {
   PLAYLIST_IN_USE: { status: 409, message: "The playlist is in a device's schedule; change the schedule first" },
   SCHEDULE_NOT_FOUND: { status: 404, message: 'This device has no schedule' },
 
+  // Screens
+  SCREEN_NOT_FOUND: { status: 404, message: 'Screen not found' },
+  SCREEN_IN_USE: { status: 409, message: 'The screen is an item of a playlist; remove it there first' },
+  SCREEN_TEMPLATE_INVALID: { status: 422, message: "The screen's template does not parse" },
+  SCREEN_RENDER_FAILED: { status: 422, message: "The screen's template failed to render" },
+  SCREEN_RENDER_TIMEOUT: { status: 422, message: 'The screen took too long to render (a loop without end?)' },
+  SCREEN_RENDER_MEMORY: { status: 422, message: 'The screen used too much memory while rendering' },
+  SCREEN_NO_DATA: { status: 422, message: "The screen's data URL has not answered yet" },
+  SCREEN_SOURCE_FAILED: { status: 422, message: "The screen's data URL did not answer usably" },
+  SCREEN_SOURCE_TIMEOUT: { status: 422, message: "The screen's data URL took too long to answer" },
+  SCREEN_SOURCE_TOO_LARGE: { status: 422, message: "The screen's data URL answered with too much" },
+  SCREEN_SOURCE_NOT_JSON: { status: 422, message: "The screen's data URL did not answer JSON" },
+  SCREEN_SOURCE_FORBIDDEN: {
+    status: 422,
+    message: 'The data URL leads to a loopback, link-local or private address, which only an admin may allow for a screen',
+  },
+  RECIPE_INVALID: { status: 400, message: 'The TRMNL recipe is broken or incomplete' },
+  RECIPE_UNSUPPORTED: { status: 422, message: 'The TRMNL recipe uses a feature this service does not have' },
+  SCREEN_BUSY: { status: 503, message: 'Screens are being rendered at capacity; try again shortly' },
+
   // Firmware
   FIRMWARE_NOT_FOUND: { status: 404, message: 'No such firmware release' },
   FIRMWARE_VERSION_EXISTS: { status: 409, message: 'This model already has a release with that version' },

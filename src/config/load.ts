@@ -81,6 +81,7 @@ export function loadConfig(env: Environment = process.env) {
     ...v.trmnl,
     ...firmwareSettings(v.firmware, service.dataDir, keep),
     ...scheduleSettings(v.schedules),
+    ...v.screens,
     ...notifications,
     ...devicesSettings(v.devices, { baseUrl: http.baseUrl, mqttPort, tlsPort: mqtt.tls?.port }),
     mqtt: {

@@ -15,6 +15,7 @@ import { mqtt } from './mqtt.js'
 import { notifications } from './notifications.js'
 import { rabbitmq } from './rabbitmq.js'
 import { schedules } from './schedules.js'
+import { screens } from './screens.js'
 import { service } from './service.js'
 import { storage } from './storage.js'
 import { trmnl } from './trmnl.js'
@@ -36,6 +37,7 @@ export const sections = {
   firmware,
   trmnl,
   schedules,
+  screens,
   notifications,
   storage,
 }

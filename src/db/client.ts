@@ -26,6 +26,7 @@ import * as deviceLogTables from '../device-logs/tables.js'
 import * as healthTables from '../health/tables.js'
 import * as firmwareTables from '../firmware/tables.js'
 import * as trmnlTables from '../trmnl/tables.js'
+import * as screenTables from '../screens/tables.js'
 
 const schema = {
   ...authTables,
@@ -43,6 +44,7 @@ const schema = {
   ...healthTables,
   ...firmwareTables,
   ...trmnlTables,
+  ...screenTables,
 }
 
 type Schema = typeof schema

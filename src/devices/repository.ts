@@ -450,7 +450,11 @@ export async function setDesiredState(
 }
 
 /** setDesiredState for many devices at once, each with its image and a new config version. */
-export async function setDesiredImages(db: Executor, changes: ReadonlyArray<{ id: string; imageId: string }>): Promise<DeviceRow[]> {
+export async function setDesiredImages(
+  db: Executor,
+  changes: ReadonlyArray<{ id: string; imageId: string }>,
+  opts: { bumpConfig?: boolean } = {},
+): Promise<DeviceRow[]> {
   if (!changes.length) return []
   const image = sql.join(
     changes.map((c) => sql`WHEN ${c.id} THEN ${c.imageId}`),
@@ -461,7 +465,7 @@ export async function setDesiredImages(db: Executor, changes: ReadonlyArray<{ id
     .set({
       isSynced: false,
       updatedAt: new Date(),
-      desiredConfigVersion: sql`${device.desiredConfigVersion} + 1`,
+      ...(opts.bumpConfig === false ? {} : { desiredConfigVersion: sql`${device.desiredConfigVersion} + 1` }),
       desiredImageId: sql`CASE ${device.id} ${image} END`,
     })
     .where(

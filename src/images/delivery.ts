@@ -85,17 +85,19 @@ export type ImageSend = {
 /**
  * deliverImage for many devices in a few statements (one update of the devices, one insert of the
  * events; the outbox batches the messages), each device's config version raised for the config
- * its caller publishes next. Answers each device's row as updated (a device deleted meanwhile is
+ * its caller publishes next (unless `bumpConfig` is false: a screen's new picture changes no config). Answers each device's row as updated (a device deleted meanwhile is
  * missing): what the scheduler sends when a crowd of frames turns at once.
  */
 export async function sendImages(
   deps: { db: Database; link: DeviceLink; storage: ObjectStore; baseUrl: string },
   sends: readonly ImageSend[],
+  opts: { bumpConfig?: boolean } = {},
 ): Promise<Map<string, DeviceRow>> {
   const messages = await Promise.all(sends.map((s) => imageMessage(deps, s.profile, s.stored)))
   const updated = await setDesiredImages(
     deps.db,
     sends.map((s) => ({ id: s.deviceId, imageId: s.stored.image.id })),
+    opts,
   )
   const rows = new Map(updated.map((d) => [d.id, d]))
   const now = new Date()

@@ -5,7 +5,7 @@ import type { Database } from '../db/client.js'
 import type { ObjectStore } from '../storage/store.js'
 import type { ConversionPool } from './conversion-pool.js'
 import { loadSharp } from './sharp.js'
-import type { DisplayProfile } from './profiles.js'
+import type { DisplayProfile, Variant } from './profiles.js'
 import { insertImage, type ImageRow, type VariantRow } from './repository.js'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
@@ -21,6 +21,9 @@ const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex')
 
 export type StoredImage = { image: ImageRow; variants: VariantRow[] }
 
+/** Names a display profile: what is converted once per distinct display is remembered under this key. */
+export const profileKey = (p: DisplayProfile) => createHash('sha256').update(JSON.stringify(p)).digest('hex').slice(0, 16)
+
 export function imageUrl(baseUrl: string, imageId: string, format: string): string {
   return `${baseUrl}/api/images/${imageId}/${format}`
 }
@@ -35,6 +38,8 @@ export async function storeImage(
     original: Buffer
     profile?: DisplayProfile | null
     imageId?: string
+    /** The profile's variants when the caller converted already (a screen compares their bytes before storing). */
+    converted?: Variant[]
   },
 ): Promise<StoredImage> {
   const meta = await (await loadSharp())(input.original).metadata()
@@ -47,9 +52,9 @@ export async function storeImage(
   // awaited below either way: this function never returns with a write still running.
   originalPut.catch(() => {})
   // In a worker, queued behind the same account's conversions only (conversion-pool.ts).
-  const converted = input.profile
-    ? await deps.images.convert(input.userId, input.original, input.profile).finally(() => originalPut.catch(() => {}))
-    : []
+  const converted =
+    input.converted ??
+    (input.profile ? await deps.images.convert(input.userId, input.original, input.profile).finally(() => originalPut.catch(() => {})) : [])
   await originalPut
   const variants: VariantRow[] = converted.map((v) => ({
     imageId: id,

@@ -10,7 +10,7 @@ export const image = pgTable(
     // Images belong to the user: a deleted device only stops being the one they were made for.
     deviceId: text('device_id').references(() => device.id, { onDelete: 'set null' }),
     jobId: text('job_id'),
-    source: text('source').$type<'generation' | 'upload' | 'demo'>().notNull(),
+    source: text('source').$type<'generation' | 'upload' | 'demo' | 'screen'>().notNull(),
     originalKey: text('original_key').notNull(),
     contentType: text('content_type').notNull(),
     width: integer('width').notNull(),

@@ -1,15 +1,17 @@
 // Playlists: what a frame shows in turn. Owned by a user or an organization with the devices'
 // rules (the owner and organization owners and admins change it, members read it, anyone else
-// gets 404). Every item is checked when added: an upload, image or prompt the caller may not see
+// gets 404). Every item is checked when added: an upload, image, prompt or screen the caller may not see
 // is 404, as if it did not exist.
-import { createHash, randomUUID } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import type { Database, Executor } from '../db/client.js'
 import { canManageWithRole } from '../devices/access.js'
 import { findMemberRole } from '../devices/repository.js'
-import { appError } from '../errors.js'
+import { AppError, appError } from '../errors.js'
+import { profileKey } from '../images/pipeline.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import { findImage } from '../images/repository.js'
 import { findPrompt } from '../prompts/repository.js'
+import { requireScreen } from '../screens/access.js'
 import type { ObjectStore } from '../storage/store.js'
 import { ownsKey } from '../uploads/service.js'
 import {
@@ -37,13 +39,11 @@ export type ItemInput =
   | { kind: 'upload'; key: string }
   | { kind: 'image'; imageId: string }
   | { kind: 'prompt'; promptId: string; model?: string }
+  | { kind: 'screen'; screenId: string }
 export type PlaylistInput = { name: string; mode: PlaylistMode; itemSeconds: number; organizationId?: string; items?: ItemInput[] }
 export type PlaylistPatch = Partial<Pick<PlaylistInput, 'name' | 'mode' | 'itemSeconds'>>
 
 type Access = 'manage' | 'read'
-
-/** Names a display profile: an upload is converted once per profile, remembered under this key. */
-export const profileKey = (p: DisplayProfile) => createHash('sha256').update(JSON.stringify(p)).digest('hex').slice(0, 16)
 
 /**
  * The stored image an item shows on a display, when that is known before its turn: an image, or
@@ -81,7 +81,9 @@ function itemView(i: PlaylistItemRow) {
       ? { key: i.ref }
       : i.kind === 'image'
         ? { imageId: i.ref }
-        : { promptId: i.ref, ...(i.model ? { model: i.model } : {}) }
+        : i.kind === 'screen'
+          ? { screenId: i.ref }
+          : { promptId: i.ref, ...(i.model ? { model: i.model } : {}) }
   return { id: i.id, kind: i.kind, position: i.position, ...ref }
 }
 
@@ -118,6 +120,14 @@ export function createPlaylistService(deps: { db: Database; storage: ObjectStore
       const image = await findImage(db, item.imageId)
       if (!image || image.userId !== userId) throw appError('IMAGE_NOT_FOUND', `${field}.imageId: no such image of yours`)
       return { kind: 'image', ref: image.id, model: null }
+    }
+    if (item.kind === 'screen') {
+      const screen = await requireScreen(db, item.screenId, userId, 'read').catch((err) => {
+        throw err instanceof AppError && err.code === 'SCREEN_NOT_FOUND'
+          ? appError('SCREEN_NOT_FOUND', `${field}.screenId: no such screen`)
+          : err
+      })
+      return { kind: 'screen', ref: screen.id, model: null }
     }
     const prompt = await findPrompt(db, item.promptId)
     if (!prompt || prompt.userId !== userId) throw appError('PROMPT_NOT_FOUND', `${field}.promptId: no such prompt of yours`)

@@ -29,6 +29,7 @@ export const schedulesPlugin = fp(
       baseUrl: config.baseUrl,
       devices: app.devices,
       generation: () => generation,
+      screens: app.screens,
       notify: (userId, message) => notifier.notifyUser(userId, 'generation', message),
       clock: app.clock,
       log: app.log,
@@ -42,7 +43,18 @@ export const schedulesPlugin = fp(
   },
   {
     name: 'schedules',
-    dependencies: [...ROUTES_NEED, 'config', 'database', 'storage', 'images', 'downlink', 'devices', 'generation', 'notifications'],
+    dependencies: [
+      ...ROUTES_NEED,
+      'config',
+      'database',
+      'storage',
+      'images',
+      'downlink',
+      'devices',
+      'generation',
+      'notifications',
+      'screens',
+    ],
   },
 )
 

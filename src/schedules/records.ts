@@ -5,7 +5,7 @@ import { MODEL_IDS } from '../generation/models.js'
 import { NullableString, Shared, StringEnum } from '../http/typebox.js'
 import { exampleIds } from '../openapi/examples.js'
 import { WEEKDAYS } from './plan.js'
-import { playlistModes } from './tables.js'
+import { playlistItemKinds, playlistModes } from './tables.js'
 
 const id = Type.String({ minLength: 1, maxLength: 128 })
 /** "HH:MM", 00:00 to 23:59, or 24:00 (the end of the day, as an end only). */
@@ -24,10 +24,11 @@ export const playlistItemInputSchema = Shared(
         { kind: Type.Literal('prompt'), promptId: id, model: Type.Optional(StringEnum(MODEL_IDS)) },
         { additionalProperties: false },
       ),
+      Type.Object({ kind: Type.Literal('screen'), screenId: id }, { additionalProperties: false }),
     ],
     {
       description:
-        'An upload of yours (its key), a stored image of yours (from generation history), or a prompt of yours generated afresh each time it comes up (charged like any generation).',
+        'An upload of yours (its key), a stored image of yours (from generation history), a prompt of yours generated afresh each time it comes up (charged like any generation), or a screen you may see (drawn when it comes up, and again when its data changes while it shows).',
     },
   ),
 )
@@ -82,11 +83,12 @@ export const playlistRecordSchema = Shared(
     items: Type.Array(
       Type.Object({
         id: Type.String(),
-        kind: StringEnum(['upload', 'image', 'prompt'] as const),
+        kind: StringEnum(playlistItemKinds),
         position: Type.Integer(),
         key: Type.Optional(Type.String()),
         imageId: Type.Optional(Type.String()),
         promptId: Type.Optional(Type.String()),
+        screenId: Type.Optional(Type.String()),
         model: Type.Optional(Type.String()),
       }),
     ),

@@ -10,13 +10,14 @@ import { AppError, appError } from '../errors.js'
 import { insertEvent } from '../events/repository.js'
 import type { GenerateRequest, GenerationService } from '../generation/service.js'
 import { type ImageSend, sendImages } from '../images/delivery.js'
-import { type StoredImage, storeImage } from '../images/pipeline.js'
+import { profileKey, type StoredImage, storeImage } from '../images/pipeline.js'
 import type { ConversionPool } from '../images/conversion-pool.js'
 import type { DisplayProfile } from '../images/profiles.js'
 import { findImage, findVariants } from '../images/repository.js'
+import type { ScreenService } from '../screens/service.js'
 import type { ObjectStore } from '../storage/store.js'
 import { checkPlan, itemIndex, PlanError, type SchedulePlan, turnAt } from './plan.js'
-import { itemImageId, profileKey, requirePlaylist } from './playlists.js'
+import { itemImageId, requirePlaylist } from './playlists.js'
 import {
   deleteSchedule,
   findPlaylists,
@@ -43,6 +44,8 @@ export type ScheduleDeps = {
   baseUrl: string
   devices: Pick<DeviceService, 'refreshConfig' | 'publishConfig'>
   generation: () => Pick<GenerationService, 'create'>
+  /** A screen item's picture for a frame. */
+  screens?: Pick<ScreenService, 'imageFor'>
   notify?: Notify
   clock: () => Date
   log?: { error: (o: object, m?: string) => void }
@@ -209,6 +212,11 @@ export function createScheduleService(deps: ScheduleDeps) {
         model: (item.model ?? undefined) as GenerateRequest['model'],
       })
       return { jobId: job.id }
+    }
+    if (item.kind === 'screen') {
+      // Drawn for this frame now (stored only when its bytes changed); the frame then follows the screen.
+      if (!deps.screens) throw appError('SCREEN_NOT_FOUND', 'screens are not available')
+      return { stored: await deps.screens.imageFor(item.ref, dev) }
     }
     const imageId = itemImageId(item, profile)
     const stored = imageId ? await storedImage(memo, imageId) : undefined

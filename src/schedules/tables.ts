@@ -6,7 +6,7 @@ const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date',
 
 export const playlistModes = ['sequential', 'shuffle'] as const
 export type PlaylistMode = (typeof playlistModes)[number]
-export const playlistItemKinds = ['upload', 'image', 'prompt'] as const
+export const playlistItemKinds = ['upload', 'image', 'prompt', 'screen'] as const
 export type PlaylistItemKind = (typeof playlistItemKinds)[number]
 
 /** What a frame shows in turn; a user's own, or an organization's (same access rules as devices). */
@@ -28,8 +28,8 @@ export const playlist = pgTable(
 )
 
 /**
- * One entry of a playlist, in `position` order. `ref` is the upload's key, the image's id or the
- * prompt's id, by `kind`. An upload is converted once per display it is shown on: `images` maps a
+ * One entry of a playlist, in `position` order. `ref` is the upload's key, the image's id, the
+ * prompt's id or the screen's id, by `kind`. An upload is converted once per display it is shown on: `images` maps a
  * display profile's key to the stored image, so each later turn only publishes.
  */
 export const playlistItem = pgTable(

@@ -34,7 +34,7 @@ async function pageFetch(input: RequestInfo | URL, init?: RequestInit): Promise<
   return res
 }
 
-const modules = ['devices', 'playlists', 'credits', 'generation', 'notifications', 'account', 'admin', 'organizations'] as const
+const modules = ['devices', 'playlists', 'credits', 'generation', 'notifications', 'account', 'admin', 'organizations', 'screens'] as const
 type Modules = Record<(typeof modules)[number], any> & { api: any }
 
 let loaded: Promise<Modules> | undefined

@@ -406,7 +406,7 @@ t.test('every operation that takes input documents its body', async (t) => {
   const put = doc.paths['/files/{path}']?.put?.requestBody as { content?: Record<string, { schema?: { format?: string } }> } | undefined
   t.equal(put?.content?.['application/octet-stream']?.schema?.format, 'binary', 'PUT /files/{path}: raw bytes')
   // Every POST, PUT and PATCH of ours documents a body, except those that take none.
-  const bodyless = new Set(['POST /api/generate/{id}/cancel', 'POST /sign-out', 'POST /api/auth/sign-out'])
+  const bodyless = new Set(['POST /api/generate/{id}/cancel', 'POST /api/screens/{id}/token', 'POST /sign-out', 'POST /api/auth/sign-out'])
   for (const { path, method, op } of operationsOf(doc)) {
     if (!['post', 'put', 'patch'].includes(method) || path.startsWith(AUTH_BASE_PATH) || bodyless.has(`${method.toUpperCase()} ${path}`))
       continue

@@ -114,6 +114,13 @@ async function multiSessionClient(w: Walk): Promise<Call> {
   }
 }
 
+/** The screen POST /api/screens made, for the screen steps after it. */
+const screen = { id: '', token: '' }
+const keepScreen = (_w: Walk, res: Answer) => {
+  screen.id = String(res.json?.id)
+  screen.token = String(res.json?.token)
+}
+
 const hookAnswer = (res: Answer) => (res.text === 'allow' ? undefined : `answered ${res.text}, not allow`)
 
 const steps: Step[] = [
@@ -292,6 +299,16 @@ const steps: Step[] = [
   { op: 'PUT /api/playlists/{id}/order', prepare: () => ({ as: 'grace', params: { id: exampleIds.playlistId } }) },
   { op: 'POST /api/playlists/{id}/items', prepare: () => ({ as: 'grace', params: { id: exampleIds.playlistId } }) },
   { op: 'PUT /api/device/{id}/schedule', prepare: () => ({ as: 'grace', params: { id: exampleIds.deviceId } }) },
+
+  // Grace's screen: created, changed, shown on her frame, fed by its webhook with the token it was created with.
+  { op: 'POST /api/screens', prepare: as('grace'), after: keepScreen },
+  { op: 'POST /api/screens/recipes', prepare: as('grace') },
+  { op: 'PATCH /api/screens/{id}', prepare: () => ({ as: 'grace', params: { id: screen.id } }) },
+  { op: 'POST /api/screens/{id}/show', prepare: () => ({ as: 'grace', params: { id: screen.id } }) },
+  {
+    op: 'POST /api/screens/{id}/data',
+    prepare: () => ({ params: { id: screen.id }, headers: { authorization: `Bearer ${screen.token}` } }),
+  },
 
   { op: 'POST /api/admin/credits', prepare: as('admin') },
   {

@@ -60,3 +60,5 @@ export type Schedule = components['schemas']['DeviceSchedule']
 
 /** The URL of an image in a format a browser shows (the original as generated or uploaded). */
 export const imageUrl = (imageId: string) => `/api/images/${encodeURIComponent(imageId)}/original`
+
+export type Screen = paths['/api/screens/{id}']['get']['responses'][200]['content']['application/json']

@@ -31,6 +31,7 @@ export function Layout() {
             <Link to="/">Devices</Link>
             <Link to="/pair">Pair a frame</Link>
             <Link to="/playlists">Playlists</Link>
+            <Link to="/screens">Screens</Link>
             <Link to="/organizations">Organizations</Link>
             <Link to="/account">Account</Link>
             {session.user.role === 'admin' ? <Link to="/admin">Administration</Link> : null}

@@ -37,6 +37,8 @@ const router = createBrowserRouter([
           { path: '/organizations', lazy: async () => ({ Component: (await import('./pages/organizations')).OrganizationsPage }) },
           { path: '/playlists', lazy: async () => ({ Component: (await import('./pages/playlists')).PlaylistsPage }) },
           { path: '/playlists/:id', lazy: async () => ({ Component: (await import('./pages/playlists')).PlaylistPage }) },
+          { path: '/screens', lazy: async () => ({ Component: (await import('./pages/screens')).ScreensPage }) },
+          { path: '/screens/:id', lazy: async () => ({ Component: (await import('./pages/screens')).ScreenPage }) },
           // An invitation e-mail links here.
           { path: '/invitations/:id', lazy: async () => ({ Component: (await import('./pages/invitation')).InvitationPage }) },
         ],

@@ -136,8 +136,8 @@ export function PlaylistPage() {
 
 function SortableItem({ item, n, onRemove }: { item: Item; n: number; onRemove: () => void }) {
   const { attributes, listeners, setNodeRef, transform, transition, isDragging } = useSortable({ id: item.id })
-  const label =
-    item.kind === 'prompt' ? `Item ${n + 1}: a new picture from a prompt` : `Item ${n + 1}: ${item.kind === 'upload' ? 'photo' : 'picture'}`
+  const what = { prompt: 'a new picture from a prompt', screen: 'a screen', upload: 'photo', image: 'picture' }[item.kind]
+  const label = `Item ${n + 1}: ${what}`
   return (
     <li
       ref={setNodeRef}

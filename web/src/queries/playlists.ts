@@ -26,7 +26,7 @@ function saved(client: QueryClient, p: Playlist) {
   void client.invalidateQueries({ queryKey: playlistKeys.list() })
 }
 
-type NewItem = { kind: 'upload'; key: string } | { kind: 'prompt'; promptId: string }
+type NewItem = { kind: 'upload'; key: string } | { kind: 'prompt'; promptId: string } | { kind: 'screen'; screenId: string }
 
 const addItem = async (id: string, item: NewItem) =>
   data(await api.POST('/api/playlists/{id}/items', { params: { path: { id } }, body: { item } }))
@@ -71,5 +71,12 @@ export const playlistMutations = {
       mutationFn: async (text: string) =>
         addItem(id, { kind: 'prompt', promptId: data(await api.POST('/api/prompts', { body: { text } })).id }),
       onSuccess: (p, _text, _r, { client }) => saved(client, p),
+    }),
+  /** Adds a screen (from the screen's page, which picks the playlist): drawn each time it comes up. */
+  addScreen: () =>
+    mutationOptions({
+      mutationFn: async ({ playlistId, screenId }: { playlistId: string; screenId: string }) =>
+        addItem(playlistId, { kind: 'screen', screenId }),
+      onSuccess: (p, _v, _r, { client }) => saved(client, p),
     }),
 }

@@ -1,0 +1,111 @@
+// Request and response schemas for /api/screens (TypeBox, so the service's input types are what is validated).
+import { Type } from 'typebox'
+import { NullableString } from '../http/typebox.js'
+
+const headerName = "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$"
+
+const sourceSchema = Type.Object(
+  {
+    url: Type.String({ minLength: 8, maxLength: 2048, description: 'an http(s) URL answering JSON (an ICS feed for a calendar screen)' }),
+    everySeconds: Type.Integer({
+      minimum: 1,
+      maximum: 7 * 86400,
+      description: 'how often it is fetched; at least SCREEN_MIN_POLL_SECONDS',
+    }),
+    headers: Type.Optional(
+      Type.Record(Type.String({ pattern: headerName }), Type.String({ maxLength: 4096 }), {
+        maxProperties: 20,
+        description: 'sent with every fetch (an API key, a bearer token); stored encrypted, never shown again (only their names)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+const fields = {
+  name: Type.String({ minLength: 1, maxLength: 100 }),
+  template: Type.String({ minLength: 1, maxLength: 100_000, description: 'a Liquid template producing HTML' }),
+  css: Type.String({ maxLength: 200_000, description: 'a stylesheet for the HTML (class selectors and the like)' }),
+  variables: Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), {
+    maxProperties: 200,
+    description: "values the template reads by name (the data's own fields take precedence)",
+  }),
+  timeZone: Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone the screen shows times in' }),
+  allowPrivate: Type.Boolean({ description: 'admins only: the data URL may be on loopback, link-local or private addresses' }),
+}
+
+export const screenCreateSchema = Type.Object(
+  {
+    name: fields.name,
+    template: Type.Optional(fields.template),
+    builtin: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description:
+          'instead of a template, a built-in screen: clock, calendar (an ICS source), frame-status, weather (an Open-Meteo JSON source)',
+      }),
+    ),
+    css: Type.Optional(fields.css),
+    variables: Type.Optional(fields.variables),
+    timeZone: Type.Optional(fields.timeZone),
+    source: Type.Optional(sourceSchema),
+    allowPrivate: Type.Optional(fields.allowPrivate),
+    organizationId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, description: 'the organization that owns it (you must be its owner or admin)' }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        name: 'Weather',
+        template: '<div class="big">{{ temperature }} °C</div>',
+        css: '.big{font-size:96px}',
+        source: { url: 'https://api.example.com/weather.json', everySeconds: 900 },
+      },
+    ],
+  },
+)
+
+export const screenPatchSchema = Type.Object(
+  {
+    name: Type.Optional(fields.name),
+    template: Type.Optional(fields.template),
+    css: Type.Optional(fields.css),
+    variables: Type.Optional(fields.variables),
+    timeZone: Type.Optional(fields.timeZone),
+    source: Type.Optional(Type.Union([sourceSchema, Type.Null()])),
+    allowPrivate: Type.Optional(fields.allowPrivate),
+  },
+  { additionalProperties: false, minProperties: 1, examples: [{ template: '<h1>{{ title }}</h1>', variables: { title: 'Hello' } }] },
+)
+
+const errorSchema = Type.Object({ code: Type.String(), message: Type.String(), at: Type.String() })
+
+export const screenRecordSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  template: NullableString(),
+  builtin: NullableString(),
+  css: NullableString(),
+  variables: Type.Record(Type.String(), Type.Unknown()),
+  timeZone: Type.String(),
+  source: Type.Union([
+    Type.Object({ url: Type.String(), everySeconds: Type.Integer(), headerNames: Type.Array(Type.String()) }),
+    Type.Null(),
+  ]),
+  allowPrivate: Type.Boolean(),
+  userId: Type.String(),
+  organizationId: NullableString(),
+  dataAt: NullableString({ description: 'when data last arrived (webhook or fetch)' }),
+  renderedAt: NullableString(),
+  lastError: Type.Union([errorSchema, Type.Null()], { description: 'why the last render or fetch failed; null once one succeeds' }),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+})
+
+export const screenCreatedSchema = Type.Object({
+  ...screenRecordSchema.properties,
+  token: Type.String({ description: 'the webhook token for POST /api/screens/{id}/data; shown only now' }),
+})
