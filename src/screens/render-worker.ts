@@ -3,7 +3,7 @@
 // (resourceLimits), so a runaway template costs one worker, never the service.
 import { parentPort } from 'node:worker_threads'
 import { builtinScreens } from './builtin/index.js'
-import { htmlToPng, RenderError, renderHtml, templateScope } from './render.js'
+import { htmlToPng, RenderError, renderHtml, templateScope, warmRenderer } from './render.js'
 import type { RenderJob, RenderResult } from './render-job.js'
 
 async function run(job: RenderJob): Promise<RenderResult> {
@@ -36,6 +36,12 @@ async function run(job: RenderJob): Promise<RenderResult> {
     return { ok: false, code: 'SCREEN_RENDER_FAILED', message: err instanceof Error ? err.message : String(err) }
   }
 }
+
+// Ready once the fonts are loaded: the pool hands over no job before (its clock starts with the job).
+void warmRenderer().then(
+  () => parentPort?.postMessage({ ready: true }),
+  () => parentPort?.postMessage({ ready: true }),
+)
 
 parentPort?.on('message', async (msg: { id: number; job: RenderJob }) => {
   const result = await run(msg.job)

@@ -483,13 +483,6 @@ export function createScreenService(deps: ScreenDeps) {
       if (!s) throw appError('SCREEN_NOT_FOUND', 'the screen was deleted')
       return (await renderFor(s, dev)).stored
     },
-
-    /** For adding a playlist item: the screen if the caller may read it, 404 naming the field otherwise. */
-    async requireReadable(userId: string, screenId: string, field: string) {
-      return requireScreen(db, screenId, userId, 'read').catch((err) => {
-        throw err instanceof AppError && err.code === 'SCREEN_NOT_FOUND' ? appError('SCREEN_NOT_FOUND', `${field}: no such screen`) : err
-      })
-    },
   }
 }
 
