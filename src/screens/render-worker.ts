@@ -10,6 +10,8 @@ async function run(job: RenderJob): Promise<RenderResult> {
   try {
     const builtin = job.builtin ? builtinScreens[job.builtin] : undefined
     if (job.builtin && !builtin) return { ok: false, code: 'SCREEN_RENDER_FAILED', message: `no built-in screen "${job.builtin}"` }
+    if (builtin && builtin.source !== 'none' && (job.data === null || job.data === undefined))
+      return { ok: false, code: 'SCREEN_NO_DATA', message: `the ${builtin.name} screen has no data yet: its source has not answered` }
     const template = builtin?.template ?? job.template
     if (!template) return { ok: false, code: 'SCREEN_RENDER_FAILED', message: 'the screen has no template' }
     let prepared: Record<string, unknown> | undefined

@@ -211,7 +211,8 @@ export function createScreenService(deps: ScreenDeps) {
   async function draw(s: ScreenRow, profile: DisplayProfile, device: ScreenDeviceContext | undefined): Promise<Buffer> {
     const result = await deps.renderer.render(jobFor(s, profile, device))
     if (!result.ok) {
-      if (result.code !== 'SCREEN_BUSY')
+      // Busy or still waiting for its source: not the screen's fault, and a source's own error stays on the record.
+      if (result.code !== 'SCREEN_BUSY' && result.code !== 'SCREEN_NO_DATA')
         await setScreenError(db, s.id, { code: result.code, message: result.message, at: deps.clock().toISOString() })
       throw failure(result.code, result.message)
     }
