@@ -19,4 +19,10 @@ export type RenderJob = {
 export type RenderFailure = { code: RenderErrorCode; message: string }
 export type RenderResult = { ok: true; png: Uint8Array; html: string } | ({ ok: false } & RenderFailure)
 
-type RenderErrorCode = 'SCREEN_TEMPLATE_INVALID' | 'SCREEN_RENDER_FAILED' | 'SCREEN_RENDER_TIMEOUT' | 'SCREEN_RENDER_MEMORY' | 'SCREEN_BUSY'
+type RenderErrorCode =
+  | 'SCREEN_TEMPLATE_INVALID'
+  | 'SCREEN_RENDER_FAILED'
+  | 'SCREEN_RENDER_TIMEOUT'
+  | 'SCREEN_RENDER_MEMORY'
+  | 'SCREEN_BUSY'
+  | 'SCREEN_NO_DATA'

@@ -32,7 +32,7 @@ function startWorker(options: WorkerOptions): Worker {
 const MAX_WAITING = 2000
 
 type Job = { job: RenderJob; resolve: (r: Awaited<ReturnType<RenderPool['render']>>) => void }
-type Slot = { worker: Worker; busy?: { id: number; job: Job; timer: NodeJS.Timeout } }
+type Slot = { worker: Worker; ready: boolean; gone?: boolean; busy?: { id: number; job: Job; timer: NodeJS.Timeout } }
 
 export function createRenderPool(opts: { threads: number; timeoutMs: number; memoryMb: number }): RenderPool {
   const slots: Slot[] = []
@@ -45,8 +45,12 @@ export function createRenderPool(opts: { threads: number; timeoutMs: number; mem
       resourceLimits: { maxOldGenerationSizeMb: opts.memoryMb, maxYoungGenerationSizeMb: Math.max(4, Math.round(opts.memoryMb / 8)) },
     })
     worker.unref()
-    const slot: Slot = { worker }
-    worker.on('message', (msg: { id: number; result: RenderResult }) => {
+    const slot: Slot = { worker, ready: false }
+    worker.on('message', (msg: { id: number; result: RenderResult } | { ready: true }) => {
+      if ('ready' in msg) {
+        slot.ready = true
+        return pump()
+      }
       const busy = slot.busy
       if (!busy || busy.id !== msg.id) return
       clearTimeout(busy.timer)
@@ -71,6 +75,9 @@ export function createRenderPool(opts: { threads: number; timeoutMs: number; mem
 
   /** The slot's job fails and the slot is dropped (its worker ended); the next job gets a fresh worker. */
   function fail(slot: Slot, code: RenderFailure['code'], message: string) {
+    // 'error' is followed by 'exit', and a terminated worker exits too: a slot fails once.
+    if (slot.gone) return
+    slot.gone = true
     const at = slots.indexOf(slot)
     if (at !== -1) slots.splice(at, 1)
     const busy = slot.busy
@@ -78,6 +85,9 @@ export function createRenderPool(opts: { threads: number; timeoutMs: number; mem
     if (busy) {
       clearTimeout(busy.timer)
       busy.job.resolve({ ok: false, code, message })
+    } else if (!slot.ready && !closed) {
+      // A worker that cannot start would be started again without end: the job waiting longest fails instead.
+      queue.shift()?.resolve({ ok: false, code: 'SCREEN_RENDER_FAILED', message: `the render worker could not start: ${message}` })
     }
     void slot.worker.terminate()
     pump()
@@ -85,10 +95,11 @@ export function createRenderPool(opts: { threads: number; timeoutMs: number; mem
 
   function pump() {
     while (!closed && queue.length) {
-      let slot = slots.find((s) => !s.busy)
+      const slot = slots.find((s) => s.ready && !s.busy)
       if (!slot) {
-        if (slots.length >= opts.threads) return
-        slot = spawn()
+        // A worker still starting takes the next job when it is ready.
+        if (slots.length < opts.threads && !slots.some((s) => !s.ready)) spawn()
+        return
       }
       const job = queue.shift()!
       const id = nextId++

@@ -3,13 +3,15 @@
 // (resourceLimits), so a runaway template costs one worker, never the service.
 import { parentPort } from 'node:worker_threads'
 import { builtinScreens } from './builtin/index.js'
-import { htmlToPng, RenderError, renderHtml, templateScope } from './render.js'
+import { htmlToPng, RenderError, renderHtml, templateScope, warmRenderer } from './render.js'
 import type { RenderJob, RenderResult } from './render-job.js'
 
 async function run(job: RenderJob): Promise<RenderResult> {
   try {
     const builtin = job.builtin ? builtinScreens[job.builtin] : undefined
     if (job.builtin && !builtin) return { ok: false, code: 'SCREEN_RENDER_FAILED', message: `no built-in screen "${job.builtin}"` }
+    if (builtin && builtin.source !== 'none' && (job.data === null || job.data === undefined))
+      return { ok: false, code: 'SCREEN_NO_DATA', message: `the ${builtin.name} screen has no data yet: its source has not answered` }
     const template = builtin?.template ?? job.template
     if (!template) return { ok: false, code: 'SCREEN_RENDER_FAILED', message: 'the screen has no template' }
     let prepared: Record<string, unknown> | undefined
@@ -36,6 +38,12 @@ async function run(job: RenderJob): Promise<RenderResult> {
     return { ok: false, code: 'SCREEN_RENDER_FAILED', message: err instanceof Error ? err.message : String(err) }
   }
 }
+
+// Ready once the fonts are loaded: the pool hands over no job before (its clock starts with the job).
+void warmRenderer().then(
+  () => parentPort?.postMessage({ ready: true }),
+  () => parentPort?.postMessage({ ready: true }),
+)
 
 parentPort?.on('message', async (msg: { id: number; job: RenderJob }) => {
   const result = await run(msg.job)

@@ -56,6 +56,11 @@ function takumi(): Promise<Renderer> {
   return renderer
 }
 
+/** Loads the fonts before the first job, so a job's time bound does not pay for the worker's start. */
+export async function warmRenderer(): Promise<void> {
+  await takumi()
+}
+
 export class RenderError extends Error {
   constructor(
     readonly code: RenderFailure['code'],

@@ -211,7 +211,8 @@ export function createScreenService(deps: ScreenDeps) {
   async function draw(s: ScreenRow, profile: DisplayProfile, device: ScreenDeviceContext | undefined): Promise<Buffer> {
     const result = await deps.renderer.render(jobFor(s, profile, device))
     if (!result.ok) {
-      if (result.code !== 'SCREEN_BUSY')
+      // Busy or still waiting for its source: not the screen's fault, and a source's own error stays on the record.
+      if (result.code !== 'SCREEN_BUSY' && result.code !== 'SCREEN_NO_DATA')
         await setScreenError(db, s.id, { code: result.code, message: result.message, at: deps.clock().toISOString() })
       throw failure(result.code, result.message)
     }
@@ -482,13 +483,6 @@ export function createScreenService(deps: ScreenDeps) {
       const s = await findScreen(db, screenId)
       if (!s) throw appError('SCREEN_NOT_FOUND', 'the screen was deleted')
       return (await renderFor(s, dev)).stored
-    },
-
-    /** For adding a playlist item: the screen if the caller may read it, 404 naming the field otherwise. */
-    async requireReadable(userId: string, screenId: string, field: string) {
-      return requireScreen(db, screenId, userId, 'read').catch((err) => {
-        throw err instanceof AppError && err.code === 'SCREEN_NOT_FOUND' ? appError('SCREEN_NOT_FOUND', `${field}: no such screen`) : err
-      })
     },
   }
 }

@@ -83,7 +83,7 @@ function localParts(at: Date, timeZone: string): { date: string; minute: string;
 }
 
 /** The body the real API answers for these query parameters, or the error it would give. */
-export function forecastBody(query: URLSearchParams, c: Conditions): { status: number; body: unknown } {
+function forecastBody(query: URLSearchParams, c: Conditions): { status: number; body: unknown } {
   const latitude = Number(query.get('latitude'))
   const longitude = Number(query.get('longitude'))
   if (!query.has('latitude') || !query.has('longitude') || !Number.isFinite(latitude) || !Number.isFinite(longitude)) {

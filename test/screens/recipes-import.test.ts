@@ -76,9 +76,9 @@ t.test('the example transit board: custom fields in the URL and headers, shared 
   ]
   const html = render(recipe.template, { stop: { name: 'Alexanderplatz' }, departures, updated_at: '10:42' }, recipe.variables)
   const text = visibleText(html)
-  t.match(text, 'U2 → Pankow now · platform 1')
-  t.match(text, 'S5 → Spandau in 3 min')
-  t.match(text, 'U8 → Wittenau in 9 min', 'the second column')
+  t.match(text, 'U2 to Pankow now · platform 1')
+  t.match(text, 'S5 to Spandau in 3 min')
+  t.match(text, 'U8 to Wittenau in 9 min', 'the second column')
   t.match(text, 'Leave 4 min before departure')
   t.match(text, 'Alexanderplatz 4 departures · updated 10:42')
   t.notMatch(html, /template|render/, 'the partials are inlined')

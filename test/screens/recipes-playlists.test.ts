@@ -15,11 +15,11 @@ const EXAMPLE = new URL('../../src/screens/recipes/examples/daily-quote/src/', i
 const recipeFiles = () =>
   Object.fromEntries(['settings.yml', 'full.liquid'].map((f) => [`src/${f}`, readFileSync(new URL(f, EXAMPLE), 'utf8')]))
 
-const now = Date.parse('2026-06-01T08:00:00Z')
+let now = Date.parse('2026-06-01T08:00:00Z')
 const clock = () => new Date(now)
 
 t.test('a TRMNL recipe imports and renders; a screen plays from a playlist and then follows its data', async (t) => {
-  const svc = await startApp(t, { clock, env: { DEVICE_POLL_INTERVAL: '0' } })
+  const svc = await startApp(t, { clock, env: { DEVICE_POLL_INTERVAL: '0', SCREEN_POLL_TICK_MS: '100' } })
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('recipes'))
   const call = (path: string, opts: Parameters<typeof jsonCall>[2] = {}) => jsonCall(svc.url, path, { token, ...opts })
 
@@ -85,4 +85,15 @@ t.test('a TRMNL recipe imports and renders; a screen plays from a playlist and t
 
   const del = await call(`/api/screens/${screen.id}`, { method: 'DELETE' })
   t.match(del, { status: 409, body: { code: 'SCREEN_IN_USE' } })
+
+  // A built-in clock, shown now, is drawn again as the minutes pass.
+  const clockScreen = await call('/api/screens', { body: { name: 'Clock', builtin: 'clock', timeZone: 'Europe/Berlin' } })
+  t.equal(clockScreen.status, 201)
+  t.equal((await call(`/api/screens/${clockScreen.body.id}/show`, { body: { deviceId: dev.deviceId } })).status, 200)
+  await eventually(async () => images.length === 3)
+  now += 61_000
+  await eventually(async () => images.length === 4, 15_000)
+  t.not(images[3]!.sha256, images[2]!.sha256, 'the next minute is a new picture')
+  const unknown = await call('/api/screens', { body: { name: 'x', builtin: 'lava-lamp' } })
+  t.match(unknown, { status: 400, body: { code: 'VALIDATION_ERROR', message: /builtin/ } })
 })

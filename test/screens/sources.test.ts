@@ -86,7 +86,6 @@ t.test('a calendar screen follows its ICS feed on an MQTT frame and a TRMNL fram
   })
   const { token } = await signUpAdmin(svc, adminEmail)
   const call = (path: string, opts: Parameters<typeof jsonCall>[2] = {}) => jsonCall(svc.url, path, { token, ...opts })
-  feed.feeds.set('/cal.ics', { body: ics('Dentist', '20260610'), type: 'text/calendar' })
 
   const mqttFrame = await pairDevice(svc, token, { palette: 'bw', width: 800, height: 480 })
   const { c, images } = await listen(svc, mqttFrame)
@@ -110,6 +109,12 @@ t.test('a calendar screen follows its ICS feed on an MQTT frame and a TRMNL fram
   t.equal(created.status, 201)
   const id = created.body.id as string
   t.same(created.body.source.headerNames, ['Authorization'], 'header names only')
+  // The feed does not answer yet (404): the preview says there is no data, the record why.
+  const early = await call(`/api/screens/${created.body.id}/preview`)
+  t.match(early, { status: 422, body: { code: 'SCREEN_NO_DATA' } })
+  t.match(await eventually(async () => (await call(`/api/screens/${created.body.id}`)).body.lastError), { code: 'SCREEN_SOURCE_FAILED' })
+  feed.feeds.set('/cal.ics', { body: ics('Dentist', '20260610'), type: 'text/calendar' })
+  now += 2000
   t.notMatch(JSON.stringify((await call(`/api/screens/${id}`)).body), /feed-secret/, 'the header value is never returned')
   await eventually(async () => (await call(`/api/screens/${id}`)).body.dataAt)
   t.ok(

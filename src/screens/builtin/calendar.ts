@@ -163,16 +163,20 @@ export const calendar: BuiltinScreen = {
       weeks.push(week)
     }
     const weekdays = Array.from({ length: 7 }, (_, i) => gridStart.plus({ days: i }).toLocaleString({ weekday: 'short' }))
+    const size = sizesFor(device)
+    const titleHeight = Math.round(size.m * 1.6)
+    // As many events as the column holds (a when line, two title lines, a gap): a small panel
+    // shows fewer rather than cutting the last one in half.
+    const eventHeight = Math.round(size.xs * 1.25 + size.s * 1.25 * 2 + size.pad)
+    const fit = Math.max(1, Math.floor((size.height - 2 * size.pad - titleHeight) / eventHeight))
     const nowMs = now.getTime()
     const upcoming = occurrences
       .filter((o) => o.endMs > nowMs || (o.endMs === o.startMs && o.startMs >= nowMs))
       .filter((o) => o.startMs < agendaEnd.toMillis())
-      .slice(0, maxEvents)
+      .slice(0, Math.min(maxEvents, fit))
       .map((o) => upcomingOf(o, today, locale, hour12))
 
-    const size = sizesFor(device)
     const gridWidth = Math.round((size.width - 2 * size.pad) * 0.58)
-    const titleHeight = Math.round(size.m * 1.6)
     const weekdayHeight = Math.round(size.xs * 1.8)
     const cellHeight = Math.floor((size.height - 2 * size.pad - titleHeight - weekdayHeight) / weekCount)
     const dot = Math.max(3, Math.round(size.unit * 6))

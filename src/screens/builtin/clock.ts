@@ -24,10 +24,10 @@ const css = `
 .clock-zone { display: flex; color: #555555; }
 `
 
-export type ClockParts = { time: string; dayPeriod: string; weekday: string; date: string; isoDate: string; hour12: boolean }
+type ClockParts = { time: string; dayPeriod: string; weekday: string; date: string; isoDate: string; hour12: boolean }
 
 /** The wall-clock parts of `now` in `timeZone`, formatted for `locale`. */
-export function clockParts(now: Date, timeZone: string, locale: string, hour12Choice?: boolean): ClockParts {
+function clockParts(now: Date, timeZone: string, locale: string, hour12Choice?: boolean): ClockParts {
   const hour12 = hour12Choice ?? new Intl.DateTimeFormat(locale, { hour: 'numeric', timeZone }).resolvedOptions().hour12 === true
   // hourCycle, not hour12: with hour12 false, en-US formats the hour after midnight as "24:30".
   const hourCycle = hour12 ? 'h12' : 'h23'

@@ -45,7 +45,7 @@ const css = `
 .wx-day-text { display: flex; color: #555555; }
 `
 
-export class WeatherError extends Error {
+class WeatherError extends Error {
   readonly code = 'WEATHER_INVALID'
 }
 
