@@ -44,12 +44,3 @@ export async function findImageFile(db: Executor, id: string, format: string): P
     .limit(1)
   return row
 }
-
-export async function findVariant(db: Executor, imageId: string, format: string): Promise<VariantRow | undefined> {
-  const [row] = await db
-    .select()
-    .from(imageVariant)
-    .where(and(eq(imageVariant.imageId, imageId), eq(imageVariant.format, format)))
-    .limit(1)
-  return row
-}

@@ -26,7 +26,7 @@ export type WeatherServer = {
   forecastUrl(params?: Record<string, string>): string
 }
 
-export const defaultConditions = (): Conditions => ({
+const defaultConditions = (): Conditions => ({
   now: new Date('2026-11-28T09:00:00Z'),
   timezone: 'Europe/Berlin',
   current: { temperature: 3.4, apparent: -0.6, humidity: 87, wind: 14.2, code: 61, isDay: true },

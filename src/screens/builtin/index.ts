@@ -7,7 +7,7 @@ import { frameStatus } from './frame-status.js'
 import type { BuiltinScreen } from './types.js'
 import { weather } from './weather.js'
 
-export type { BuiltinScreen, PrepareInput, ScreenDeviceContext } from './types.js'
+export type { BuiltinScreen, PrepareInput } from './types.js'
 
 export const builtinScreens: Record<string, BuiltinScreen> = {
   clock,

@@ -1,18 +1,7 @@
-// The contract between the built-in screens and the screens backend (issue 35). The device
-// context mirrors src/screens/context.ts, which the backend owns; it is repeated here until that
-// module lands on this branch, with exactly the same shape, so switching is an import change.
+// The contract between the built-in screens and the screens backend (issue 35).
+import type { ScreenDeviceContext } from '../context.js'
 
-export type ScreenDeviceContext = {
-  id: string
-  name: string
-  width: number
-  height: number
-  batteryPercent?: number
-  lastSeenAt?: string
-  online?: boolean
-  firmwareVersion?: string
-  wifiRssi?: number
-}
+export type { ScreenDeviceContext }
 
 export type PrepareInput = {
   /** The string body for an ICS source, the parsed JSON for a JSON source, undefined for none. */
