@@ -73,6 +73,18 @@ export const embeddedOnly: readonly string[] = [
   'schedules/plan.test.ts',
   'bench/report.test.ts',
   'bench/baseline.test.ts',
+  // Screens' pure parts: the built-ins' templates and data, the recipe importer, the render pool
+  // and the source fetcher's guards (against local servers) read or write no database.
+  'screens/builtin-calendar.test.ts',
+  'screens/builtin-clock.test.ts',
+  'screens/builtin-frame-status.test.ts',
+  'screens/builtin-weather.test.ts',
+  'screens/fetch-source.test.ts',
+  'screens/recipes-import.test.ts',
+  'screens/render-pool.test.ts',
+  // The console's Screens page is a client of /api/screens, which test/screens/ checks on both.
+  'web/screens.test.ts',
+  'web/screens-data.test.ts',
 ]
 
 /**
