@@ -1,10 +1,13 @@
 // External-broker mode on RabbitMQ: what the plain MQTT link (external.ts) cannot do there.
 // Presence from RabbitMQ's event exchange (RABBITMQ_AMQP_URL) and kicks through its management
-// API (RABBITMQ_MANAGEMENT_URL); each is optional, and without them the link is the plain one.
+// API (RABBITMQ_MANAGEMENT_URL), through which devices also become RabbitMQ internal users
+// (RABBITMQ_DEVICE_USERS); each is optional, and without them the link is the plain one.
 import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
 import type { PresenceChange } from './contract.js'
 import type { ExternalLink } from './external.js'
+import { directLookup } from './credentials.js'
+import { rabbitDeviceUsers } from './rabbitmq-device-users.js'
 import { rabbitManagement } from './rabbitmq-management.js'
 import { startRabbitPresence, type RabbitPresence } from './rabbitmq-presence.js'
 
@@ -32,8 +35,18 @@ export async function withRabbitMQ(
       })
     : undefined
   const management = config.managementUrl ? rabbitManagement(config.managementUrl) : undefined
+  const users =
+    management && config.deviceUsers
+      ? rabbitDeviceUsers({ management, vhost: config.vhost, lookup: directLookup(deps.db), log })
+      : undefined
   return {
     ...link,
+    credentialsIssued: async (deviceId, secret) => users?.provision(deviceId, secret),
+    async credentialsRevoked(deviceId) {
+      // Gone before the connection is closed: the device cannot log in again on RabbitMQ's own
+      // say. If this fails the user stays, with a secret we no longer accept: said loudly.
+      await users?.remove(deviceId).catch((err: unknown) => log.warn({ err, deviceId }, 'RabbitMQ: could not delete the device’s user'))
+    },
     async kick(deviceId, reason = 'kicked') {
       if (!management) return link.kick(deviceId, reason)
       // Marked first: the close may be announced before the management API answers.

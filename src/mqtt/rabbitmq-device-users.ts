@@ -1,0 +1,71 @@
+// Devices as RabbitMQ internal users, so RabbitMQ decides their CONNECT, SUBSCRIBE and publishes
+// itself (auth chain: internal first, our HTTP routes second) instead of asking the service each
+// time. A device's secret is stored as its SHA-256 only, and RabbitMQ's password hashes (salted)
+// cannot be made from that: a device is provisioned where the service sees its secret in clear,
+// when it is issued and at a connect our HTTP routes accept (devices paired before, moved over at
+// their next connect). docs/rabbitmq.md, "Devices as internal users".
+import { matchesHash } from '../devices/codes.js'
+import type { DeviceLookup } from './credentials.js'
+import type { RabbitManagement } from './rabbitmq-management.js'
+import { devicePermissions } from './rabbitmq-rules.js'
+
+export type RabbitDeviceUsers = {
+  /** Makes the device an internal user with `secret`; resolves once that is done (or failed and logged). */
+  provision(deviceId: string, secret: string): Promise<void>
+  /** Removes the device's internal user: from then on RabbitMQ asks our routes, which read the device. */
+  remove(deviceId: string): Promise<void>
+}
+
+/** Management calls in flight at once: a reconnect storm of unprovisioned devices queues behind them. */
+const CONCURRENCY = 8
+
+export function rabbitDeviceUsers(deps: {
+  management: RabbitManagement
+  vhost: string
+  lookup: DeviceLookup
+  log: { warn: (o: object, m: string) => void }
+}): RabbitDeviceUsers {
+  const { management, vhost, lookup, log } = deps
+  // A device connecting again while its provisioning waits is provisioned once.
+  const pending = new Map<string, Promise<void>>()
+  let running = 0
+  const waiting: Array<() => void> = []
+  const slot = async () => {
+    if (running >= CONCURRENCY) await new Promise<void>((resolve) => waiting.push(resolve))
+    running++
+  }
+  const release = () => {
+    running--
+    waiting.shift()?.()
+  }
+
+  async function provisionNow(deviceId: string, secret: string) {
+    await slot()
+    try {
+      await management.putUser(deviceId, secret, vhost, devicePermissions(deviceId))
+      // A revocation may have come between: it deletes the user after revoking the secret, so a
+      // user created after that delete must go again. Read after the user exists, the device
+      // still holding this secret means any later revocation's delete comes after ours.
+      const dev = await lookup(deviceId)
+      if (!matchesHash(secret, dev?.secretHash)) await management.deleteUser(deviceId)
+    } catch (err) {
+      // The device still connects through our HTTP routes, and is provisioned at its next connect.
+      log.warn({ err, deviceId }, 'RabbitMQ: could not provision the device as an internal user')
+    } finally {
+      release()
+    }
+  }
+
+  return {
+    provision(deviceId, secret) {
+      const inFlight = pending.get(deviceId)
+      if (inFlight) return inFlight
+      const done = provisionNow(deviceId, secret).finally(() => pending.delete(deviceId))
+      pending.set(deviceId, done)
+      return done
+    },
+    async remove(deviceId) {
+      await management.deleteUser(deviceId)
+    },
+  }
+}
