@@ -4,7 +4,9 @@
 // cannot be made from that: a device is provisioned where the service sees its secret in clear,
 // when it is issued and at a connect our HTTP routes accept (devices paired before, moved over at
 // their next connect). docs/rabbitmq.md, "Devices as internal users".
+import type { Database } from '../db/client.js'
 import { matchesHash } from '../devices/codes.js'
+import { findDeviceCredentials } from '../devices/repository.js'
 import type { DeviceLookup } from './credentials.js'
 import type { RabbitManagement } from './rabbitmq-management.js'
 import { devicePermissions } from './rabbitmq-rules.js'
@@ -14,7 +16,16 @@ export type RabbitDeviceUsers = {
   provision(deviceId: string, secret: string): Promise<void>
   /** Removes the device's internal user: from then on RabbitMQ asks our routes, which read the device. */
   remove(deviceId: string): Promise<void>
+  /**
+   * Deletes the users of devices that are gone or revoked some other way than through the
+   * service's revocation (a deleted account takes its devices with it in the database alone).
+   * Resolves with how many went.
+   */
+  sweep(db: Database): Promise<number>
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const SWEEP_BATCH = 500
 
 /** Management calls in flight at once: a reconnect storm of unprovisioned devices queues behind them. */
 const CONCURRENCY = 8
@@ -66,6 +77,22 @@ export function rabbitDeviceUsers(deps: {
     },
     async remove(deviceId) {
       await management.deleteUser(deviceId)
+    },
+    async sweep(db) {
+      const names = (await management.userNames()).filter((u) => UUID.test(u))
+      let removed = 0
+      for (let i = 0; i < names.length; i += SWEEP_BATCH) {
+        const batch = names.slice(i, i + SWEEP_BATCH)
+        const paired = new Set((await findDeviceCredentials(db, batch)).filter((d) => d.secretHash).map((d) => d.id))
+        for (const name of batch) {
+          if (paired.has(name)) continue
+          await management.deleteUser(name)
+          // Any connection it still has goes too, as at a revocation.
+          await management.closeConnectionsOf(name, 'revoked')
+          removed++
+        }
+      }
+      return removed
     },
   }
 }

@@ -11,6 +11,8 @@ import { rabbitDeviceUsers } from './rabbitmq-device-users.js'
 import { rabbitManagement } from './rabbitmq-management.js'
 import { startRabbitPresence, type RabbitPresence } from './rabbitmq-presence.js'
 
+const SWEEP_MS = 10 * 60_000
+
 export async function withRabbitMQ(
   link: ExternalLink,
   deps: {
@@ -39,6 +41,15 @@ export async function withRabbitMQ(
     management && config.deviceUsers
       ? rabbitDeviceUsers({ management, vhost: config.vhost, lookup: directLookup(deps.db), log })
       : undefined
+  // Devices gone without the service's revocation (an account deleted with its devices): their
+  // users are looked for at start and every SWEEP_MS.
+  const sweep = () =>
+    users
+      ?.sweep(deps.db)
+      .then((n) => n && log.warn(`RabbitMQ: deleted ${n} internal users of devices no longer paired`))
+      .catch((err: unknown) => log.warn({ err }, 'RabbitMQ: could not sweep device users'))
+  void sweep()
+  const sweeper = users ? setInterval(sweep, SWEEP_MS).unref() : undefined
   return {
     ...link,
     credentialsIssued: async (deviceId, secret) => users?.provision(deviceId, secret),
@@ -65,6 +76,7 @@ export async function withRabbitMQ(
       }
     },
     async close() {
+      clearInterval(sweeper)
       await presence?.close()
       await link.close()
     },

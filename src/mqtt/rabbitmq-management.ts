@@ -14,6 +14,8 @@ export type RabbitManagement = {
   deleteUser(username: string): Promise<boolean>
   /** Whether an internal user of that name exists. */
   hasUser(username: string): Promise<boolean>
+  /** The names of every internal user. */
+  userNames(): Promise<string[]>
 }
 
 export function rabbitManagement(url: string): RabbitManagement {
@@ -61,6 +63,11 @@ export function rabbitManagement(url: string): RabbitManagement {
       if (res.status === 404) return false
       if (!res.ok) throw failed(`deleting user ${username}`, res.status, res.text)
       return true
+    },
+    async userNames() {
+      const res = await call('GET', ['users'])
+      if (!res.ok) throw failed('listing users', res.status, res.text)
+      return (JSON.parse(res.text) as Array<{ name: string }>).map((u) => u.name)
     },
     async hasUser(username) {
       const res = await call('GET', ['users', username])

@@ -10,6 +10,7 @@ import { freePort, startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { connect, eventually, nextMessage, subackCodes } from '../helpers/mqtt.js'
+import { deleteDeviceRows } from '../../src/devices/repository.js'
 import { rabbitManagement } from '../../src/mqtt/rabbitmq-management.js'
 import { deleteQueues, RABBIT, rabbitmqMissing, setUpRabbitMQ } from '../helpers/rabbitmq.js'
 import { ACL_MATRIX } from '../helpers/acl-matrix.js'
@@ -278,6 +279,10 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
 
   t.test('a device reconnects after the service restarts', async (t) => {
     const dev = await pairDevice(svc, token)
+    // Deleted in the database alone, as a deleted account's devices are: no revocation reaches RabbitMQ.
+    const orphan = await pairDevice(svc, token)
+    await deleteDeviceRows(svc.app.database.db, orphan.deviceId)
+    t.equal(await management.hasUser(orphan.deviceId), true)
     const c = await asDevice(dev)
     await presence(dev.deviceId, 'device.connected', 0)
     await svc.close()
@@ -286,6 +291,9 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
     svc = await startApp(t, { env, reuse: { dataDir: svc.dataDir, databaseUrl: svc.config.databaseUrl } })
     await presence(dev.deviceId, 'device.disconnected', 1, 'client_disconnect')
     t.pass('the disconnect queued on RabbitMQ while the service was down is recorded after its restart')
+    await eventually(async () => ((await management.hasUser(orphan.deviceId)) ? null : true))
+    t.pass('the sweep at start deleted the RabbitMQ user of the device deleted in the database alone')
+    t.equal(await refused(asDevice(orphan)), true, 'which cannot connect')
     const again = await asDevice(dev)
     t.teardown(() => again.endAsync())
     await presence(dev.deviceId, 'device.connected', 2)
