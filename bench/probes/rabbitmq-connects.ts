@@ -103,7 +103,6 @@ try {
     const calls = hookCalls
     const b1 = cpuSeconds(beam)
     const s1 = cpuSeconds(ours.pid)
-    if (co.failed) throw new Error(`connect failures ${JSON.stringify(co.codes)}`)
     const stored = await waitForEvents(ours, 'device.connected', since, n, 120_000)
     // Whatever provisioning the round started ends before the next (a few seconds at most).
     let users = await deviceUsers()
@@ -119,6 +118,7 @@ try {
         seconds: Number(seconds.toFixed(2)),
         cpuMsPerConnect: { rabbitmq: Number((((b1 - b0) / n) * 1000).toFixed(2)), service: Number((((s1 - s0) / n) * 1000).toFixed(2)) },
         hookCalls: calls,
+        failed: co.failed ? co.codes : 0,
         presenceStored: stored,
         deviceUsersAfter: users,
       }),

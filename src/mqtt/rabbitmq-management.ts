@@ -48,10 +48,14 @@ export function rabbitManagement(url: string): RabbitManagement {
       return true
     },
     async putUser(username, password, vhost, permissions) {
+      // The password last: a user that can log in before its permissions exist would be refused
+      // its vhost (a device reconnecting meanwhile). Without one (an empty hash) a login falls
+      // through to the next backend of the chain, our HTTP routes.
       const steps: Array<[string[], object]> = [
-        [['users', username], { password, tags: '' }],
+        [['users', username], { password_hash: '', tags: '' }],
         [['permissions', vhost, username], permissions.resources],
         [['topic-permissions', vhost, username], permissions.topics],
+        [['users', username], { password, tags: '' }],
       ]
       for (const [parts, body] of steps) {
         const res = await call('PUT', parts, body)
