@@ -23,6 +23,11 @@ export async function withRabbitMQ(
   },
 ): Promise<ExternalLink> {
   const { config, log } = deps
+  const management = config.managementUrl ? rabbitManagement(config.managementUrl) : undefined
+  const users =
+    management && config.deviceUsers
+      ? rabbitDeviceUsers({ management, vhost: config.vhost, lookup: directLookup(deps.db), log })
+      : undefined
   const presence: RabbitPresence | undefined = config.amqpUrl
     ? await startRabbitPresence({
         url: config.amqpUrl,
@@ -31,16 +36,18 @@ export async function withRabbitMQ(
         db: deps.db,
         log,
         onPresence: deps.onPresence,
+        // It took over another device's connection: its user goes (our HTTP routes, which then
+        // decide its logins, refuse a client id not its own) and so does its connection.
+        onForeignClientId: async (deviceId, clientId) => {
+          log.warn({ deviceId, clientId }, 'RabbitMQ: a device logged in with a client id not its own; its user is deleted')
+          await users?.remove(deviceId)
+          await management?.closeConnectionsOf(deviceId, 'client id not its own')
+        },
         publish: async (topic, body, retain) => {
           await link.client.publishAsync(topic, JSON.stringify(body), { qos: 1, retain })
         },
       })
     : undefined
-  const management = config.managementUrl ? rabbitManagement(config.managementUrl) : undefined
-  const users =
-    management && config.deviceUsers
-      ? rabbitDeviceUsers({ management, vhost: config.vhost, lookup: directLookup(deps.db), log })
-      : undefined
   // Devices gone without the service's revocation (an account deleted with its devices): their
   // users are looked for at start and every SWEEP_MS.
   const sweep = () =>

@@ -130,6 +130,22 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
     t.same(Object.fromEntries(hookCalls), {}, 'no call to the service’s auth routes')
   })
 
+  t.test('a device user that logs in with another device’s client id loses its user and its connection', async (t) => {
+    const victim = await pairDevice(svc, token)
+    const rogue = await pairDevice(svc, token)
+    // RabbitMQ's internal backend does not see the client id: the login succeeds and takes over the client id.
+    const taken = await asDevice(rogue, { clientId: victim.deviceId })
+    const closed = new Promise<void>((resolve) => taken.once('close', () => resolve()))
+    await closed
+    t.pass('the service closes that connection (from the event exchange)')
+    await eventually(async () => ((await management.hasUser(rogue.deviceId)) ? null : true))
+    t.pass('and deletes the device’s user')
+    t.equal(await refused(asDevice(rogue, { clientId: victim.deviceId })), true, 'its next try goes to the HTTP routes, which refuse it')
+    const back = await asDevice(victim)
+    t.equal(back.connected, true, 'the other device connects again')
+    await back.endAsync()
+  })
+
   t.test('a device paired before is checked by the service once, then admitted by RabbitMQ', async (t) => {
     const dev = await pairDevice(svc, token)
     // As a device paired before RABBITMQ_DEVICE_USERS: no internal user.
