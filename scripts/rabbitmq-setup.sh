@@ -8,8 +8,9 @@
 #
 # enable:  the plugins (mqtt, auth_backend_http, event_exchange, management), the MQTT listener
 #          on RABBITMQ_MQTT_HOST:RABBITMQ_MQTT_PORT (127.0.0.1:1884: Mosquitto may hold 1883),
-#          no anonymous MQTT logins, and the auth chain: our HTTP backend first (devices), the
-#          internal users second (the service's own account).
+#          no anonymous MQTT logins, and the auth chain: the internal users first (the service's
+#          own account, and devices the service made internal users), our HTTP backend second
+#          (devices not yet internal users: the service checks them and makes them users).
 # disable: the internal users alone again, and the four plugins off.
 set -euo pipefail
 
@@ -34,8 +35,9 @@ enable() {
   rabbitmq-plugins -q enable "${PLUGINS[@]}" >/dev/null
   # POST: GET would put each device's secret in the request line, where access logs keep it.
   erl "_ = application:load(rabbitmq_auth_backend_http), [application:set_env(rabbitmq_auth_backend_http, K, \"${base}/\" ++ P) || {K, P} <- [{user_path, \"user\"}, {vhost_path, \"vhost\"}, {resource_path, \"resource\"}, {topic_path, \"topic\"}]], application:set_env(rabbitmq_auth_backend_http, http_method, post)."
-  erl "application:set_env(rabbit, auth_backends, [rabbit_auth_backend_http, rabbit_auth_backend_internal])."
-  echo "RabbitMQ: MQTT on ${host}:${port}, auth chain http (${HOOK_URL%/}/api/device/rabbitmq/*) then internal"
+  # Internal first: a device that is an internal user is decided by RabbitMQ alone (no HTTP call).
+  erl "application:set_env(rabbit, auth_backends, [rabbit_auth_backend_internal, rabbit_auth_backend_http])."
+  echo "RabbitMQ: MQTT on ${host}:${port}, auth chain internal then http (${HOOK_URL%/}/api/device/rabbitmq/*)"
 }
 
 disable() {

@@ -119,7 +119,8 @@ async function create(ctx: Context, teardowns: Array<() => unknown>): Promise<Ra
   )
   const pid = (await run('rabbitmqctl', ['-q', 'eval', 'list_to_integer(os:getpid()).'])).stdout.trim()
   const version = (await run('rabbitmqctl', ['-q', 'eval', 'rabbit_misc:version().'])).stdout.trim().replaceAll('"', '')
-  // Deleted at the end: the devices' persistent sessions (queues of their own on RabbitMQ).
+  // Deleted at the end: the devices' persistent sessions (queues of their own on RabbitMQ); their
+  // RabbitMQ users go with the helper's restore.
   teardowns.push(() => bounded(rig.creds, 20, (c) => deleteQueue(`mqtt-subscription-${c.id}qos1`)))
   return { ours, fleet, brokerPid: Number(pid), version, connect: { ...co, eventsMs } }
 }

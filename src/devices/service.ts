@@ -263,6 +263,8 @@ export function createDeviceService({ db, config, counters, link, accessChanged 
       const secret = newDeviceSecret()
       const issued = await issueCredentials(db, { deviceId: rec.id, secretHash: sha256(secret), transport: 'mqtt', from: ['approved'] })
       if (issued) {
+        // Before the device has its credentials: its first connect is then decided by the broker alone.
+        await link.credentialsIssued?.(rec.id, secret)
         if (issued.device) await publishConfig(issued.device)
         return {
           ...toInitRecord(issued.init, issued.device, deviceCode),
@@ -296,6 +298,7 @@ export function createDeviceService({ db, config, counters, link, accessChanged 
       })
       return updated ?? dev
     })
+    await link.credentialsRevoked?.(dev.id)
     const kicked = await link.kick(dev.id, 'kicked')
     return { device: revoked, kicked }
   }
@@ -305,6 +308,7 @@ export function createDeviceService({ db, config, counters, link, accessChanged 
     // Revoked and disconnected first, so the session's last presence event is written (and then
     // deleted with the rest) instead of landing after the device is gone.
     await setDeviceSecret(db, dev.id, null)
+    await link.credentialsRevoked?.(dev.id)
     await link.kick(dev.id, 'kicked')
     const deleted = await db.transaction(async (tx) => {
       await deleteDeviceEvents(tx, dev.id)

@@ -15,6 +15,13 @@ export type DeviceLink = {
    * devices/{id}/events, as the broker publishes them for an MQTT device's connects.
    */
   announce?(deviceId: string, state: PresenceState, event?: object): Promise<void>
+  /**
+   * The device's secret was issued, in clear only here: a broker that keeps its own accounts
+   * (RabbitMQ's internal users) takes it. Never throws: the device can still connect without it.
+   */
+  credentialsIssued?(deviceId: string, secret: string): Promise<void>
+  /** The device's secret was revoked (before `kick`): a broker's own account for it goes. */
+  credentialsRevoked?(deviceId: string): Promise<void>
 }
 
 /** The retained body of devices/{id}/state. */

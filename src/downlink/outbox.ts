@@ -36,7 +36,7 @@ export type OutboxLimits = {
 type OutboxStats = { recorded: number; delivered: number; resent: number; dropped: number; unknownDevice: number }
 
 /** The transport side: publishes one numbered message. */
-export type Transport = Pick<DeviceLink, 'publish' | 'kick' | 'announce'>
+export type Transport = Pick<DeviceLink, 'publish' | 'kick' | 'announce' | 'credentialsIssued' | 'credentialsRevoked'>
 
 export type ResendOptions = {
   /** Seqs the transport still holds for the device and resends itself. */
@@ -324,6 +324,8 @@ export function createOutbox(deps: {
     stage,
     stageAll,
     kick: (deviceId, reason) => transport.kick(deviceId, reason),
+    credentialsIssued: async (deviceId, secret) => transport.credentialsIssued?.(deviceId, secret),
+    credentialsRevoked: async (deviceId) => transport.credentialsRevoked?.(deviceId),
     // Live state is not a message to the device: it goes straight to the transport, unstored.
     announce: async (deviceId, state, event) => transport.announce?.(deviceId, state, event),
     delivered,

@@ -10,10 +10,16 @@
 // httpc sends the user-info of the configured URL, http://rabbitmq:SECRET@host/...), checked
 // before the body is read, as on the EMQX hook: without it the routes would tell anyone on the
 // network whether a device secret is right.
+//
+// With RABBITMQ_DEVICE_USERS the chain is internal first: a device provisioned as an internal
+// user never reaches these routes; one paired before (or whose provisioning failed) is checked
+// here once and provisioned then, so its next connect is RabbitMQ's alone.
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { type Static, Type } from 'typebox'
 import { checkCredentials, directLookup } from './credentials.js'
+import { rabbitDeviceUsers } from './rabbitmq-device-users.js'
+import { rabbitManagement } from './rabbitmq-management.js'
 import { deviceResourceAllowed, deviceTopicAllowed, isOwnMqttSession, type RabbitAsk } from './rabbitmq-rules.js'
 import type { Auth } from '../auth/auth.js'
 import type { Config } from '../config.js'
@@ -96,6 +102,11 @@ export async function rabbitmqAuthRoutes(app: FastifyInstance, opts: { auth: Aut
   const secret = opts.secret
   const vhost = config.mqtt.rabbitmq.vhost
   const lookup = directLookup(db)
+  const { managementUrl, deviceUsers } = config.mqtt.rabbitmq
+  const users =
+    managementUrl && deviceUsers
+      ? rabbitDeviceUsers({ management: rabbitManagement(managementUrl), vhost, lookup, log: app.log })
+      : undefined
 
   // RabbitMQ posts application/x-www-form-urlencoded: flat fields, read here only (this plugin's scope).
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16_384 }, (_req, body, done) => {
@@ -139,8 +150,11 @@ export async function rabbitmqAuthRoutes(app: FastifyInstance, opts: { auth: Aut
       // Not a device: denied here, so the chain's next backend (internal users) decides.
       if (!UUID.test(username) || clientId !== username) return answer(false)
       const check = await checkCredentials(db, auth, clientId, username, password, lookup)
+      const allowed = check.ok && check.identity.kind === 'device'
+      // Not awaited: RabbitMQ waits for this answer, and the user is for the next connect.
+      if (allowed) void users?.provision(username, password)
       // "allow" with no tags: a device may not use the management UI or API.
-      return answer(check.ok && check.identity.kind === 'device')
+      return answer(allowed)
     },
   )
 

@@ -21,6 +21,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const QUEUE_EXPIRES_MS = 24 * 3600_000
 
 type Headers = Record<string, unknown>
+/** The MQTT client id of a connection.created event: RabbitMQ 3.10 sends its variable map as an Erlang term, `#{<<"client_id">> => <<"…">>}`. */
+const clientIdOf = (h: Headers) => /<<"client_id">>\s*=>\s*<<"([^"]*)">>/.exec(text(h.variable_map))?.[1]
 const text = (v: unknown) => (typeof v === 'string' ? v : Buffer.isBuffer(v) ? v.toString('utf8') : v === undefined ? '' : String(v))
 /** RabbitMQ prints addresses as Erlang tuples: "{127,0,0,1}". */
 const address = (v: unknown) =>
@@ -43,6 +45,12 @@ export async function startRabbitPresence(opts: {
   publish(topic: string, body: object, retain: boolean): Promise<void>
   log: { warn: (o: object | string, m?: string) => void }
   onPresence?: (change: PresenceChange) => void
+  /**
+   * A device logged in with a client id not its own, which only an internal user can (RabbitMQ's
+   * internal backend does not see the client id; our HTTP routes refuse it): it took over that
+   * client id's connection. Not recorded as presence.
+   */
+  onForeignClientId?: (deviceId: string, clientId: string) => Promise<void>
 }): Promise<RabbitPresence> {
   const presence = createDevicePresence({
     db: opts.db,
@@ -126,7 +134,15 @@ export async function startRabbitPresence(opts: {
     const created = msg.fields.routingKey === 'connection.created'
     // Only devices' MQTT connections in our vhost: not the service's own, not AMQP clients.
     const ours = !created || (UUID.test(text(h.user)) && text(h.protocol).includes('MQTT') && text(h.vhost) === opts.vhost)
-    const task = ours ? (created ? connected(h, connectionId, at) : closed(connectionId, at)) : Promise.resolve()
+    const clientId = created ? clientIdOf(h) : undefined
+    const foreign = ours && clientId !== undefined && clientId !== text(h.user)
+    const task = !ours
+      ? Promise.resolve()
+      : foreign
+        ? (opts.onForeignClientId?.(text(h.user), clientId) ?? Promise.resolve())
+        : created
+          ? connected(h, connectionId, at)
+          : closed(connectionId, at)
     // Acknowledged once written: a service that stops first gets the event again.
     const ack = () => {
       try {

@@ -4,6 +4,7 @@
 // wildcard "+" becomes "*" ("#" stays), so a topic check arrives as a routing key and is mapped
 // back before the rules are asked. Pure functions: the routes (rabbitmq-auth-routes.ts) find the
 // device and check its secret.
+import { downlinkKinds, FLEET_TOPIC, uplinkKinds } from './contract.js'
 import { deviceMayPublish, deviceMaySubscribe } from './topic-rules.js'
 
 /** The exchange RabbitMQ's MQTT plugin publishes to and binds on (its `exchange` setting, by default). */
@@ -55,4 +56,33 @@ export function deviceTopicAllowed(deviceId: string, ask: TopicAsk): boolean {
   if (ask.permission === 'write') return deviceMayPublish(deviceId, topic)
   if (ask.permission === 'read') return deviceMaySubscribe(deviceId, topic)
   return false
+}
+
+/** The permissions of a device provisioned as a RabbitMQ internal user (rabbitmq-device-users.ts). */
+export type DevicePermissions = {
+  resources: { configure: string; write: string; read: string }
+  topics: { exchange: string; write: string; read: string }
+}
+
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+/**
+ * What the HTTP routes answer for this device (deviceResourceAllowed, deviceTopicAllowed), as the
+ * regular expressions RabbitMQ's internal backend matches: resources by name, topics by routing
+ * key (a SUBSCRIBE's filter with + as *, a publish's topic, "/" as "."). The internal backend
+ * treats an empty pattern as "nothing", and the fields are anchored because it does not anchor them.
+ */
+export function devicePermissions(deviceId: string): DevicePermissions {
+  const id = escapeRegex(deviceId)
+  const queues = `mqtt-subscription-${id}qos[01]`
+  const exchange = escapeRegex(MQTT_EXCHANGE)
+  return {
+    resources: { configure: `^${queues}$`, write: `^(${queues}|${exchange})$`, read: `^(${queues}|${exchange})$` },
+    topics: {
+      exchange: MQTT_EXCHANGE,
+      write: `^devices\\.${id}\\.up\\.(${uplinkKinds.join('|')})$`,
+      // deviceMaySubscribe: devices/{own}/# or /+, one of its downlink topics or its state, the fleet topic by name.
+      read: `^(${escapeRegex(FLEET_TOPIC.split('/').join('.'))}|devices\\.${id}\\.(#|\\*|${[...downlinkKinds, 'state'].join('|')}))$`,
+    },
+  }
 }

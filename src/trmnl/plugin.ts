@@ -30,6 +30,7 @@ export const trmnlPlugin = fp(
       status: app.deviceTraffic.status,
       onPresence: app.notifier.onPresence,
       announce: downlink.announce,
+      credentialsRevoked: downlink.credentialsRevoked,
       log: app.log,
     })
     app.decorate('trmnl', trmnl)

@@ -152,6 +152,8 @@ export function createTrmnlService(deps: {
   onPresence?: (change: PresenceChange) => void
   /** Live state for apps watching the frame (devices/{id}/state and events), as MQTT frames have. */
   announce?: DeviceLink['announce']
+  /** A frame's token replaced by a hash alone (a re-pair): a broker's own account for the old one goes (RabbitMQ's device users). */
+  credentialsRevoked?: DeviceLink['credentialsRevoked']
   log?: { warn(obj: object, msg: string): void }
 }) {
   const { db } = deps
@@ -557,6 +559,9 @@ export function createTrmnlService(deps: {
         return moved
       },
     )
+    // The earlier device's old token may still open RabbitMQ (a user made at an MQTT connect):
+    // the new one is here as a hash only, so the user goes and the next connect is checked by hash.
+    if (issued) await deps.credentialsRevoked?.(earlierId)
     return issued?.prepared
   }
 

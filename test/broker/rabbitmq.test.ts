@@ -2,6 +2,7 @@
 // MQTT listener, authorised by our HTTP auth backend routes; presence from its event exchange;
 // kicks through its management API. Skipped when RabbitMQ is not here, except in CI.
 import { randomBytes } from 'node:crypto'
+import { createServer, request } from 'node:http'
 import t from 'tap'
 import type { MqttClient } from 'mqtt'
 import { jsonCall } from '../helpers/http.js'
@@ -9,6 +10,8 @@ import { freePort, startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { connect, eventually, nextMessage, subackCodes } from '../helpers/mqtt.js'
+import { deleteDeviceRows } from '../../src/devices/repository.js'
+import { rabbitManagement } from '../../src/mqtt/rabbitmq-management.js'
 import { deleteQueues, RABBIT, rabbitmqMissing, setUpRabbitMQ } from '../helpers/rabbitmq.js'
 import { ACL_MATRIX } from '../helpers/acl-matrix.js'
 
@@ -18,8 +21,23 @@ const SECRET = `hook-${randomBytes(16).toString('hex')}`
 
 t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? missing : false }, async (t) => {
   const port = await freePort()
-  const hookUrl = `http://127.0.0.1:${port}`
+  // RabbitMQ calls the service through this proxy, which counts the calls per route.
+  const hookCalls = new Map<string, number>()
+  const proxy = createServer((req, res) => {
+    const route = (req.url ?? '').split('/').pop() ?? ''
+    hookCalls.set(route, (hookCalls.get(route) ?? 0) + 1)
+    const upstream = request({ host: '127.0.0.1', port, path: req.url, method: req.method, headers: req.headers }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers)
+      up.pipe(res)
+    })
+    upstream.on('error', () => res.writeHead(502).end())
+    req.pipe(upstream)
+  })
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => proxy.close())
+  const hookUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`
   await setUpRabbitMQ(t, hookUrl, SECRET)
+  const management = rabbitManagement(RABBIT.managementUrl)
   const env = {
     PORT: String(port),
     MQTT_EXTERNAL_URL: RABBIT.mqttUrl,
@@ -81,7 +99,12 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
     t.equal(c.connected, true, 'the pairing credentials work on RabbitMQ’s MQTT listener')
     await c.endAsync()
     t.equal(await refused(asDevice(dev, { password: 'not-the-secret' })), true, 'a wrong secret is refused')
-    t.equal(await refused(asDevice(dev, { clientId: `${dev.deviceId}-2` })), true, 'a client id other than the device id is refused')
+    await management.deleteUser(dev.deviceId)
+    t.equal(
+      await refused(asDevice(dev, { clientId: `${dev.deviceId}-2` })),
+      true,
+      'a client id other than the device id is refused (HTTP routes)',
+    )
     const ghost = 'c0ffee00-0000-4000-8000-000000000000'
     t.equal(
       await refused(connect(RABBIT.mqttUrl, { clientId: ghost, username: ghost, password: 'x'.repeat(43) })),
@@ -89,6 +112,55 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
       'an unknown device is refused',
     )
     t.equal(await refused(connect(RABBIT.mqttUrl, { clientId: 'anon' })), true, 'no anonymous logins')
+  })
+
+  t.test('a paired device is a RabbitMQ internal user: RabbitMQ admits it without asking the service', async (t) => {
+    const dev = await pairDevice(svc, token)
+    const other = await pairDevice(svc, token)
+    t.equal(await management.hasUser(dev.deviceId), true, 'pairing made the device a user')
+    hookCalls.clear()
+    const c = await asDevice(dev)
+    t.teardown(() => c.end(true))
+    t.same(await subackCodes(c, [dev.topics.prompt!, 'fleet/cmd', `devices/${dev.deviceId}/#`], 1), [1, 1, 1], 'its own topics')
+    const refusedCodes = await Promise.race([
+      subackCodes(c, [`devices/${other.deviceId}/prompt`], 1),
+      new Promise<number[]>((resolve) => c.once('close', () => resolve([0x80]))),
+    ])
+    t.same(refusedCodes, [0x80], 'another device’s topic is refused')
+    t.same(Object.fromEntries(hookCalls), {}, 'no call to the service’s auth routes')
+  })
+
+  t.test('a device user that logs in with another device’s client id loses its user and its connection', async (t) => {
+    const victim = await pairDevice(svc, token)
+    const rogue = await pairDevice(svc, token)
+    // RabbitMQ's internal backend does not see the client id: the login succeeds and takes over the client id.
+    const taken = await asDevice(rogue, { clientId: victim.deviceId })
+    const closed = new Promise<void>((resolve) => taken.once('close', () => resolve()))
+    await closed
+    t.pass('the service closes that connection (from the event exchange)')
+    await eventually(async () => ((await management.hasUser(rogue.deviceId)) ? null : true))
+    t.pass('and deletes the device’s user')
+    t.equal(await refused(asDevice(rogue, { clientId: victim.deviceId })), true, 'its next try goes to the HTTP routes, which refuse it')
+    const back = await asDevice(victim)
+    t.equal(back.connected, true, 'the other device connects again')
+    await back.endAsync()
+  })
+
+  t.test('a device paired before is checked by the service once, then admitted by RabbitMQ', async (t) => {
+    const dev = await pairDevice(svc, token)
+    // As a device paired before RABBITMQ_DEVICE_USERS: no internal user.
+    t.equal(await management.deleteUser(dev.deviceId), true)
+    hookCalls.clear()
+    const first = await asDevice(dev)
+    await first.endAsync()
+    t.equal(hookCalls.get('user'), 1, 'the first connect asks the HTTP routes')
+    await eventually(async () => ((await management.hasUser(dev.deviceId)) ? true : null))
+    t.pass('and the service made it a user')
+    hookCalls.clear()
+    const again = await asDevice(dev)
+    t.same(await subackCodes(again, [dev.topics.prompt!], 1), [1])
+    await again.endAsync()
+    t.same(Object.fromEntries(hookCalls), {}, 'the next connect is RabbitMQ’s alone')
   })
 
   t.test('the ACL matrix: the embedded broker’s topic rights, decided on RabbitMQ’s routing keys', async (t) => {
@@ -160,7 +232,9 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
     )
     await presence(dev.deviceId, 'device.disconnected', 1, 'kicked')
     t.pass('recorded as kicked')
+    t.ok(at - start < 1000, 'within a second')
     t.equal(await refused(asDevice(dev)), true, 'and it cannot come back')
+    t.equal(await management.hasUser(dev.deviceId), false, 'its RabbitMQ user is gone')
 
     const gone = await pairDevice(svc, token)
     const g = await asDevice(gone)
@@ -168,6 +242,8 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
     t.equal((await api('DELETE', '/api/device/delete', { deviceId: gone.deviceId })).status, 200)
     await closedToo
     t.pass('deleting a device closes its connection too')
+    t.equal(await management.hasUser(gone.deviceId), false, 'and deletes its RabbitMQ user')
+    t.equal(await refused(asDevice(gone)), true, 'which cannot come back')
   })
 
   t.test('what a device missed comes through the outbox when it starts a session RabbitMQ has no state for', async (t) => {
@@ -219,6 +295,10 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
 
   t.test('a device reconnects after the service restarts', async (t) => {
     const dev = await pairDevice(svc, token)
+    // Deleted in the database alone, as a deleted account's devices are: no revocation reaches RabbitMQ.
+    const orphan = await pairDevice(svc, token)
+    await deleteDeviceRows(svc.app.database.db, orphan.deviceId)
+    t.equal(await management.hasUser(orphan.deviceId), true)
     const c = await asDevice(dev)
     await presence(dev.deviceId, 'device.connected', 0)
     await svc.close()
@@ -227,6 +307,9 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
     svc = await startApp(t, { env, reuse: { dataDir: svc.dataDir, databaseUrl: svc.config.databaseUrl } })
     await presence(dev.deviceId, 'device.disconnected', 1, 'client_disconnect')
     t.pass('the disconnect queued on RabbitMQ while the service was down is recorded after its restart')
+    await eventually(async () => ((await management.hasUser(orphan.deviceId)) ? null : true))
+    t.pass('the sweep at start deleted the RabbitMQ user of the device deleted in the database alone')
+    t.equal(await refused(asDevice(orphan)), true, 'which cannot connect')
     const again = await asDevice(dev)
     t.teardown(() => again.endAsync())
     await presence(dev.deviceId, 'device.connected', 2)

@@ -30,7 +30,7 @@ const eval_ = async (expr: string) => (await run('rabbitmqctl', ['-q', 'eval', e
 const APPS = ['rabbit', 'rabbitmq_mqtt', 'rabbitmq_auth_backend_http']
 const ENABLED_FILE = '/etc/rabbitmq/enabled_plugins'
 
-type Snapshot = { plugins: string[]; enabledFile: string | undefined; env: string }
+type Snapshot = { plugins: string[]; enabledFile: string | undefined; env: string; users: string }
 
 async function explicitPlugins(): Promise<string[]> {
   const { stdout } = await run('rabbitmq-plugins', ['-q', 'list', '-E', '-m'])
@@ -46,6 +46,8 @@ async function snapshot(): Promise<Snapshot> {
     plugins: await explicitPlugins(),
     enabledFile: await readFile(ENABLED_FILE, 'utf8').catch(() => undefined),
     env: await eval_(`${loaded}, [{A, lists:member(A, Loaded), application:get_all_env(A)} || A <- [${APPS.join(', ')}]].`),
+    // The internal users: the service makes devices users (RABBITMQ_DEVICE_USERS), and they go at the end.
+    users: await eval_('mnesia:dirty_all_keys(rabbit_user).'),
   }
 }
 
@@ -85,6 +87,9 @@ async function restore(s: Snapshot) {
         true -> [application:unset_env(A, K) || {K, _} <- application:get_all_env(A), not lists:keymember(K, 1, Env)],
                 [application:set_env(A, K, V) || {K, V} <- Env]
       end || {A, WasLoaded, Env} <- ${s.env}], ok.`,
+  )
+  await eval_(
+    `[rabbit_auth_backend_internal:delete_user(U, <<"test-teardown">>) || U <- mnesia:dirty_all_keys(rabbit_user), not lists:member(U, ${s.users})], ok.`,
   )
   if (s.enabledFile === undefined) await rm(ENABLED_FILE, { force: true })
   else await writeFile(ENABLED_FILE, s.enabledFile)
