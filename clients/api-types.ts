@@ -992,7 +992,31 @@ export interface paths {
          */
         get: operations["getScreensByIdPreview"];
         put?: never;
-        post?: never;
+        /**
+         * The picture a frame would show with an unsaved draft
+         * @description Renders the draft exactly as the saved screen would be for the frame (its size, inks and dithering; the screen's data), to look at only: nothing is stored and no frame is sent anything. What the draft leaves out is the saved screen's. A template that fails answers 422 with the reason's code; the screen's `lastError` is left as it is.
+         */
+        post: operations["postScreensByIdPreview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/screens/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The picture a frame would show for a screen not created yet
+         * @description Renders the draft exactly as the saved screen would be for the frame (its size, inks and dithering; the screen's data), to look at only: nothing is stored and no frame is sent anything. What the draft leaves out is the saved screen's. A template that fails answers 422 with the reason's code; the screen's `lastError` is left as it is. Without a saved screen the draft has no data, and gives `template` or `builtin` itself.
+         */
+        post: operations["postScreensPreview"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6917,6 +6941,122 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postScreensByIdPreview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "template": "<h1>{{ title }}</h1>",
+                 *       "css": "h1{font-size:64px}",
+                 *       "variables": {
+                 *         "title": "Draft"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description a Liquid template producing HTML */
+                    template?: string;
+                    /** @description instead of a template, a built-in screen: clock, calendar (an ICS source), frame-status, weather (an Open-Meteo JSON source) */
+                    builtin?: string;
+                    /** @description a stylesheet for the HTML (class selectors and the like) */
+                    css?: string;
+                    /** @description values the template reads by name (the data's own fields take precedence) */
+                    variables?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description IANA time zone the screen shows times in */
+                    timeZone?: string;
+                    /** @description drawn for this frame's size, inks and dithering (one you may read) */
+                    deviceId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description PNG */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    postScreensPreview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "template": "<h1>{{ title }}</h1>",
+                 *       "css": "h1{font-size:64px}",
+                 *       "variables": {
+                 *         "title": "Draft"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description a Liquid template producing HTML */
+                    template?: string;
+                    /** @description instead of a template, a built-in screen: clock, calendar (an ICS source), frame-status, weather (an Open-Meteo JSON source) */
+                    builtin?: string;
+                    /** @description a stylesheet for the HTML (class selectors and the like) */
+                    css?: string;
+                    /** @description values the template reads by name (the data's own fields take precedence) */
+                    variables?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description IANA time zone the screen shows times in */
+                    timeZone?: string;
+                    /** @description drawn for this frame's size, inks and dithering (one you may read) */
+                    deviceId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description PNG */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];

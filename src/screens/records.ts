@@ -109,3 +109,24 @@ export const screenCreatedSchema = Type.Object({
   ...screenRecordSchema.properties,
   token: Type.String({ description: 'the webhook token for POST /api/screens/{id}/data; shown only now' }),
 })
+
+/**
+ * A draft to preview: what the editor holds, unsaved. Any field left out is the saved screen's
+ * (or, previewing before creation, the default); the screen's data is always the saved data.
+ */
+export const screenDraftSchema = Type.Object(
+  {
+    template: Type.Optional(fields.template),
+    builtin: Type.Optional(screenCreateSchema.properties.builtin),
+    css: Type.Optional(fields.css),
+    variables: Type.Optional(fields.variables),
+    timeZone: Type.Optional(fields.timeZone),
+    deviceId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 128, description: "drawn for this frame's size, inks and dithering (one you may read)" }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    examples: [{ template: '<h1>{{ title }}</h1>', css: 'h1{font-size:64px}', variables: { title: 'Draft' } }],
+  },
+)

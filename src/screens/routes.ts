@@ -6,12 +6,20 @@ import { Type } from 'typebox'
 import { principalOf } from '../auth/route-auth.js'
 import { exampleIds } from '../openapi/examples.js'
 import { callerSecurity as security, errorResponses as errors } from '../http/route-schemas.js'
-import { screenCreatedSchema, screenCreateSchema, screenPatchSchema, screenRecordSchema } from './records.js'
-import type { ScreenService } from './service.js'
+import { screenCreatedSchema, screenCreateSchema, screenDraftSchema, screenPatchSchema, screenRecordSchema } from './records.js'
+import type { ScreenDraft, ScreenService } from './service.js'
 
 const tags = ['device module']
 const id = Type.String({ minLength: 1, maxLength: 128 })
 const params = Type.Object({ id })
+/**
+ * A draft's body: its template (100 000 characters) and CSS (200 000) at up to 3 bytes each in
+ * UTF-8, with room for its variables; more than that cannot be a valid draft.
+ */
+const DRAFT_BODY_LIMIT = 1_048_576
+const draftDescription =
+  "Renders the draft exactly as the saved screen would be for the frame (its size, inks and dithering; the screen's data), to look at only: nothing is stored and no frame is sent anything. What the draft leaves out is the saved screen's. A template that fails answers 422 with the reason's code; the screen's `lastError` is left as it is."
+const pngResponse = { type: 'string', format: 'binary', description: 'PNG' } as const
 
 export async function screenRoutes(fastify: FastifyInstance, opts: { screens: ScreenService; webhookBodyLimit: number }) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -139,11 +147,51 @@ export async function screenRoutes(fastify: FastifyInstance, opts: { screens: Sc
         security,
         params,
         querystring: Type.Object({ deviceId: Type.Optional(id) }),
-        response: { 200: { type: 'string', format: 'binary', description: 'PNG' }, ...errors(401, 404, 422, 503) },
+        response: { 200: pngResponse, ...errors(401, 404, 422, 503) },
       },
     },
     async (req, reply) => {
       const { body, contentType } = await screens.preview(principalOf(req).userId, req.params.id, req.query.deviceId)
+      return reply.type(contentType).header('cache-control', 'no-store').send(body)
+    },
+  )
+
+  // Static types, as the GET preview: the answer is raw PNG bytes.
+  fastify.post<{ Params: { id: string }; Body: ScreenDraft }>(
+    '/api/screens/:id/preview',
+    {
+      bodyLimit: DRAFT_BODY_LIMIT,
+      schema: {
+        tags,
+        summary: 'The picture a frame would show with an unsaved draft',
+        description: draftDescription,
+        security,
+        params,
+        body: screenDraftSchema,
+        response: { 200: pngResponse, ...errors(400, 401, 404, 413, 422, 503) },
+      },
+    },
+    async (req, reply) => {
+      const { body, contentType } = await screens.previewDraft(principalOf(req).userId, req.params.id, req.body)
+      return reply.type(contentType).header('cache-control', 'no-store').send(body)
+    },
+  )
+
+  fastify.post<{ Body: ScreenDraft }>(
+    '/api/screens/preview',
+    {
+      bodyLimit: DRAFT_BODY_LIMIT,
+      schema: {
+        tags,
+        summary: 'The picture a frame would show for a screen not created yet',
+        description: `${draftDescription} Without a saved screen the draft has no data, and gives \`template\` or \`builtin\` itself.`,
+        security,
+        body: screenDraftSchema,
+        response: { 200: pngResponse, ...errors(400, 401, 404, 413, 422, 503) },
+      },
+    },
+    async (req, reply) => {
+      const { body, contentType } = await screens.previewDraft(principalOf(req).userId, undefined, req.body)
       return reply.type(contentType).header('cache-control', 'no-store').send(body)
     },
   )

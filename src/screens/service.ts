@@ -65,6 +65,8 @@ export type ScreenInput = {
   organizationId?: string
 }
 export type ScreenPatch = Partial<Omit<ScreenInput, 'organizationId' | 'source'>> & { source?: SourceInput | null }
+/** An unsaved draft to preview: what it leaves out is the saved screen's. */
+export type ScreenDraft = Pick<ScreenInput, 'template' | 'builtin' | 'css' | 'variables' | 'timeZone'> & { deviceId?: string }
 
 /** A screen's failure as the API answers it: the code says which, the message what. */
 class ScreenFailure extends AppError {}
@@ -217,6 +219,14 @@ export function createScreenService(deps: ScreenDeps) {
       throw failure(result.code, result.message)
     }
     return result.png
+  }
+
+  /** A drawing converted for the panel, as the preview answers it (the PNG of its inks). */
+  async function asPreview(ownerId: string, png: Buffer, profile: DisplayProfile) {
+    const variants = await deps.images.convert(ownerId, png, profile)
+    const v = previewVariant(variants, profile)
+    if (!v) throw failure('SCREEN_RENDER_FAILED', 'the picture could not be converted for this display')
+    return { body: v.data, contentType: v.contentType }
   }
 
   const renderKey = (s: ScreenRow, dev: DeviceRow) => `${profileKey(dev.display as DisplayProfile)}${readsDevice(s) ? `:${dev.id}` : ''}`
@@ -444,11 +454,44 @@ export function createScreenService(deps: ScreenDeps) {
       const dev = deviceId ? await accessibleDevice(db, deviceId, userId, 'read') : undefined
       const profile = dev ? (dev.display as DisplayProfile) : DEFAULT_DISPLAY
       const png = await draw(s, profile, dev ? deviceContext(dev) : undefined)
-      const variants = await deps.images.convert(s.userId, png, profile)
-      const v = previewVariant(variants, profile)
-      if (!v) throw failure('SCREEN_RENDER_FAILED', 'the picture could not be converted for this display')
+      const answer = await asPreview(s.userId, png, profile)
       if (s.lastError && !s.lastError.code.startsWith('SCREEN_SOURCE')) await setScreenError(db, s.id, null)
-      return { body: v.data, contentType: v.contentType }
+      return answer
+    },
+
+    /**
+     * An unsaved draft drawn as the saved screen would be for the frame (the same render pool and
+     * bounds, the screen's data, the panel's inks and dithering), to be looked at only: nothing is
+     * stored, no frame is sent anything, and a failure is this answer's 4xx, not the screen's
+     * lastError (the frames still show the saved screen). Without `id`, a screen not created yet.
+     */
+    async previewDraft(userId: string, id: string | undefined, draft: ScreenDraft) {
+      const saved = id ? await requireScreen(db, id, userId, 'read') : undefined
+      const dev = draft.deviceId ? await accessibleDevice(db, draft.deviceId, userId, 'read') : undefined
+      checkTimeZone(draft.timeZone)
+      if (draft.template !== undefined && draft.builtin !== undefined) throw appError('VALIDATION_ERROR', 'give either template or builtin')
+      if (draft.builtin !== undefined && !builtinScreens[draft.builtin])
+        throw appError('VALIDATION_ERROR', `builtin: one of ${Object.keys(builtinScreens).join(', ')}`)
+      // A draft's template replaces a built-in and the other way round, as they would once saved.
+      const template = draft.template ?? (draft.builtin === undefined ? saved?.template : undefined)
+      const builtin = draft.builtin ?? (draft.template === undefined ? saved?.builtin : undefined)
+      if (!template && !builtin) throw appError('VALIDATION_ERROR', 'give either template or builtin')
+      const css = draft.css ?? saved?.css
+      const profile = dev ? (dev.display as DisplayProfile) : DEFAULT_DISPLAY
+      const result = await deps.renderer.render({
+        ...(template ? { template } : {}),
+        ...(builtin ? { builtin } : {}),
+        ...(css ? { css } : {}),
+        variables: draft.variables ?? saved?.variables ?? {},
+        data: saved?.data ?? null,
+        now: deps.clock().toISOString(),
+        timeZone: draft.timeZone ?? saved?.timeZone ?? 'UTC',
+        ...(dev ? { device: deviceContext(dev) } : {}),
+        width: profile.width,
+        height: profile.height,
+      })
+      if (!result.ok) throw failure(result.code, result.message)
+      return asPreview(saved?.userId ?? userId, result.png, profile)
     },
 
     /** Makes the screen the frame's current picture (and the frame one that follows the screen's changes). */

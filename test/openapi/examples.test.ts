@@ -300,10 +300,12 @@ const steps: Step[] = [
   { op: 'POST /api/playlists/{id}/items', prepare: () => ({ as: 'grace', params: { id: exampleIds.playlistId } }) },
   { op: 'PUT /api/device/{id}/schedule', prepare: () => ({ as: 'grace', params: { id: exampleIds.deviceId } }) },
 
-  // Grace's screen: created, changed, shown on her frame, fed by its webhook with the token it was created with.
+  // Grace's screen: created, changed, a draft of it (and of a new one) previewed, shown on her frame, fed by its webhook with the token it was created with.
   { op: 'POST /api/screens', prepare: as('grace'), after: keepScreen },
   { op: 'POST /api/screens/recipes', prepare: as('grace') },
   { op: 'PATCH /api/screens/{id}', prepare: () => ({ as: 'grace', params: { id: screen.id } }) },
+  { op: 'POST /api/screens/{id}/preview', prepare: () => ({ as: 'grace', params: { id: screen.id } }) },
+  { op: 'POST /api/screens/preview', prepare: as('grace') },
   { op: 'POST /api/screens/{id}/show', prepare: () => ({ as: 'grace', params: { id: screen.id } }) },
   {
     op: 'POST /api/screens/{id}/data',

@@ -1,7 +1,8 @@
 // The console's data layer for screens (web/src/queries/screens.ts, and adding a screen to a
 // playlist) in Node against the real app, with a QueryClient as the Screens page uses it: the
-// preview is the PNG at the chosen frame's size, a failing template is an error with the
-// service's code and words, and each change lands under the keys the page reads. Same style as
+// preview draws the unsaved draft as a PNG at the chosen frame's size without saving it or
+// touching the screen's record, a failing template is an error with the service's code and words,
+// and each change lands under the keys the page reads. Same style as
 // data-layer.test.ts; the browser journey is screens.test.ts.
 import sharp from 'sharp'
 import t, { type Test } from 'tap'
@@ -59,18 +60,17 @@ t.test('screens key their queries under a root of their own, a screen\u2019s und
   )
   t.equal(new Set(roots).size, roots.length, `no two domains share a root: ${roots.join(', ')}`)
   const one = screenKeys.one('a')
-  for (const q of [screenQueries.detail('a'), screenQueries.preview('a', 'd', 'v1'), screenQueries.preview('a', undefined, 'v1')])
-    t.same(q.queryKey.slice(0, one.length), one, `${q.queryKey.join('/')} is under the screen`)
-  t.not(
-    JSON.stringify(screenQueries.preview('a', 'd', 'v1').queryKey),
-    JSON.stringify(screenQueries.preview('a', 'd', 'v2').queryKey),
-    'a saved change is a new preview',
-  )
+  for (const q of [screenQueries.detail('a'), screenQueries.preview('a', { deviceId: 'd' }, 'v1'), screenQueries.preview('a', {}, 'v1')])
+    t.same(q.queryKey.slice(0, one.length), one, `${JSON.stringify(q.queryKey)} is under the screen`)
+  const key = (draft: object, version: string) => JSON.stringify(screenQueries.preview('a', draft, version).queryKey)
+  t.not(key({ template: 'x' }, 'v1'), key({ template: 'x' }, 'v2'), 'a saved change or new data is a new preview')
+  t.not(key({ template: 'x' }, 'v1'), key({ template: 'y' }, 'v1'), 'so is another draft')
+  t.not(key({ template: 'x' }, 'v1'), key({ template: 'x', deviceId: 'd' }, 'v1'), 'and another frame')
   const at = '2026-01-01T00:00:00.000Z'
   t.not(screenVersion({ updatedAt: at, dataAt: null }), screenVersion({ updatedAt: at, dataAt: at }), 'so is new data')
 })
 
-t.test('a screen: created, previewed at the frame\u2019s size, broken and fixed, shown, in a playlist, deleted', async (t) => {
+t.test('a screen: created, its drafts previewed at the frame\u2019s size, broken and fixed, shown, in a playlist, deleted', async (t) => {
   const { client, jar } = makeClient(svc.url)
   await signUp(client, uniqueEmail('dl-screens'))
   openPage(svc, jar)
@@ -95,30 +95,52 @@ t.test('a screen: created, previewed at the frame\u2019s size, broken and fixed,
   })
   const deviceId: string = paired.device.id
   const detail = qc.getQueryData<any>(screenKeys.detail(id))
-  const png = await get(qc, screenQueries.preview(id, deviceId, screenVersion(detail)))
+  const version = screenVersion(detail)
+  const png = await get(qc, screenQueries.preview(id, { deviceId }, version))
   t.equal(png.type, 'image/png')
   t.same(await size(png), { format: 'png', width: 400, height: 300 }, 'the preview is at the frame\u2019s size')
   t.same(
-    await size(await get(qc, screenQueries.preview(id, undefined, screenVersion(detail)))),
+    await size(await get(qc, screenQueries.preview(id, {}, version))),
     { format: 'png', width: 800, height: 480 },
     'without a frame, the default panel',
   )
 
-  // A change answers the screen, shown as it is: its new version is a new preview.
-  const broken = await run(qc, screenMutations.patch(id), { template: '{% if %}' })
-  t.same(qc.getQueryData(screenKeys.detail(id)), broken, 'the saved screen is shown, not read again')
-  t.not(broken.updatedAt, detail.updatedAt)
-  await until('the list to be read again', () => !stale(qc, screenKeys.list()) && list.getCurrentResult().isSuccess)
-  const refused = await get(qc, screenQueries.preview(id, deviceId, screenVersion(broken))).catch((e: unknown) => e)
+  // A draft is drawn, not saved: another picture, the same screen.
+  const bytes = async (blob: Blob) => Buffer.from(await blob.arrayBuffer())
+  const drafted = await get(
+    qc,
+    screenQueries.preview(id, { template: '<h1>{{ title }}, draft</h1>', variables: { title: 'Bye' }, deviceId }, version),
+  )
+  t.same(await size(drafted), { format: 'png', width: 400, height: 300 })
+  t.notOk((await bytes(drafted)).equals(await bytes(png)), 'the draft\u2019s picture, not the saved one')
+  const unchanged = await get(qc, { ...screenQueries.detail(id), staleTime: 0 })
+  t.same(unchanged, detail, 'the screen is not saved by previewing a draft')
+
+  // A draft that does not parse: the service's code and words, and nothing on the screen's record.
+  const refused = await get(qc, screenQueries.preview(id, { template: '{% if %}', deviceId }, version)).catch((e: unknown) => e)
   t.match(
     refused,
     { status: 422, code: 'SCREEN_TEMPLATE_INVALID', message: String },
     'a failing template: the service\u2019s code and words',
   )
   t.notMatch(m.api.errorText(refused), /[{}]/, `said in words: "${m.api.errorText(refused)}"`)
-  t.match(await get(qc, { ...screenQueries.detail(id), staleTime: 0 }), { lastError: { code: 'SCREEN_TEMPLATE_INVALID' } })
-  const fixed = await run(qc, screenMutations.patch(id), { template: '<h1>{{ title }}</h1>' })
-  t.same(await size(await get(qc, screenQueries.preview(id, deviceId, screenVersion(fixed)))), { format: 'png', width: 400, height: 300 })
+  t.match(
+    await get(qc, { ...screenQueries.detail(id), staleTime: 0 }),
+    { lastError: null },
+    'a draft\u2019s failure is not the screen\u2019s',
+  )
+
+  // Saved: the answer is shown as it is, a new version, so the preview is drawn again.
+  const saved = await run(qc, screenMutations.patch(id), { template: '<h1>{{ title }}!</h1>' })
+  t.same(qc.getQueryData(screenKeys.detail(id)), saved, 'the saved screen is shown, not read again')
+  t.not(saved.updatedAt, detail.updatedAt)
+  t.not(screenVersion(saved), version)
+  await until('the list to be read again', () => !stale(qc, screenKeys.list()) && list.getCurrentResult().isSuccess)
+  t.same(await size(await get(qc, screenQueries.preview(id, { deviceId }, screenVersion(saved)))), {
+    format: 'png',
+    width: 400,
+    height: 300,
+  })
 
   await get(qc, screenQueries.detail(id))
   const shown = await run(qc, screenMutations.show(id), deviceId)

@@ -1,7 +1,8 @@
 // The Screens page in a real browser (Chromium through playwright-core) against the real app:
 // a screen created from a template, its webhook token shown once (copied, and working), the
-// editor's preview drawn at the chosen frame's size, a broken template said in words and fixed
-// by typing, shown on the frame, added to a playlist, and deleted (refused while in the playlist);
+// editor's preview drawn at the chosen frame's size, drafts previewed as typed but saved only
+// with Save (a broken one said in words and fixed by typing; leaving with unsaved changes asks
+// first), shown on the frame, added to a playlist, and deleted (refused while in the playlist);
 // then a TRMNL recipe imported from its files and previewed.
 // axe-core checks each screen; screenshots go to .tap/screenshots/.
 import { join } from 'node:path'
@@ -100,23 +101,41 @@ t.test('in Chromium: a screen from a template, previewed, shown, in a playlist, 
   )
   await page.setViewportSize(DESKTOP)
 
-  // Typing a template that does not parse: saved a moment later, then said in words, with the code on the record.
+  // Typing a template that does not parse: drawn, said in words; nothing saved, the screen not failing.
+  const savedTemplate = (await call(`/api/screens/${id}`)).body.template
   await page.getByLabel('Liquid template').fill('<h1>{% if %}</h1>')
   await page.getByText('The preview cannot be drawn:').waitFor({ timeout: 15_000 })
-  await page.getByText(/The screen fails \(SCREEN_TEMPLATE_INVALID\)/).waitFor({ timeout: 15_000 })
   t.notMatch(await page.getByRole('alert').first().textContent(), /"code"|^\s*\{/, 'the error is words, not JSON')
+  await page.getByText('Unsaved changes: the frames show the saved screen until you save.').waitFor()
   await checkScreen(t, page, 'screen-editor-error')
-  t.equal((await call(`/api/screens/${id}`)).body.template, '<h1>{% if %}</h1>', 'the draft was saved after typing stopped')
+  const whileTyping = (await call(`/api/screens/${id}`)).body
+  t.equal(whileTyping.template, savedTemplate, 'the draft is not saved by typing')
+  t.equal(whileTyping.lastError, null, 'nor is its failure the screen\u2019s')
+  t.equal(await page.getByText(/The screen fails/).count(), 0)
 
-  // Fixed by typing: a new preview, the error gone.
-  await page.getByLabel('Liquid template').fill('<div class="box"><h1>{{ title }}</h1><p>{{ data.message }}</p><p>Fixed</p></div>')
+  // Fixed by typing: the draft drawn, still not saved.
+  const fixedTemplate = '<div class="box"><h1>{{ title }}</h1><p>{{ data.message }}</p><p>Fixed</p></div>'
+  await page.getByLabel('Liquid template').fill(fixedTemplate)
   await page.getByText('The preview cannot be drawn:').waitFor({ state: 'detached', timeout: 15_000 })
-  await page.getByText(/The screen fails/).waitFor({ state: 'detached', timeout: 15_000 })
   await page.waitForFunction((before) => {
     const img = document.querySelector('img.preview') as HTMLImageElement | null
     return img && img.src !== before && img.complete && img.naturalWidth === 400
   }, first.src)
-  t.match(await previewSize(page), { width: 400, height: 300 }, 'the fixed template is drawn at the frame\u2019s size')
+  t.match(await previewSize(page), { width: 400, height: 300 }, 'the draft is drawn at the frame\u2019s size')
+  t.equal((await call(`/api/screens/${id}`)).body.template, savedTemplate, 'and still not saved')
+
+  // Leaving with unsaved changes asks first; staying keeps them.
+  await page.getByRole('link', { name: '← All screens' }).click()
+  await page.getByText('Hall board has unsaved changes.').waitFor()
+  await page.getByRole('button', { name: 'Stay' }).click()
+  await page.getByText('Hall board has unsaved changes.').waitFor({ state: 'detached' })
+  t.equal(await page.getByLabel('Liquid template').inputValue(), fixedTemplate, 'staying keeps the draft')
+
+  // Saved with Save: then the screen is the draft.
+  await page.getByRole('button', { name: 'Save', exact: true }).click()
+  await page.getByText('Saved: the frames showing this screen get it now.').waitFor()
+  t.equal((await call(`/api/screens/${id}`)).body.template, fixedTemplate, 'Save saves the draft')
+  t.ok(await page.getByRole('button', { name: 'Save', exact: true }).isDisabled(), 'nothing left to save')
 
   // Show now: the frame is sent the screen's picture.
   const before = (await call(`/api/device/${frame.deviceId}`)).body.desiredImageId

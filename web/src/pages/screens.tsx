@@ -1,15 +1,16 @@
 // Screens: the list with a form for a new one (/screens), and the editor (/screens/:id): the
-// template and its variables saved as you type, the preview the chosen frame would show (its
-// size, inks and dithering), the screen's last error, "show now", adding it to a playlist, its
-// data source and webhook.
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+// template and its variables, previewed as you type as the chosen frame would show them (its
+// size, inks and dithering) and saved only with Save, since saving sends the screen to every
+// frame showing it; the screen's last error, "show now", adding it to a playlist, its data source
+// and webhook.
+import { useMutation, useQuery } from '@tanstack/react-query'
 import { useEffect, useState } from 'react'
 import { useForm } from 'react-hook-form'
-import { Link, useNavigate, useParams } from 'react-router'
+import { Link, useBlocker, useNavigate, useParams } from 'react-router'
 import { errorText, type Screen } from '../api'
 import { deviceQueries } from '../queries/devices'
 import { playlistMutations, playlistQueries } from '../queries/playlists'
-import { type ScreenCreate, screenKeys, screenMutations, screenQueries, screenVersion } from '../queries/screens'
+import { type ScreenCreate, type ScreenDraft, screenMutations, screenQueries, screenVersion } from '../queries/screens'
 import { ago, Button, Empty, ErrorState, Field, Loading, Notice } from '../ui'
 
 /** The built-in screens the service draws (src/screens/builtin), and the source each reads. */
@@ -305,10 +306,7 @@ export function ScreenPage() {
           <span className="muted">({ago(s.lastError.at)}; frames keep their last good picture)</span>
         </Notice>
       ) : null}
-      <div className="screen-editor">
-        <Editor key={s.id} screen={s} />
-        <Preview screen={s} />
-      </div>
+      <ScreenEditor key={s.id} screen={s} />
       <Use screen={s} />
       <Data screen={s} />
       <Remove screen={s} />
@@ -316,58 +314,167 @@ export function ScreenPage() {
   )
 }
 
-/** The template, its CSS and variables, saved a moment after typing stops (the preview draws what is saved). */
-function Editor({ screen: s }: { screen: Screen }) {
+/** How long typing must pause before the draft is drawn: a preview a keystroke would waste the render pool. */
+const DRAW_AFTER_MS = 400
+
+/** `value` once it has stayed the same for `ms` (compared as JSON, so a new but equal object is no change). */
+function useSettled<T>(value: T, ms: number): T {
+  const text = JSON.stringify(value)
+  const [settled, setSettled] = useState(text)
+  useEffect(() => {
+    const timer = setTimeout(() => setSettled(text), ms)
+    return () => clearTimeout(timer)
+  }, [text, ms])
+  return JSON.parse(settled) as T
+}
+
+/** The editor's fields as typed, what saving would change, and the draft the preview draws. */
+function useDraft(s: Screen) {
   const [name, setName] = useState(s.name)
   const [template, setTemplate] = useState(s.template ?? '')
   const [css, setCss] = useState(s.css ?? '')
   const [variables, setVariables] = useState(JSON.stringify(s.variables, null, 2))
-  const patch = useMutation(screenMutations.patch(s.id))
   const parsed = parseVariables(variables)
+  const valid = Boolean(name.trim()) && (Boolean(s.builtin) || Boolean(template)) && typeof parsed !== 'string'
   const changes = {
     ...(name.trim() && name.trim() !== s.name ? { name: name.trim() } : {}),
     ...(!s.builtin && template && template !== (s.template ?? '') ? { template } : {}),
     ...(!s.builtin && css !== (s.css ?? '') ? { css } : {}),
     ...(typeof parsed !== 'string' && JSON.stringify(parsed) !== JSON.stringify(s.variables) ? { variables: parsed } : {}),
   }
-  const pending = JSON.stringify(changes)
-  const { mutate } = patch
+  // While a field is invalid (an empty template, variables mid-edit) the last valid draft stays drawn.
+  const [lastValid, setLastValid] = useState<ScreenDraft>({})
+  const current: ScreenDraft = {
+    ...(!s.builtin && template ? { template, css } : {}),
+    ...(typeof parsed !== 'string' ? { variables: parsed } : {}),
+  }
+  const currentText = JSON.stringify(current)
   useEffect(() => {
-    if (pending === '{}') return
-    const timer = setTimeout(() => mutate(JSON.parse(pending)), 700)
-    return () => clearTimeout(timer)
-  }, [pending, mutate])
-  const state = patch.isPending ? 'Saving…' : pending !== '{}' ? 'Changes not saved yet' : patch.isSuccess ? 'Saved' : ''
+    if (valid) setLastValid(JSON.parse(currentText))
+  }, [valid, currentText])
+  return {
+    fields: { name, template, css, variables, parsed },
+    set: { name: setName, template: setTemplate, css: setCss, variables: setVariables },
+    changes,
+    dirty: Object.keys(changes).length > 0,
+    valid,
+    draft: useSettled(valid ? current : lastValid, DRAW_AFTER_MS),
+  }
+}
+
+type Draft = ReturnType<typeof useDraft>
+
+/**
+ * Unsaved changes are not lost by leaving unawares: the browser asks before the tab closes or
+ * reloads, and the page before another of the console's pages opens (a deleted screen just goes).
+ */
+function useLeaveGuard(dirty: boolean) {
+  useEffect(() => {
+    if (!dirty) return
+    const ask = (e: BeforeUnloadEvent) => e.preventDefault()
+    window.addEventListener('beforeunload', ask)
+    return () => window.removeEventListener('beforeunload', ask)
+  }, [dirty])
+  return useBlocker(
+    ({ currentLocation, nextLocation }) =>
+      dirty && currentLocation.pathname !== nextLocation.pathname && !(nextLocation.state as { deleted?: boolean } | null)?.deleted,
+  )
+}
+
+/** The editor and the preview of its draft, side by side. */
+function ScreenEditor({ screen: s }: { screen: Screen }) {
+  const draft = useDraft(s)
+  const blocker = useLeaveGuard(draft.dirty)
+  return (
+    <>
+      {blocker.state === 'blocked' ? (
+        <Notice kind="error">
+          <p>
+            <strong>{s.name} has unsaved changes.</strong> Leave without saving them?
+          </p>
+          <div className="row">
+            <Button kind="danger" onClick={() => blocker.proceed()}>
+              Leave without saving
+            </Button>
+            <Button kind="secondary" onClick={() => blocker.reset()}>
+              Stay
+            </Button>
+          </div>
+        </Notice>
+      ) : null}
+      <div className="screen-editor">
+        <Editor screen={s} draft={draft} />
+        <Preview screen={s} draft={draft.draft} dirty={draft.dirty} />
+      </div>
+    </>
+  )
+}
+
+/**
+ * The template, its CSS and variables. The preview draws them as typed; Save sends them to the
+ * frames showing the screen, so a half-typed draft never reaches a frame (nor wakes one up).
+ */
+function Editor({ screen: s, draft }: { screen: Screen; draft: Draft }) {
+  const { fields, set, changes, dirty, valid } = draft
+  const patch = useMutation(screenMutations.patch(s.id))
+  const state = patch.isPending
+    ? 'Saving…'
+    : dirty
+      ? 'Unsaved changes: the frames show the saved screen until you save.'
+      : patch.isSuccess
+        ? 'Saved: the frames showing this screen get it now.'
+        : ''
   return (
     <section className="card" aria-labelledby="editor-title">
       <h2 id="editor-title">{s.builtin ? `Built-in screen: ${s.builtin}` : 'Template'}</h2>
-      <p className="muted">Saved as you type; frames showing this screen get what it draws then.</p>
+      <p className="muted">The preview draws what you type. Frames showing this screen get it when you save.</p>
       {patch.isError ? <Notice kind="error">{errorText(patch.error)}</Notice> : null}
-      <Field label="Name" error={!name.trim() ? { type: 'required', message: 'Give it a name' } : undefined}>
-        <input value={name} maxLength={100} onChange={(e) => setName(e.target.value)} />
-      </Field>
-      {s.builtin ? (
-        <p>{builtins[s.builtin]?.label ?? s.builtin}. Its variables change how it looks.</p>
-      ) : (
-        <>
-          <Field
-            label="Liquid template"
-            error={!template ? { type: 'required', message: 'A template cannot be empty' } : undefined}
-            hint="{{ name }} reads a variable or a field of the data; {{ data }} is the data itself; {{ device.width }} the frame"
-          >
-            <textarea className="code" rows={14} spellCheck={false} value={template} onChange={(e) => setTemplate(e.target.value)} />
-          </Field>
-          <Field label="CSS">
-            <textarea className="code" rows={5} spellCheck={false} value={css} onChange={(e) => setCss(e.target.value)} />
-          </Field>
-        </>
-      )}
-      <Field label="Variables (JSON)" error={typeof parsed === 'string' ? { type: 'validate', message: parsed } : undefined}>
-        <textarea className="code" rows={4} spellCheck={false} value={variables} onChange={(e) => setVariables(e.target.value)} />
-      </Field>
-      <p className="muted" role="status" aria-live="polite">
-        {state}
-      </p>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault()
+          if (dirty && valid) patch.mutate(changes)
+        }}
+      >
+        <Field label="Name" error={!fields.name.trim() ? { type: 'required', message: 'Give it a name' } : undefined}>
+          <input value={fields.name} maxLength={100} onChange={(e) => set.name(e.target.value)} />
+        </Field>
+        {s.builtin ? (
+          <p>{builtins[s.builtin]?.label ?? s.builtin}. Its variables change how it looks.</p>
+        ) : (
+          <>
+            <Field
+              label="Liquid template"
+              error={!fields.template ? { type: 'required', message: 'A template cannot be empty' } : undefined}
+              hint="{{ name }} reads a variable or a field of the data; {{ data }} is the data itself; {{ device.width }} the frame"
+            >
+              <textarea
+                className="code"
+                rows={14}
+                spellCheck={false}
+                value={fields.template}
+                onChange={(e) => set.template(e.target.value)}
+              />
+            </Field>
+            <Field label="CSS">
+              <textarea className="code" rows={5} spellCheck={false} value={fields.css} onChange={(e) => set.css(e.target.value)} />
+            </Field>
+          </>
+        )}
+        <Field
+          label="Variables (JSON)"
+          error={typeof fields.parsed === 'string' ? { type: 'validate', message: fields.parsed } : undefined}
+        >
+          <textarea className="code" rows={4} spellCheck={false} value={fields.variables} onChange={(e) => set.variables(e.target.value)} />
+        </Field>
+        <div className="row">
+          <Button type="submit" busy={patch.isPending} disabled={!dirty || !valid}>
+            Save
+          </Button>
+          <span className="muted" role="status" aria-live="polite">
+            {state}
+          </span>
+        </div>
+      </form>
     </section>
   )
 }
@@ -383,13 +490,12 @@ function useChosenFrame() {
   return { devices, device, choose: setChosen }
 }
 
-function Preview({ screen: s }: { screen: Screen }) {
+function Preview({ screen: s, draft, dirty }: { screen: Screen; draft: ScreenDraft; dirty: boolean }) {
   const { devices, device, choose } = useChosenFrame()
-  const client = useQueryClient()
   const preview = useQuery({
-    ...screenQueries.preview(s.id, device?.id, screenVersion(s)),
+    ...screenQueries.preview(s.id, { ...draft, ...(device ? { deviceId: device.id } : {}) }, screenVersion(s)),
     enabled: !devices.isPending,
-    // While the next version draws, the last one stays in view.
+    // While the next draft draws, the last one stays in view.
     placeholderData: (prev) => prev,
   })
   const [url, setUrl] = useState<string | undefined>()
@@ -399,11 +505,6 @@ function Preview({ screen: s }: { screen: Screen }) {
     setUrl(u)
     return () => URL.revokeObjectURL(u)
   }, [preview.data])
-  // A preview drawn or refused changes the screen's lastError: read it again.
-  const settledAt = Math.max(preview.dataUpdatedAt, preview.errorUpdatedAt)
-  useEffect(() => {
-    if (settledAt) void client.invalidateQueries({ queryKey: screenKeys.detail(s.id) })
-  }, [settledAt, client, s.id])
   const panel = device?.display ?? DEFAULT_PANEL
   return (
     <section className="card" aria-labelledby="preview-title">
@@ -411,7 +512,7 @@ function Preview({ screen: s }: { screen: Screen }) {
       {devices.isError ? <ErrorState error={devices.error} retry={() => void devices.refetch()} /> : null}
       <FramePicker devices={devices.data ?? []} device={device} choose={choose} />
       <p className="muted">
-        {panel.width}×{panel.height}, {panel.palette} panel: what the frame shows, converted to its inks.
+        {panel.width}×{panel.height}, {panel.palette} panel: what the frame would show{dirty ? ' once saved' : ''}, converted to its inks.
         {preview.isFetching ? ' Drawing…' : ''}
       </p>
       {preview.isError ? (
@@ -426,7 +527,7 @@ function Preview({ screen: s }: { screen: Screen }) {
           src={url}
           width={panel.width}
           height={panel.height}
-          alt={`${s.name} as ${device?.name ?? 'a frame'} shows it`}
+          alt={`${s.name} as ${device?.name ?? 'a frame'} would show it`}
         />
       ) : null}
       <div className="row">
@@ -434,7 +535,7 @@ function Preview({ screen: s }: { screen: Screen }) {
           Draw again
         </Button>
       </div>
-      <ShowNow screen={s} device={device} />
+      <ShowNow screen={s} device={device} dirty={dirty} />
     </section>
   )
 }
@@ -456,11 +557,12 @@ function FramePicker({ devices, device, choose }: { devices: Frame[]; device: Fr
   )
 }
 
-function ShowNow({ screen: s, device }: { screen: Screen; device: Frame | undefined }) {
+function ShowNow({ screen: s, device, dirty }: { screen: Screen; device: Frame | undefined; dirty: boolean }) {
   const show = useMutation(screenMutations.show(s.id))
   if (!device) return null
   return (
     <>
+      {dirty ? <p className="muted">Show now sends the saved screen: save first to send your changes.</p> : null}
       {show.isError ? <Notice kind="error">{errorText(show.error)}</Notice> : null}
       {show.isSuccess && show.variables === device.id ? (
         <Notice kind="success">Sent to {device.name}. It now follows this screen: new data, new picture.</Notice>
@@ -603,7 +705,10 @@ function Remove({ screen: s }: { screen: Screen }) {
             <Button
               kind="danger"
               busy={remove.isPending}
-              onClick={() => remove.mutate(undefined, { onSuccess: () => navigate('/screens', { replace: true }) })}
+              onClick={() =>
+                // `deleted`: unsaved changes to a deleted screen are nothing to keep (useLeaveGuard).
+                remove.mutate(undefined, { onSuccess: () => navigate('/screens', { replace: true, state: { deleted: true } }) })
+              }
             >
               Yes, delete
             </Button>

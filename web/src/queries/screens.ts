@@ -1,5 +1,7 @@
-// Screens: the list, one screen, its preview for a frame, and what changes them. A change answers
-// the whole screen, which replaces the cached one; the list (names, errors) is read again.
+// Screens: the list, one screen, the preview of the editor's draft for a frame, and what changes
+// them. A change answers the whole screen, which replaces the cached one; the list (names,
+// errors) is read again. The preview draws the unsaved draft (POST .../preview): looking at a
+// draft sends the frames nothing, only saving does.
 import { mutationOptions, type QueryClient, queryOptions } from '@tanstack/react-query'
 import { api, data, type JsonBody, type Screen } from '../api'
 
@@ -12,8 +14,11 @@ export const screenKeys = {
   list: () => [...all, 'list'] as const,
   one,
   detail: (id: string) => [...one(id), 'detail'] as const,
-  /** `version`: from the screen's updatedAt and dataAt (screenVersion), so a saved change or new data is a new preview. */
-  preview: (id: string, deviceId: string | undefined, version: string) => [...one(id), 'preview', deviceId ?? null, version] as const,
+  /**
+   * The draft (with its frame) is part of the key, so each edit is a preview of its own and going
+   * back to an earlier text is the cached picture; `version` (screenVersion) makes new data a new preview.
+   */
+  preview: (id: string, draft: ScreenDraft, version: string) => [...one(id), 'preview', draft, version] as const,
 }
 
 /** What a preview depends on besides the frame: the saved screen and the data it last got. */
@@ -29,17 +34,22 @@ export const screenQueries = {
       refetchInterval: 30_000,
     }),
   /**
-   * The PNG the frame would show (its size, inks and dithering); without a frame, the service's
-   * default panel. A template that fails is a 422 with the reason, which is this query's error.
+   * The PNG the frame (`draft.deviceId`) would show with the draft saved: its size, inks and
+   * dithering; without a frame, the service's default panel. Nothing is saved or sent. A template
+   * that fails is a 422 with the reason, which is this query's error (the saved screen's lastError
+   * is not touched).
    */
-  preview: (id: string, deviceId: string | undefined, version: string) =>
+  preview: (id: string, draft: ScreenDraft, version: string) =>
     queryOptions({
-      queryKey: screenKeys.preview(id, deviceId, version),
-      queryFn: async () =>
+      queryKey: screenKeys.preview(id, draft, version),
+      queryFn: async ({ signal }) =>
         data(
-          await api.GET('/api/screens/{id}/preview', {
-            params: { path: { id }, query: deviceId ? { deviceId } : {} },
+          await api.POST('/api/screens/{id}/preview', {
+            params: { path: { id } },
+            body: draft,
             parseAs: 'blob',
+            // A draft typed over before it was drawn is not waited for.
+            signal,
           }),
         ) as Blob,
       // A render failure is the template's, not the network's: asking again draws the same.
@@ -50,6 +60,8 @@ export const screenQueries = {
 
 export type ScreenCreate = JsonBody<'/api/screens', 'post'>
 export type ScreenPatch = JsonBody<'/api/screens/{id}', 'patch'>
+/** The editor's unsaved template, CSS, variables (what it leaves out is the saved screen's), and the frame to draw for. */
+export type ScreenDraft = JsonBody<'/api/screens/{id}/preview', 'post'>
 
 function saved(client: QueryClient, s: Screen) {
   client.setQueryData(screenKeys.detail(s.id), s)
@@ -69,7 +81,7 @@ export const screenMutations = {
       mutationFn: async (body: JsonBody<'/api/screens/recipes', 'post'>) => data(await api.POST('/api/screens/recipes', { body })),
       onSuccess: (_s, _body, _r, { client }) => client.invalidateQueries({ queryKey: screenKeys.list() }),
     }),
-  /** Saves changes; the answer is shown as it is and, being a new version, has a new preview. */
+  /** Saves changes (the frames showing the screen then get it); the answer is shown as it is. */
   patch: (id: string) =>
     mutationOptions({
       mutationFn: async (body: ScreenPatch) => data(await api.PATCH('/api/screens/{id}', { params: { path: { id } }, body })),
