@@ -22,6 +22,7 @@ import type { Mailer } from '../mail/mailer.js'
 import type { RedisHandle } from '../redis/client.js'
 import { inputRules } from './input-rules.js'
 import { redisSecondaryStorage } from './secondary-storage.js'
+import { deviceIdsOfUser } from '../devices/repository.js'
 import { grantConfiguredAdmin } from './users-repository.js'
 
 /** Header our mount writes with the address Fastify resolved (socket, or trusted proxy). */
@@ -41,9 +42,13 @@ export type AuthDeps = {
   mailer: Mailer
   redis?: RedisHandle
   log: FastifyBaseLogger
+  /** After an account is deleted, with the ids of the devices the database deleted with it. */
+  devicesDeleted?: (deviceIds: string[]) => Promise<void>
 }
 
-export function createAuth({ config, db, mailer, redis, log }: AuthDeps) {
+export function createAuth({ config, db, mailer, redis, log, devicesDeleted }: AuthDeps) {
+  /** Per account being deleted, its devices, read before the delete cascades to them. */
+  const deletingDevices = new Map<string, string[]>()
   const isAdminEmail = (email: string) => config.adminEmails.includes(email.toLowerCase())
   const strict = { window: config.rateLimit.authWindow, max: config.rateLimit.authMax }
   const social = config.social
@@ -198,6 +203,22 @@ export function createAuth({ config, db, mailer, redis, log }: AuthDeps) {
             // Better Auth copies this same object into the user's cached sessions (secondary storage)
             // once the update hooks have run; without this they would keep the old role.
             ;(user as { role?: string }).role = 'admin'
+          },
+        },
+        // An account's deletion takes its devices with it in the database alone (a cascade): a
+        // broker that keeps accounts of its own for them (RabbitMQ's internal users) is told,
+        // whichever way the account went (the user's own deletion or an admin's).
+        delete: {
+          before: async (user) => {
+            if (devicesDeleted) deletingDevices.set(user.id, await deviceIdsOfUser(db, user.id))
+          },
+          after: async (user) => {
+            const ids = deletingDevices.get(user.id)
+            deletingDevices.delete(user.id)
+            if (ids?.length)
+              await devicesDeleted?.(ids).catch((err) =>
+                log.warn({ err, userId: user.id }, "could not tell the broker an account's devices are gone"),
+              )
           },
         },
       },

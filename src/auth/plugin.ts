@@ -12,6 +12,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     auth: Auth
     sessionCache: SessionCache
+    /** Listens for devices deleted with their account (the broker plugin, built after auth, attaches). */
+    onAccountDevicesDeleted(listener: (deviceIds: string[]) => Promise<void>): void
   }
 }
 
@@ -20,7 +22,20 @@ export const authPlugin = fp(
   async (app) => {
     const { config, redis } = app
     const { db } = app.database
-    const auth = createAuth({ config, db, mailer: app.mailer, redis, log: app.log })
+    const deletedListeners: Array<(deviceIds: string[]) => Promise<void>> = []
+    app.decorate('onAccountDevicesDeleted', (listener: (deviceIds: string[]) => Promise<void>) => {
+      deletedListeners.push(listener)
+    })
+    const auth = createAuth({
+      config,
+      db,
+      mailer: app.mailer,
+      redis,
+      log: app.log,
+      devicesDeleted: async (ids) => {
+        for (const listener of deletedListeners) await listener(ids)
+      },
+    })
     app.decorate('auth', auth)
     const sessionCache = await createSessionCache({
       ttlMs: config.sessionCacheTtlMs,

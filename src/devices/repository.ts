@@ -123,6 +123,12 @@ export async function findDevice(db: Executor, id: string): Promise<DeviceRow | 
   return row
 }
 
+/** The ids of every device an account owns (its own and those it paired into an organization). */
+export async function deviceIdsOfUser(db: Executor, userId: string): Promise<string[]> {
+  const rows = await db.select({ id: device.id }).from(device).where(eq(device.userId, userId))
+  return rows.map((r) => r.id)
+}
+
 export async function findDevices(db: Executor, ids: readonly string[]): Promise<DeviceRow[]> {
   return ids.length
     ? db

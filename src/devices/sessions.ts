@@ -22,6 +22,11 @@ export type DeviceLink = {
   credentialsIssued?(deviceId: string, secret: string): Promise<void>
   /** The device's secret was revoked (before `kick`): a broker's own account for it goes. */
   credentialsRevoked?(deviceId: string): Promise<void>
+  /**
+   * Devices gone with their account (the database deleted them, no revocation ran): a broker's
+   * own accounts for them go, and their connections close.
+   */
+  devicesDeleted?(deviceIds: readonly string[]): Promise<void>
 }
 
 /** The retained body of devices/{id}/state. */

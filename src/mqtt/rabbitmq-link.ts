@@ -60,6 +60,15 @@ export async function withRabbitMQ(
   return {
     ...link,
     credentialsIssued: async (deviceId, secret) => users?.provision(deviceId, secret),
+    // Their account was deleted: their users go now, not at the next sweep, and so do their connections.
+    async devicesDeleted(deviceIds) {
+      for (const id of deviceIds) {
+        await users?.remove(id).catch((err: unknown) => log.warn({ err, deviceId: id }, 'RabbitMQ: could not delete the device’s user'))
+        await management
+          ?.closeConnectionsOf(id, 'account deleted')
+          .catch((err: unknown) => log.warn({ err, deviceId: id }, 'RabbitMQ: could not close the device’s connections'))
+      }
+    },
     async credentialsRevoked(deviceId) {
       // Gone before the connection is closed: the device cannot log in again on RabbitMQ's own
       // say. If this fails the user stays, with a secret we no longer accept: said loudly.

@@ -55,6 +55,7 @@ export async function startBroker(
             onPresence: deps.onPresence,
           })
         : link
+    app.onAccountDevicesDeleted(async (ids) => full.devicesDeleted?.(ids))
     app.addHook('preClose', async () => full.close())
     return full
   }

@@ -14,10 +14,13 @@ import { deleteDeviceRows } from '../../src/devices/repository.js'
 import { rabbitManagement } from '../../src/mqtt/rabbitmq-management.js'
 import { deleteQueues, RABBIT, rabbitmqMissing, setUpRabbitMQ } from '../helpers/rabbitmq.js'
 import { ACL_MATRIX } from '../helpers/acl-matrix.js'
+import { signUpAdmin } from '../helpers/admin.js'
 
 const missing = await rabbitmqMissing()
 if (missing && process.env.CI) t.fail(`CI must run the RabbitMQ tests: ${missing}`)
 const SECRET = `hook-${randomBytes(16).toString('hex')}`
+
+const ADMIN_EMAIL = uniqueEmail('rabbit-admin')
 
 t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? missing : false }, async (t) => {
   const port = await freePort()
@@ -49,6 +52,7 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
     // Its own queue: another test's service must not consume this one's events.
     RABBITMQ_PRESENCE_QUEUE: `dps.presence.test-${randomBytes(4).toString('hex')}`,
     DEVICE_POLL_INTERVAL: '0',
+    ADMIN_EMAILS: ADMIN_EMAIL,
   }
   let svc: TestApp = await startApp(t, { env })
   t.teardown(() => deleteQueues([env.RABBITMQ_PRESENCE_QUEUE, `mqtt-subscription-dps-service-${svc.config.mqtt.brokerId}qos1`]))
@@ -244,6 +248,27 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
     t.pass('deleting a device closes its connection too')
     t.equal(await management.hasUser(gone.deviceId), false, 'and deletes its RabbitMQ user')
     t.equal(await refused(asDevice(gone)), true, 'which cannot come back')
+  })
+
+  t.test('deleting an account closes its devices’ connections and deletes their RabbitMQ users at once', async (t) => {
+    // The database deletes the devices with the account (a cascade), no revocation runs: without
+    // the account's hook their users would admit them until the next sweep.
+    const leaving = await signUp(makeClient(svc.url).client, uniqueEmail('leaving'))
+    const dev = await pairDevice(svc, leaving.token)
+    t.equal(await management.hasUser(dev.deviceId), true, 'pairing made the device a user')
+    const c = await asDevice(dev)
+    const closed = new Promise<void>((resolve) => c.once('close', () => resolve()))
+    const admin = await signUpAdmin(svc, ADMIN_EMAIL)
+    const res = await fetch(`${svc.url}/api/auth/admin/remove-user`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${admin.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ userId: leaving.userId }),
+    })
+    t.equal(res.status, 200, 'the admin removed the account')
+    t.equal(await management.hasUser(dev.deviceId), false, 'its device’s RabbitMQ user is gone when the removal answers')
+    await closed
+    t.pass('its connection is closed')
+    t.equal(await refused(asDevice(dev)), true, 'and it cannot come back')
   })
 
   t.test('what a device missed comes through the outbox when it starts a session RabbitMQ has no state for', async (t) => {
