@@ -11,69 +11,22 @@
 // The CPU figure includes the client side (fetch, the MQTT client) in the same process; compare
 // commits with each other on the same machine, alternating, never with the bench's figures.
 import { createHash } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
+import { resolve } from 'node:path'
+import { type Json, startProbeApp } from './probe-app.js'
 
 const root = resolve(process.argv[2] ?? '.')
 const count = Number(process.argv[3] ?? 20)
-const load = (path: string) => import(pathToFileURL(join(root, path)).href)
 
-type Json = Record<string, unknown>
-type Proto = Record<string, (...args: unknown[]) => unknown>
-
-const { PGlite } = (await load('node_modules/@electric-sql/pglite/dist/index.js')) as { PGlite: { prototype: Proto } }
-let roundTrips = 0
-let dbMs = 0
-for (const name of ['execProtocol', 'execProtocolRaw']) {
-  const original = PGlite.prototype[name]
-  if (typeof original !== 'function') continue
-  PGlite.prototype[name] = async function (this: unknown, ...args: unknown[]) {
-    roundTrips++
-    const t = performance.now()
-    try {
-      return await original.apply(this, args)
-    } finally {
-      dbMs += performance.now() - t
-    }
-  }
-}
-const { loadConfig } = await load('src/config.ts')
-const { buildApp } = await load('src/app.ts')
-const mqtt = (await load('node_modules/mqtt/build/index.js')).default
-
-const dataDir = mkdtempSync(join(tmpdir(), 'delivery-probe-'))
-const port = 20_000 + Math.floor(Math.random() * 10_000)
-const url = `http://127.0.0.1:${port}`
-const app = await buildApp(
-  loadConfig({
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    BASE_URL: url,
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-    MQTT_PORT: '0',
-    RATE_LIMIT_MAX: '1000000',
-    RATE_LIMIT_AUTH_MAX: '1000000',
-    DEVICE_POLL_INTERVAL: '0',
-    LOCAL_PROVIDER_DURATION_MS: '0',
-    GENERATION_TICK_MS: '10',
-    GENERATION_POLL_BASE_MS: '10',
-    GENERATION_POLL_MAX_MS: '10',
-  }),
-)
-await app.listen({ port, host: '127.0.0.1' })
-
-async function post(path: string, body: unknown, token?: string): Promise<{ status: number; json: Json }> {
-  const res = await fetch(url + path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: url, ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify(body),
-  })
-  return { status: res.status, json: (await res.json().catch(() => ({}))) as Json }
-}
+const probe = await startProbeApp(root, {
+  LOCAL_PROVIDER_DURATION_MS: '0',
+  GENERATION_TICK_MS: '10',
+  GENERATION_POLL_BASE_MS: '10',
+  GENERATION_POLL_MAX_MS: '10',
+})
+const { app, db, post } = probe
+const mqtt = (await probe.load('node_modules/mqtt/build/index.js')).default as typeof import('mqtt').default
 
 const owner = (await post('/sign-up/email', { email: 'probe@example.com', password: 'correct-horse-battery', name: 'Probe' })).json
   .token as string
@@ -81,7 +34,7 @@ const init = await post('/api/device/init', { display: { width: 800, height: 480
 await post('/api/device/validate', { pinCode: init.json.pinCode, name: 'Probe' }, owner)
 const deviceId = init.json.deviceId as string
 const creds = (await post('/api/device/get-init-device', { deviceId, deviceCode: init.json.deviceCode })).json.credentials as Json
-const device = await mqtt.connectAsync(`mqtt://127.0.0.1:${(app as { mqttPort?: number }).mqttPort}`, {
+const device = await mqtt.connectAsync(`mqtt://127.0.0.1:${app.mqttPort}`, {
   ...creds,
   clean: false,
   reconnectPeriod: 0,
@@ -123,8 +76,7 @@ async function deliver() {
 }
 
 for (let i = 0; i < 3; i++) await deliver()
-roundTrips = 0
-dbMs = 0
+db.reset()
 // PROBE_PROFILE=FILE: a CPU profile of the main thread over the measured deliveries only.
 const profiling = process.env.PROBE_PROFILE ? await startProfile() : undefined
 const cpu0 = process.cpuUsage()
@@ -145,11 +97,10 @@ console.log(
     deliveries: count,
     p50Ms: { answered: p50('answered'), published: p50('published'), downloaded: p50('downloaded') },
     cpuMsPerDelivery: Number(((cpu.user + cpu.system) / 1000 / count).toFixed(1)),
-    pgliteRoundTripsPerDelivery: roundTrips / count,
-    pgliteMsPerDelivery: Number((dbMs / count).toFixed(1)),
+    pgliteRoundTripsPerDelivery: db.roundTrips / count,
+    pgliteMsPerDelivery: Number((db.ms / count).toFixed(1)),
   }),
 )
 await device.endAsync()
-await app.close()
-rmSync(dataDir, { recursive: true, force: true })
+await probe.close()
 process.exit(0)

@@ -8,59 +8,15 @@
 //
 // The CPU figure includes the client side (fetch, the MQTT client) in the same process; compare
 // commits with each other on the same machine, alternating, never with the bench's figures.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { resolve } from 'node:path'
+import { startProbeApp } from './probe-app.js'
 
 const root = resolve(process.argv[2] ?? '.')
 const count = Number(process.argv[3] ?? 40)
-const load = (path: string) => import(pathToFileURL(join(root, path)).href)
 
-type Answer = { status: number; json: Record<string, unknown> }
-type Proto = Record<string, (...args: unknown[]) => unknown>
-
-const { PGlite } = (await load('node_modules/@electric-sql/pglite/dist/index.js')) as { PGlite: { prototype: Proto } }
-let roundTrips = 0
-for (const name of ['execProtocol', 'execProtocolRaw']) {
-  const original = PGlite.prototype[name]
-  if (typeof original !== 'function') continue
-  PGlite.prototype[name] = function (this: unknown, ...args: unknown[]) {
-    roundTrips++
-    return original.apply(this, args)
-  }
-}
-const { loadConfig } = await load('src/config.ts')
-const { buildApp } = await load('src/app.ts')
-const mqtt = (await load('node_modules/mqtt/build/index.js')).default
-
-const dataDir = mkdtempSync(join(tmpdir(), 'pairing-probe-'))
-const port = 20_000 + Math.floor(Math.random() * 10_000)
-const url = `http://127.0.0.1:${port}`
-const app = await buildApp(
-  loadConfig({
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    BASE_URL: url,
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-    MQTT_PORT: '0',
-    RATE_LIMIT_MAX: '1000000',
-    RATE_LIMIT_AUTH_MAX: '1000000',
-    DEVICE_POLL_INTERVAL: '0',
-    MQTT_CONNECT_RATE: '100000',
-  }),
-)
-await app.listen({ port, host: '127.0.0.1' })
-
-async function post(path: string, body: unknown, token?: string): Promise<Answer> {
-  const res = await fetch(url + path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: url, ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify(body),
-  })
-  return { status: res.status, json: (await res.json().catch(() => ({}))) as Record<string, unknown> }
-}
+const probe = await startProbeApp(root, { MQTT_CONNECT_RATE: '100000' })
+const { app, db, post } = probe
+const mqtt = (await probe.load('node_modules/mqtt/build/index.js')).default as typeof import('mqtt').default
 
 const owner = (await post('/sign-up/email', { email: 'probe@example.com', password: 'correct-horse-battery', name: 'Probe' })).json
   .token as string
@@ -75,7 +31,7 @@ async function pair(): Promise<void> {
     const answer = await post('/api/device/get-init-device', { deviceId: init.json.deviceId, deviceCode: init.json.deviceCode })
     const creds = answer.json.credentials as { clientId: string; username: string; password: string } | undefined
     if (!creds) continue
-    const client = mqtt.connect(`mqtt://127.0.0.1:${(app as { mqttPort?: number }).mqttPort}`, {
+    const client = mqtt.connect(`mqtt://127.0.0.1:${app.mqttPort}`, {
       ...creds,
       clean: false,
       reconnectPeriod: 0,
@@ -91,7 +47,7 @@ async function pair(): Promise<void> {
 }
 
 for (let i = 0; i < 5; i++) await pair()
-roundTrips = 0
+db.reset()
 polls = 0
 const cpu0 = process.cpuUsage()
 const t0 = performance.now()
@@ -103,10 +59,9 @@ console.log(
     pairings: count,
     cpuMsPerPairing: Number(((cpu.user + cpu.system) / 1000 / count).toFixed(2)),
     wallMsPerPairing: Number(((performance.now() - t0) / count).toFixed(1)),
-    pgliteRoundTripsPerPairing: roundTrips / count,
+    pgliteRoundTripsPerPairing: db.roundTrips / count,
     pollsPerPairing: polls / count,
   }),
 )
-await app.close()
-rmSync(dataDir, { recursive: true, force: true })
+await probe.close()
 process.exit(0)
