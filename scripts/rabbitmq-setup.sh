@@ -12,6 +12,11 @@
 #          own account, and devices the service made internal users), our HTTP backend second
 #          (devices not yet internal users: the service checks them and makes them users).
 # disable: the internal users alone again, and the four plugins off.
+# enable also says when the node's open-files limit is too low for a fleet: every device is a
+# socket and a queue, and at the distribution's 1,024 a fleet of 1,000 exhausts it (RabbitMQ
+# then refuses connections and loses Mnesia). A running node's limit cannot be raised from here
+# (the Debian package starts it through su, whose PAM session sets 1,024; prlimit on it needs
+# CAP_SYS_RESOURCE): docs/rabbitmq.md, "File descriptors", says how to start it with more.
 set -euo pipefail
 
 PLUGINS=(rabbitmq_mqtt rabbitmq_auth_backend_http rabbitmq_event_exchange rabbitmq_management)
@@ -37,7 +42,18 @@ enable() {
   erl "_ = application:load(rabbitmq_auth_backend_http), [application:set_env(rabbitmq_auth_backend_http, K, \"${base}/\" ++ P) || {K, P} <- [{user_path, \"user\"}, {vhost_path, \"vhost\"}, {resource_path, \"resource\"}, {topic_path, \"topic\"}]], application:set_env(rabbitmq_auth_backend_http, http_method, post)."
   # Internal first: a device that is an internal user is decided by RabbitMQ alone (no HTTP call).
   erl "application:set_env(rabbit, auth_backends, [rabbit_auth_backend_internal, rabbit_auth_backend_http])."
+  warn_files
   echo "RabbitMQ: MQTT on ${host}:${port}, auth chain internal then http (${HOOK_URL%/}/api/device/rabbitmq/*)"
+}
+
+files_limit() { rabbitmqctl -q eval 'file_handle_cache:ulimit().' 2>/dev/null | tr -d '[:space:]'; }
+
+warn_files() {
+  local limit
+  limit="$(files_limit || true)"
+  if [[ "$limit" =~ ^[0-9]+$ ]] && ((limit < 65536)); then
+    echo "RabbitMQ may open ${limit} files: enough for about $(((limit - 1000) / 2)) devices; start it with a higher limit (docs/rabbitmq.md, \"File descriptors\")" >&2
+  fi
 }
 
 disable() {

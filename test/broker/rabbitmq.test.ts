@@ -138,9 +138,11 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
     const victim = await pairDevice(svc, token)
     const rogue = await pairDevice(svc, token)
     // RabbitMQ's internal backend does not see the client id: the login succeeds and takes over the client id.
-    const taken = await asDevice(rogue, { clientId: victim.deviceId })
-    const closed = new Promise<void>((resolve) => taken.once('close', () => resolve()))
-    await closed
+    // The service may close it before its CONNACK reaches the client: closed either way.
+    await asDevice(rogue, { clientId: victim.deviceId }).then(
+      (taken) => (taken.connected ? new Promise<void>((resolve) => taken.once('close', () => resolve())) : undefined),
+      () => undefined,
+    )
     t.pass('the service closes that connection (from the event exchange)')
     await eventually(async () => ((await management.hasUser(rogue.deviceId)) ? null : true))
     t.pass('and deletes the device’s user')
@@ -160,11 +162,16 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
     t.equal(hookCalls.get('user'), 1, 'the first connect asks the HTTP routes')
     await eventually(async () => ((await management.hasUser(dev.deviceId)) ? true : null))
     t.pass('and the service made it a user')
-    hookCalls.clear()
-    const again = await asDevice(dev)
-    t.same(await subackCodes(again, [dev.topics.prompt!], 1), [1])
-    await again.endAsync()
-    t.same(Object.fromEntries(hookCalls), {}, 'the next connect is RabbitMQ’s alone')
+    // The user exists before its password and permissions are set (the password last): until
+    // then a connect still falls through to the HTTP routes. Once they are, no call at all.
+    const calls = await eventually(async () => {
+      hookCalls.clear()
+      const again = await asDevice(dev)
+      const codes = await subackCodes(again, [dev.topics.prompt!], 1)
+      await again.endAsync()
+      return codes[0] === 1 && hookCalls.size === 0 ? Object.fromEntries(hookCalls) : null
+    })
+    t.same(calls, {}, 'a later connect is RabbitMQ’s alone')
   })
 
   t.test('the ACL matrix: the embedded broker’s topic rights, decided on RabbitMQ’s routing keys', async (t) => {
