@@ -1,6 +1,7 @@
 // A generic aedes broker with its listeners and the limits aedes lacks: maximum packet size,
 // connection rate per address, a refused empty client id on persistent sessions. Hooks are
 // injected (the service's device/app rules, or permissive ones for the standalone broker).
+import type { EventEmitter } from 'node:events'
 import { createRequire } from 'node:module'
 import { createServer, type Server, type Socket } from 'node:net'
 import { createSecureContext, createServer as createTlsServer, type Server as TlsServer } from 'node:tls'
@@ -97,6 +98,12 @@ export async function createMqttServer(opts: {
   heartbeatMs?: number
   /** What a starting session is sent from its stored queue (stored-queue.ts); everything when absent. */
   storedQueue?: StoredQueueRules
+  /**
+   * A failure of the broker's own work, not of one client's (the cluster store failing under the
+   * sweep of dead nodes' wills, or under a publish's subscriber lookup): aedes emits it as 'error'
+   * on itself, which without a listener would end the process. Reported; the broker keeps serving.
+   */
+  onError?: (err: Error) => void
 }): Promise<MqttServer> {
   const { limits } = opts
   /** Each client's remote address (a string per client, not an object around it). */
@@ -167,6 +174,8 @@ export async function createMqttServer(opts: {
     },
   })
 
+  // aedes' types leave out the 'error' it emits on itself (aedes.js: the will sweep, enqueue).
+  ;(aedes as unknown as EventEmitter).on('error', (err: Error) => opts.onError?.(err))
   const gate = connackGate(aedes)
   const seen = new Map<string, { count: number; resetAt: number }>()
   function admit(address: string | undefined): boolean {

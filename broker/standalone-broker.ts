@@ -28,6 +28,7 @@ export async function createStandaloneBroker(opts: StandaloneOptions): Promise<M
       inboundRate: 0,
       maxSubscriptions: 0,
     },
+    onError: (err) => process.stderr.write(`broker: ${err.message}\n`),
     hooks: {
       authorizeSubscribe(client, sub, done) {
         if (!acl || !client || acl.allows(who(client), 'read', sub.topic)) return done(null, sub)

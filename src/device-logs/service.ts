@@ -103,11 +103,16 @@ export function createDeviceLogService(deps: { db: Database; limits: LogLimits; 
       counts.droppedRate = rows.length - allowed
       counts.accepted = allowed
       if (allowed) {
-        await insertLogs(db, rows.slice(0, allowed))
-        counts.pruned = await pruneToCount(db, deviceId, limits.maxEntries)
+        // One transaction: a reader sees the entries and the counts that include them, or neither.
+        await db.transaction(async (tx) => {
+          await insertLogs(tx, rows.slice(0, allowed))
+          counts.pruned = await pruneToCount(tx, deviceId, limits.maxEntries)
+          await addCounts(tx, deviceId, counts, deps.clock())
+        })
+        return { ...counts, refused }
       }
     }
-    await addCounts(db, deviceId, counts, counts.accepted ? deps.clock() : undefined)
+    await addCounts(db, deviceId, counts)
     return { ...counts, refused }
   }
 

@@ -173,6 +173,7 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
     persistence: deps.persistence,
     tls: deps.tls,
     heartbeatMs: deps.heartbeatMs,
+    onError: (err) => log.warn({ err }, 'MQTT broker: its store failed (the broker keeps serving)'),
     storedQueue: {
       // A device waking into its stored session gets the newest config, image and firmware offer
       // queued for it, not the ones they replaced (the outbox superseded those too).

@@ -197,3 +197,40 @@ t.test('closing the emitter when the server drops QUIT unanswered rejects nothin
   for (const s of sockets) s.destroy()
   await new Promise<void>((resolve) => server.close(() => resolve()))
 })
+
+t.test('the cluster broker reports a store that fails under its will sweep, and keeps running', async (t) => {
+  // aedes sweeps the stored wills of dead nodes every four heartbeats and emits 'error' on itself
+  // when the store fails; an EventEmitter's 'error' without a listener throws, and from inside a
+  // promise's catch that is an unhandled rejection: a Redis blip at that instant ended the process
+  // (CI: "Connection is closed." in the node-loss test).
+  const { redisUrl } = await import('../helpers/services.js')
+  const url = await redisUrl()
+  if (!url) return t.pass('no Redis reachable: no cluster store to fail')
+  const { createMqttServer, defaultLimits } = await import('../../broker/server.js')
+  const parts = redisClusterParts(url, `sweep-${process.pid}-${Date.now()}:`, () => {})
+  const crashes: unknown[] = []
+  const onCrash = (err: unknown) => crashes.push(err)
+  process.on('unhandledRejection', onCrash)
+  process.on('uncaughtException', onCrash)
+  t.teardown(() => {
+    process.off('unhandledRejection', onCrash)
+    process.off('uncaughtException', onCrash)
+  })
+  const reported: Error[] = []
+  const server = await createMqttServer({
+    id: 'sweeper',
+    limits: defaultLimits,
+    hooks: {},
+    mq: parts.mq,
+    persistence: parts.persistence,
+    heartbeatMs: 50,
+    onError: (err) => reported.push(err),
+  })
+  // The store's connection is gone (as when Redis drops it mid-sweep).
+  await parts.close()
+  const deadline = Date.now() + 5000
+  while (!reported.length && !crashes.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25))
+  t.same(crashes, [], 'nothing thrown out of the broker')
+  t.match(reported[0]?.message, /closed/i, 'the failure was reported')
+  await server.close()
+})
