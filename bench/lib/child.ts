@@ -1,5 +1,5 @@
 // A TypeScript child process driven over the IPC channel: request {id, cmd, ...} → reply {id, result | error}.
-import { fork, type ChildProcess } from 'node:child_process'
+import { execFileSync, fork, type ChildProcess } from 'node:child_process'
 
 export type Child = {
   pid: number
@@ -11,12 +11,21 @@ export type Child = {
 
 export async function startChild(
   file: string,
-  opts: { env?: Record<string, string | undefined>; execArgv?: string[]; readyTimeoutMs?: number } = {},
+  opts: {
+    env?: Record<string, string | undefined>
+    execArgv?: string[]
+    readyTimeoutMs?: number
+    /** Raises the child's soft open-files limit to this (up to the hard limit; see openFilesWrapper). */
+    openFiles?: number
+  } = {},
 ): Promise<Child> {
+  const wrapper = opts.openFiles ? openFilesWrapper(opts.openFiles) : undefined
   const proc: ChildProcess = fork(file, [], {
     env: opts.env ?? process.env,
+    ...(wrapper ? { execPath: wrapper.execPath } : {}),
     // BENCH_CPU_PROF=DIR: V8 CPU profiles of our server (open them in Chrome DevTools).
     execArgv: [
+      ...(wrapper?.execArgv ?? []),
       // A bundle (our server, see lib/ours.ts) runs on plain node; TypeScript files through tsx.
       ...(file.endsWith('.ts') ? ['--import', 'tsx'] : []),
       ...(opts.execArgv ?? []),
@@ -84,4 +93,22 @@ export async function startChild(
     },
   }
   return child
+}
+
+/**
+ * Node cannot set its own rlimits, and a fleet process needs more open files than the usual soft
+ * limit of 1,024: fork runs `sh -c 'ulimit -n N; exec node …'` instead of node, so the child (same
+ * pid after exec, same IPC channel) starts with the raised soft limit.
+ */
+export function openFilesWrapper(n: number): { execPath: string; execArgv: string[] } {
+  return { execPath: '/bin/sh', execArgv: ['-c', `ulimit -n ${Math.floor(n)} && exec "$0" "$@"`, process.execPath] }
+}
+
+/** The soft and hard open-files limits a child of this process starts with. */
+export function openFileLimits(): { soft: number; hard: number } {
+  const read = (flag: string) => {
+    const out = execFileSync('/bin/sh', ['-c', `ulimit ${flag}`], { encoding: 'utf8' }).trim()
+    return out === 'unlimited' ? Number.POSITIVE_INFINITY : Number(out)
+  }
+  return { soft: read('-Sn'), hard: read('-Hn') }
 }

@@ -43,10 +43,12 @@ async function connectAll(req: Req) {
   let failed = 0
   const codes: Record<string, number> = {}
   const first = devices.length
+  const ports = (req.ports as number[] | undefined) ?? [req.port as number]
   await bounded(creds, req.concurrency as number, async (c, i) => {
     const d = new RawDevice({
       host: '127.0.0.1',
-      port: req.port as number,
+      // Spread over the instances of a cluster: device i to instance i mod K.
+      port: ports[i % ports.length]!,
       localAddress: locals[(first + i) % locals.length],
       clientId: c.id,
       username: c.id,

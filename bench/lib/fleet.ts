@@ -11,7 +11,9 @@ type WaitResult = { received: number; duplicates: number; lastAt: number; p50: n
 export type Fleet = {
   pid: number
   connect(opts: {
-    port: number
+    /** One broker, or `ports` of a cluster (device i connects to ports[i mod K]). */
+    port?: number
+    ports?: number[]
     creds: Cred[]
     clean: boolean
     subscribe: string[] | null
@@ -24,8 +26,9 @@ export type Fleet = {
   stop(): Promise<void>
 }
 
-export async function startFleet(): Promise<Fleet> {
-  const child: Child = await startChild(WORKER, { execArgv: ['--max-old-space-size=2048'] })
+/** `openFiles`: the soft limit to raise this worker to, for more than ~1,000 devices where the default is 1,024. */
+export async function startFleet(opts: { openFiles?: number } = {}): Promise<Fleet> {
+  const child: Child = await startChild(WORKER, { execArgv: ['--max-old-space-size=2048'], openFiles: opts.openFiles })
   return {
     pid: child.pid,
     connect: (opts) => child.call<ConnectResult>('connect', opts, 300_000),

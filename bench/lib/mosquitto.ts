@@ -60,7 +60,13 @@ process.on('exit', () => {
 
 export type Mosquitto = { pid: number; port: number; stop(): Promise<void> }
 
-export async function startMosquitto(dir: string, auth: { passwordFile: string; aclFile: string }, name = 'mosquitto'): Promise<Mosquitto> {
+export async function startMosquitto(
+  dir: string,
+  auth: { passwordFile: string; aclFile: string },
+  name = 'mosquitto',
+  /** `openFiles`: the soft open-files limit to start it with (through sh's ulimit), for fleets past ~1,000 devices. */
+  opts: { openFiles?: number } = {},
+): Promise<Mosquitto> {
   const port = await freePort()
   const conf = join(dir, `${name}.conf`)
   writeFileSync(
@@ -87,7 +93,11 @@ export async function startMosquitto(dir: string, auth: { passwordFile: string; 
   )
   if (!existsSync(MOSQUITTO))
     throw new Unavailable(`Mosquitto, the peer broker, is not installed (${MOSQUITTO}; Debian: apt-get install mosquitto)`)
-  const proc: ChildProcess = spawn(MOSQUITTO, ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const proc: ChildProcess = opts.openFiles
+    ? spawn('/bin/sh', ['-c', `ulimit -n ${Math.floor(opts.openFiles)} && exec "$0" "$@"`, MOSQUITTO, '-c', conf], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      })
+    : spawn(MOSQUITTO, ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] })
   running.add(proc)
   let stderr = ''
   proc.stderr!.on('data', (d) => (stderr = (stderr + d.toString()).slice(-4000)))

@@ -50,6 +50,8 @@ export type OursOptions = {
   execArgv?: string[]
   /** The HTTP port, when something must know it before the service starts (RabbitMQ's auth backend). */
   port?: number
+  /** The soft open-files limit to raise the process to (a cluster instance holds ~19,000 sockets). */
+  openFiles?: number
 }
 
 export async function startOurs(opts: OursOptions): Promise<Ours> {
@@ -74,7 +76,7 @@ export async function startOurs(opts: OursOptions): Promise<Ours> {
     ...(opts.redisUrl ? { REDIS_URL: opts.redisUrl, REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:` } : {}),
     ...opts.env,
   })
-  const child = await startChild(server(), { env, execArgv: opts.execArgv, readyTimeoutMs: 120_000 })
+  const child = await startChild(server(), { env, execArgv: opts.execArgv, readyTimeoutMs: 120_000, openFiles: opts.openFiles })
   return Object.assign(child, {
     url: `http://127.0.0.1:${port}`,
     httpPort: port,

@@ -16,11 +16,10 @@ import { startFleet } from '../lib/fleet.js'
 import { mosquittoVersion, startMosquitto, writeMosquittoAuth } from '../lib/mosquitto.js'
 import { freshPostgres, makeCreds, startOurs, writeCreds, type Ours } from '../lib/ours.js'
 import { sourceAddresses } from '../lib/ports.js'
-import { cpuSeconds, rssBytes } from '../lib/proc.js'
+import { PG_URL, pgCpu, postgresReachable } from '../lib/postgres.js'
+import { cpuSeconds, steadyRss } from '../lib/proc.js'
 import type { Metric, ScenarioResult } from '../lib/report.js'
 import { waitForEvents } from '../lib/shared.js'
-
-const PG_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
 
 type Round = {
   side: 'ours' | 'peer'
@@ -42,65 +41,6 @@ type Round = {
   liveBytesPerSession: number | null
   marginalLiveBytesPerSession: number | null
   failed: number
-}
-
-async function postgresReachable(url: string): Promise<boolean> {
-  const sql = postgres(url, { max: 1, connect_timeout: 2, onnotice: () => {} })
-  try {
-    await sql`select 1`
-    return true
-  } catch {
-    return false
-  } finally {
-    await sql.end({ timeout: 1 }).catch(() => {})
-  }
-}
-
-/** CPU seconds of the PostgreSQL backends serving `database` (readable when the server runs on this machine). */
-function pgCpu(admin: postgres.Sql, database: string) {
-  const start = new Map<number, number>()
-  const read = async () => {
-    const rows = await admin<{ pid: number }[]>`select pid from pg_stat_activity where datname = ${database} and pid <> pg_backend_pid()`
-    const out = new Map<number, number>()
-    for (const r of rows) {
-      try {
-        out.set(r.pid, cpuSeconds(r.pid))
-      } catch {
-        // Not on this machine, or gone.
-      }
-    }
-    return out
-  }
-  return {
-    async begin() {
-      for (const [pid, s] of await read()) start.set(pid, s)
-    },
-    async end(): Promise<number> {
-      let total = 0
-      for (const [pid, s] of await read()) total += s - (start.get(pid) ?? 0)
-      return total
-    },
-  }
-}
-
-const settle = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-/**
- * Resident memory once it stops moving: V8 returns freed heap pages to the system only when its
- * memory reducer runs, 10–20 s after allocation calms down. So ours is collected and read every
- * 3 s until five readings in a row agree within 1% (45 s at most). Mosquitto is steady at once.
- */
-async function steadyRss(pid: number, ours?: Ours): Promise<number> {
-  const readings: number[] = []
-  const deadline = Date.now() + 45_000
-  for (;;) {
-    await settle(ours ? 2000 : 500)
-    if (ours) await ours.call('gc')
-    readings.push(rssBytes(pid))
-    const last = readings.slice(-3)
-    const steady = last.length === 3 && Math.max(...last) - Math.min(...last) <= Math.min(...last) * 0.01
-    if (steady || (!ours && readings.length >= 2) || Date.now() > deadline) return readings[readings.length - 1]!
-  }
 }
 
 async function liveBytes(ours: Ours): Promise<number> {
