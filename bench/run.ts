@@ -25,6 +25,7 @@ import {
 } from './lib/report.js'
 import { broadcast, fanOut, outbox } from './scenarios/fan-out.js'
 import { connectStorm, sessions } from './scenarios/fleet-scale.js'
+import { fleet } from './scenarios/fleet.js'
 import { getSession } from './scenarios/get-session.js'
 import { pairing } from './scenarios/pairing.js'
 import { display } from './scenarios/display.js'
@@ -47,6 +48,7 @@ const scenarios: Scenario[] = [
   display,
   connectStorm,
   sessions,
+  fleet,
   schedule,
   screens,
 ]

@@ -19,6 +19,8 @@ export type Fleet = {
     subscribe: string[] | null
     concurrency: number
     localAddresses?: string[]
+    /** How long the whole connect may take (5 minutes unless given). */
+    timeoutMs?: number
   }): Promise<ConnectResult>
   expect(total: number): Promise<void>
   wait(timeoutMs: number): Promise<WaitResult>
@@ -31,7 +33,7 @@ export async function startFleet(opts: { openFiles?: number } = {}): Promise<Fle
   const child: Child = await startChild(WORKER, { execArgv: ['--max-old-space-size=2048'], openFiles: opts.openFiles })
   return {
     pid: child.pid,
-    connect: (opts) => child.call<ConnectResult>('connect', opts, 300_000),
+    connect: ({ timeoutMs, ...opts }) => child.call<ConnectResult>('connect', opts, timeoutMs ?? 300_000),
     expect: async (total) => void (await child.call('expect', { total })),
     wait: (timeoutMs) => child.call<WaitResult>('wait', { timeoutMs }, timeoutMs + 30_000),
     disconnect: (polite) => child.call<number>('disconnect', { polite }, 120_000),
