@@ -22,13 +22,22 @@ const now = () => performance.timeOrigin + performance.now()
 
 function onMessage(index: number, p: IPublishPacket) {
   const at = now()
-  const body = JSON.parse(p.payload.toString()) as { n: number; t: number }
+  let body: { n?: unknown; t: number }
+  try {
+    body = JSON.parse(p.payload.toString())
+  } catch {
+    return
+  }
+  // Only the benchmark's numbered messages count: a device subscribed to devices/{id}/# also gets
+  // the service's own (retained state, config).
+  if (typeof body?.n !== 'number') return
+  const n = body.n
   const s = (seen[index] ??= new Set())
-  if (s.has(body.n)) {
+  if (s.has(n)) {
     duplicates += 1
     return
   }
-  s.add(body.n)
+  s.add(n)
   received += 1
   latencies.push(at - body.t)
   lastAt = at

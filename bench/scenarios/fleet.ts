@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import mqtt, { type MqttClient } from 'mqtt'
 import postgres from 'postgres'
-import { FLEET_TOPIC, topicFor } from '../../src/mqtt/contract.js'
+import { deviceFilter, FLEET_TOPIC, topicFor } from '../../src/mqtt/contract.js'
 import { openFileLimits } from '../lib/child.js'
 import type { Context, Scenario } from '../lib/context.js'
 import { startFleet, type ConnectResult, type Fleet } from '../lib/fleet.js'
@@ -39,6 +39,9 @@ const STORM_TIMEOUT_MS = 30 * 60_000
 
 type Side = 'ours' | 'peer'
 
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
+const now = () => performance.timeOrigin + performance.now()
+
 /** CPU seconds over a span: the broker (every instance, or Mosquitto), PostgreSQL's backends and Redis (ours). */
 type Cpu = { broker: number; db: number | null; redis: number | null }
 type Meter = { begin(): Promise<void>; end(): Promise<Cpu> }
@@ -57,8 +60,14 @@ type Round = {
   rssAfter: number
   redisBytes: number | null
   redisKeys: number | null
+  /** Redis pub/sub subscriptions the cluster holds once every device is subscribed: channels under the prefix, and patterns (PUBSUB NUMPAT's growth: a PUBLISH matches every pattern). */
+  redisChannels: number | null
+  redisPatterns: number | null
   broadcast: Delivery
   fanOut: Delivery
+  /** Ours: seconds to start the round's cluster (no sessions stored yet), and one more instance once every session is. */
+  clusterStartSeconds: number | null
+  joinSeconds: number | null
   failed: number
 }
 
@@ -167,22 +176,26 @@ const prepared = (ctx: Context) =>
     async (s) => s.db.drop(),
   )
 
-/** Starts a cluster of `k` instances under a fresh prefix; the first alone (it writes the firmware key into the shared DATA_DIR). */
-async function startCluster(s: Setup, round: number): Promise<{ instances: Ours[]; prefix: string }> {
+/** One instance of the round's cluster (`k`-th; the first writes the firmware key into the shared DATA_DIR). */
+function startInstance(s: Setup, prefix: string, round: number, k: number): Promise<Ours> {
+  return startOurs({
+    dataDir: s.dataDir,
+    databaseUrl: s.db.url,
+    redisUrl: REDIS_URL,
+    openFiles: s.openFiles,
+    execArgv: ['--expose-gc', '--max-semi-space-size=1'],
+    env: { REDIS_PREFIX: prefix, AUTH_SECRET: s.authSecret, MQTT_BROKER_ID: `bench-fleet-${round}-${k}` },
+  })
+}
+
+/** A cluster of the plan's instances under a fresh prefix: the first alone, then the rest at once. */
+async function startCluster(s: Setup, round: number): Promise<{ instances: Ours[]; prefix: string; startSeconds: number }> {
   const prefix = `bench-fleet:${randomBytes(4).toString('hex')}:`
-  const start = (k: number) =>
-    startOurs({
-      dataDir: s.dataDir,
-      databaseUrl: s.db.url,
-      redisUrl: REDIS_URL,
-      openFiles: s.openFiles,
-      execArgv: ['--expose-gc', '--max-semi-space-size=1'],
-      env: { REDIS_PREFIX: prefix, AUTH_SECRET: s.authSecret, MQTT_BROKER_ID: `bench-fleet-${round}-${k}` },
-    })
   const instances: Ours[] = []
+  const t0 = now()
   try {
-    instances.push(await start(0))
-    const rest = await Promise.allSettled(Array.from({ length: s.plan.instances - 1 }, (_, i) => start(i + 1)))
+    instances.push(await startInstance(s, prefix, round, 0))
+    const rest = await Promise.allSettled(Array.from({ length: s.plan.instances - 1 }, (_, i) => startInstance(s, prefix, round, i + 1)))
     for (const r of rest) if (r.status === 'fulfilled') instances.push(r.value)
     const failed = rest.find((r) => r.status === 'rejected')
     if (failed) throw (failed as PromiseRejectedResult).reason
@@ -190,11 +203,8 @@ async function startCluster(s: Setup, round: number): Promise<{ instances: Ours[
     await Promise.all(instances.map((o) => o.stop({ graceful: false })))
     throw err
   }
-  return { instances, prefix }
+  return { instances, prefix, startSeconds: (now() - t0) / 1000 }
 }
-
-const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
-const now = () => performance.timeOrigin + performance.now()
 
 async function measure(ctx: Context) {
   const s = await prepared(ctx)
@@ -205,10 +215,14 @@ async function measure(ctx: Context) {
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 })
   redis.on('error', () => {})
   const fleets: Fleet[] = []
-  const rounds = Number(process.env.FLEET_ROUNDS ?? '') || 1
+  // Two rounds give a range; at 100,000 devices one round takes several minutes (FLEET_ROUNDS=1 halves the run).
+  const rounds = Number(process.env.FLEET_ROUNDS ?? '') || (ctx.quick ? 1 : 2)
   let addressOffset = 0
   let seq = 0
-  const topics = [topicFor('{id}', 'cmd'), FLEET_TOPIC]
+  // FLEET_SUBSCRIBE=wildcard: devices/{id}/# instead of devices/{id}/cmd, which the ACL allows and
+  // which mqemitter-redis turns into one Redis PSUBSCRIBE per device (see docs/benchmarks.md).
+  const wildcard = process.env.FLEET_SUBSCRIBE === 'wildcard'
+  const topics = [wildcard ? deviceFilter('{id}', '#') : topicFor('{id}', 'cmd'), FLEET_TOPIC]
 
   /** Every worker connects its share of `creds` to `ports` (device i to ports[i mod K]); fresh source addresses each time, the last round's may sit in TIME_WAIT. */
   const connectAll = async (creds: Cred[], ports: number[]) => {
@@ -257,7 +271,7 @@ async function measure(ctx: Context) {
   }
 
   const ours = async (round: number) => {
-    const { instances, prefix } = await startCluster(s, round)
+    const { instances, prefix, startSeconds } = await startCluster(s, round)
     const pids = instances.map((o) => o.pid)
     try {
       if (!s.seeded) {
@@ -267,6 +281,7 @@ async function measure(ctx: Context) {
       // The last round's cluster was killed with every device still marked active.
       await bench`update device set is_active = false`
       const { pid: redisPid, usedMemory: redis0 } = await redisInfo(redis)
+      const patterns0 = Number(await redis.pubsub('NUMPAT'))
       const rssBefore = await Promise.all(instances.map((o) => steadyRss(o.pid, o)))
       const meter = oursMeter(pids, redisPid, pgCpu(admin, new URL(s.db.url).pathname.slice(1)))
       await meter.begin()
@@ -290,6 +305,8 @@ async function measure(ctx: Context) {
       const rssAfter = await Promise.all(instances.map((o) => steadyRss(o.pid, o)))
       const { usedMemory: redis1 } = await redisInfo(redis)
       const redisKeys = await scanKeys(redis, prefix, false)
+      const redisChannels = ((await redis.pubsub('CHANNELS', `${prefix}*`)) as string[]).length
+      const redisPatterns = Number(await redis.pubsub('NUMPAT')) - patterns0
 
       const base = seq
       seq += BROADCASTS + 1
@@ -305,6 +322,12 @@ async function measure(ctx: Context) {
           ),
         ),
       )
+      // aedes-persistence-redis loads every stored session's subscriptions at start, one HGETALL
+      // per client: how long a node joining (or restarting into) this cluster takes to be ready.
+      const t0 = now()
+      const joining = await startInstance(s, prefix, round, instances.length)
+      const joinSeconds = (now() - t0) / 1000
+      await joining.stop({ graceful: false })
       const row: Round = {
         side: 'ours',
         round,
@@ -316,8 +339,12 @@ async function measure(ctx: Context) {
         rssAfter: sum(rssAfter),
         redisBytes: redis1 - redis0,
         redisKeys,
+        redisChannels,
+        redisPatterns,
         broadcast,
         fanOut,
+        clusterStartSeconds: startSeconds,
+        joinSeconds,
         failed: r.failed,
       }
       results.push(row)
@@ -379,8 +406,12 @@ async function measure(ctx: Context) {
         rssAfter,
         redisBytes: null,
         redisKeys: null,
+        redisChannels: null,
+        redisPatterns: null,
         broadcast,
         fanOut,
+        clusterStartSeconds: null,
+        joinSeconds: null,
         failed: r.failed,
       }
       results.push(row)
@@ -405,7 +436,7 @@ async function measure(ctx: Context) {
     await Promise.all([admin.end(), bench.end()]).catch(() => {})
     redis.disconnect()
   }
-  return { plan, rounds, peerDevices: s.peerCreds.length, results }
+  return { plan, rounds, peerDevices: s.peerCreds.length, topics, results }
 }
 
 const n = (x: number) => x.toLocaleString('en-US')
@@ -443,6 +474,10 @@ function result(m: Awaited<ReturnType<typeof measure>>): ScenarioResult {
       (sameN ? both : oursOnly)('resident MiB in total with every session', 'lower', (r) => r.rssAfter / 2 ** 20),
       oursOnly('Redis bytes per session', 'lower', (r) => (r.redisBytes === null ? null : r.redisBytes / r.devices)),
       oursOnly('Redis keys per session', 'lower', (r) => (r.redisKeys === null ? null : r.redisKeys / r.devices)),
+      oursOnly('Redis pub/sub channels per session', 'lower', (r) => perUnit(r.redisChannels, r.devices)),
+      oursOnly('Redis pub/sub patterns per session', 'lower', (r) => perUnit(r.redisPatterns, r.devices)),
+      oursOnly('seconds to start the cluster (no sessions stored)', 'lower', (r) => r.clusterStartSeconds),
+      oursOnly('seconds to start one more instance with every session stored', 'lower', (r) => r.joinSeconds),
       both('broadcast deliveries/s', 'higher', (r) => r.broadcast.received / r.broadcast.seconds),
       both('broadcast lost', 'lower', (r) => r.broadcast.expected - r.broadcast.received),
       both('broadcast duplicates', 'lower', (r) => r.broadcast.duplicates),
@@ -456,14 +491,14 @@ function result(m: Awaited<ReturnType<typeof measure>>): ScenarioResult {
       oursOnly('fan-out Redis CPU µs/delivery', 'lower', (r) => perUnit(r.fanOut.cpu.redis, r.fanOut.received) * 1e6),
     ],
     notes: [
-      `${n(plan.devices)} devices (FLEET_DEVICES; default 100,000, --quick 2,000) connect at once, device i to instance i mod ${plan.instances}, from ${plan.workers} load-generator process(es) (at most 200 dialing at a time each, 8 source addresses each); persistent sessions (clean=false), one SUBSCRIBE of devices/{id}/cmd and fleet/cmd with QoS 1. Each round starts a fresh cluster (new instances, new REDIS_PREFIX) on one database seeded once.`,
+      `${n(plan.devices)} devices (FLEET_DEVICES; default 100,000, --quick 2,000) connect at once, device i to instance i mod ${plan.instances}, from ${plan.workers} load-generator process(es) (at most 200 dialing at a time each, 8 source addresses each); persistent sessions (clean=false), one SUBSCRIBE of ${m.topics[0]} and fleet/cmd with QoS 1. Each round starts a fresh cluster (new instances, new REDIS_PREFIX) on one database seeded once.`,
       'Presence stored: every device.connected event in the database and every device row is_active. CPU per connect: the instances together; PostgreSQL (the backends of this database) and Redis (its whole process: it may serve others on this machine) apart. Resident memory: the sum of every instance, collected and steady, before and after the storm.',
       `Broadcast: ${BROADCASTS} QoS 1 messages of ${BYTES} bytes on fleet/cmd published by one instance (through Redis to the others). Fan-out: one message to every device through the durable downlink (stored, numbered, resent until PUBACK), each instance publishing for a share of the ids, so most cross Redis. CPU per delivery: every instance, and PostgreSQL's backends and Redis apart (ours); Mosquitto's process (peer; its mqtt.js publisher is not counted).`,
       sameN
         ? 'Mosquitto holds the same devices in one process.'
         : `Mosquitto is one process, which may hold at most ~${n(SOCKETS_PER_PROCESS)} connections here (20,000 open files): it runs with the first ${n(m.peerDevices)} devices, so its rates and per-session figures compare, its totals do not.`,
     ],
-    details: { plan, peerDevices: m.peerDevices, rounds: m.results },
+    details: { plan, peerDevices: m.peerDevices, topics: m.topics, rounds: m.results },
   }
 }
 
