@@ -100,7 +100,7 @@ export async function startChild(
  * limit of 1,024: fork runs `sh -c 'ulimit -n N; exec node …'` instead of node, so the child (same
  * pid after exec, same IPC channel) starts with the raised soft limit.
  */
-export function openFilesWrapper(n: number): { execPath: string; execArgv: string[] } {
+function openFilesWrapper(n: number): { execPath: string; execArgv: string[] } {
   return { execPath: '/bin/sh', execArgv: ['-c', `ulimit -n ${Math.floor(n)} && exec "$0" "$@"`, process.execPath] }
 }
 

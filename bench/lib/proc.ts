@@ -15,7 +15,7 @@ export function cpuSeconds(pid: number): number {
 }
 
 /** Resident set size in bytes. */
-export function rssBytes(pid: number): number {
+function rssBytes(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   const m = /^VmRSS:\s+(\d+) kB/m.exec(status)
   if (!m) throw new Error(`no VmRSS for ${pid}`)

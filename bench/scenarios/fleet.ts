@@ -259,7 +259,8 @@ async function measure(ctx: Context) {
     await meter.begin()
     const t0 = now()
     await publish()
-    const ws = await Promise.all(fleets.map((f) => f.wait(Math.max(60_000, sum(parts) * perDevice))))
+    // 10 ms per expected delivery: a slow cluster is reported slow, not as losing messages.
+    const ws = await Promise.all(fleets.map((f) => f.wait(Math.max(120_000, sum(parts) * perDevice * 10))))
     return {
       expected: sum(parts) * perDevice,
       received: sum(ws.map((w) => w.received)),
@@ -311,14 +312,14 @@ async function measure(ctx: Context) {
       const base = seq
       seq += BROADCASTS + 1
       const broadcast = await deliver(r.parts, BROADCASTS, meter, () =>
-        instances[0]!.call('broadcast', { count: BROADCASTS, bytes: BYTES, inflight: 10, seqBase: base }, 600_000),
+        instances[0]!.call('broadcast', { count: BROADCASTS, bytes: BYTES, inflight: 10, seqBase: base }, STORM_TIMEOUT_MS),
       )
       const ids = s.creds.map((c) => c.id)
       const shares = split(ids, instances.length)
       const fanOut = await deliver(r.parts, 1, meter, () =>
         Promise.all(
           instances.map((o, k) =>
-            o.call('fanOut', { ids: shares[k], count: 1, bytes: BYTES, inflight: 100, seqBase: base + BROADCASTS }, 600_000),
+            o.call('fanOut', { ids: shares[k], count: 1, bytes: BYTES, inflight: 100, seqBase: base + BROADCASTS }, STORM_TIMEOUT_MS),
           ),
         ),
       )
