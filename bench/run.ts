@@ -80,7 +80,8 @@ async function main() {
   }
   const unknown = args.only.filter((n) => !scenarios.some((s) => s.name === n))
   if (unknown.length) throw new Error(`unknown scenario ${unknown.join(', ')}; known: ${scenarios.map((s) => s.name).join(', ')}`)
-  const selected = args.only.length ? scenarios.filter((s) => args.only.includes(s.name)) : scenarios
+  const selected = args.only.length ? scenarios.filter((s) => args.only.includes(s.name)) : scenarios.filter((s) => !s.onlyWhenNamed)
+  const notNamed = args.only.length ? [] : scenarios.filter((s) => s.onlyWhenNamed)
 
   const workDir = mkdtempSync(join(tmpdir(), 'dps-bench-'))
   const started = performance.now()
@@ -112,7 +113,7 @@ async function main() {
   const env = { ...machine(), quick: args.quick }
   const done: ScenarioResult[] = []
   const failed: string[] = []
-  const skipped: string[] = []
+  const skipped: string[] = notNamed.map((s) => `skipped ${s.name}: ${s.onlyWhenNamed} (npm run bench -- --only ${s.name})`)
   try {
     const prepared = await Promise.allSettled(selected.map((s) => s.prepare?.(ctx)))
     for (const [i, p] of prepared.entries())

@@ -17,6 +17,11 @@ export type Scenario = {
   name: string
   /** One line for `npm run bench -- --list` and the README. */
   summary: string
+  /**
+   * Runs only when named with --only; a full run lists it as skipped with this reason (a
+   * scenario that takes longer than all the others together).
+   */
+  onlyWhenNamed?: string
   /** Keys of shared resources (see Context.shared) this scenario may use. */
   uses?: string[]
   /**

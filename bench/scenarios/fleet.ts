@@ -506,6 +506,7 @@ function result(m: Awaited<ReturnType<typeof measure>>): ScenarioResult {
 export const fleet: Scenario = {
   name: 'fleet',
   summary: 'a cluster of our service (PostgreSQL + Redis) and 100,000 devices reconnecting at once (FLEET_DEVICES for another size)',
+  onlyWhenNamed: 'it takes 20 to 30 minutes at 100,000 devices on 2 cores',
   uses: ['fleet-setup'],
   prepare: prepared,
   async run(ctx): Promise<ScenarioResult> {
