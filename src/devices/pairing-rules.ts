@@ -3,7 +3,7 @@
 // devices to an organization. Given its repository and clock as parameters (the service passes
 // the drizzle functions and the wall clock) so the rules are tested without a database
 // (test/devices/pairing-rules.test.ts).
-import type { Executor } from '../db/client.js'
+import type { Bound, Executor } from '../db/client.js'
 import { appError } from '../errors.js'
 import type { Counters } from '../http/counters.js'
 import { canManageWithRole } from './access.js'
@@ -21,9 +21,6 @@ import {
 /** Failed code submissions allowed per user (and per record) in the window below. */
 const MAX_FAILED_ATTEMPTS = 5
 export const ATTEMPT_WINDOW_SECONDS = 15 * 60
-
-/** A repository function with its database bound: the port's shape follows the real function's. */
-type Bound<F> = F extends (db: Executor, ...args: infer A) => infer R ? (...args: A) => R : never
 
 /** What the pairing rules read and write. */
 export type PairingRepository = {
