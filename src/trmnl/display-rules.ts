@@ -159,7 +159,7 @@ export function resetAnswer(refresh: number): DisplayAnswer {
 }
 
 /** A stored image variant's parts the answer uses. */
-export type VariantInfo = { sha256: string; width: number; height: number }
+type VariantInfo = { sha256: string; width: number; height: number }
 
 export type PairedDisplayInput = {
   now: Date
@@ -278,7 +278,7 @@ export function pairedAnswer(input: PairedDisplayInput, links: DisplayLinks): Pa
  * picture is new at each turn, so it has no name until then; an image with no variant of the
  * device's size is left out (the frame would refuse it).
  */
-export function rotationNames(
+function rotationNames(
   shown: string,
   rotation: PairedDisplayInput['rotation'],
   display: { width: number; height: number },
