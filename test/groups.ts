@@ -71,6 +71,12 @@ export const embeddedOnly: readonly string[] = [
   'broker/standalone.test.ts',
   'broker/paho-interop.test.ts',
   'schedules/plan.test.ts',
+  // Domain rules decided from loaded rows, or over a repository stand-in typed by the real one:
+  // no database is opened (the repositories they replace run in the domains' full-app files).
+  'trmnl/display-rules.test.ts',
+  'devices/pairing-rules.test.ts',
+  'downlink/resend-rules.test.ts',
+  'firmware/halt-rules.test.ts',
   'bench/report.test.ts',
   'bench/baseline.test.ts',
   // Screens' pure parts: the built-ins' templates and data, the recipe importer, the render pool

@@ -135,3 +135,9 @@ export function rowsOf<T>(result: unknown): T[] {
 type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0]
 /** Either the database or an open transaction: repositories accept both. */
 export type Executor = Database | Transaction
+
+/**
+ * A repository function with its database bound, for a service that takes its repository as a
+ * parameter: the port follows the real function's signature, so a test's stand-in cannot drift.
+ */
+export type Bound<F> = F extends (db: Executor, ...args: infer A) => infer R ? (...args: A) => R : never

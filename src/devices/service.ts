@@ -6,19 +6,17 @@ import { appError } from '../errors.js'
 import { deleteDeviceEvents, insertEvent } from '../events/repository.js'
 import { findUserByEmail } from '../auth/users-repository.js'
 import type { Counters } from '../http/counters.js'
-import { accessibleDevice, canManageWithRole } from './access.js'
-import { matchesHash, newDeviceCode, newDeviceId, newDeviceSecret, newPinCode, newUserCode, normalisePinCode, sha256 } from './codes.js'
+import { accessibleDevice } from './access.js'
+import { matchesHash, newDeviceCode, newDeviceId, newDeviceSecret, newPinCode, newUserCode, sha256 } from './codes.js'
+import { createPairingRules, lostClaimError, pairingRepository } from './pairing-rules.js'
 import { issueCredentials } from './credentials.js'
 import { toInitRecord } from './records.js'
 import { displayTooLarge } from '../images/profiles.js'
 import {
-  countFailedAttempt,
   deleteDeviceRows,
   expireStaleDeviceInits,
   findDevice,
   findDeviceInit,
-  findDeviceInitByCode,
-  findMemberRole,
   insertCommand,
   insertDevice,
   setDesiredState,
@@ -39,10 +37,6 @@ import { findSchedule } from '../schedules/repository.js'
 import { scheduleInfo } from '../schedules/wire.js'
 import type { DeviceCommandName, DeviceInfo } from './tables.js'
 
-/** Failed code submissions allowed per user (and per record) in the window below. */
-const MAX_FAILED_ATTEMPTS = 5
-const ATTEMPT_WINDOW_SECONDS = 15 * 60
-
 export type DeviceServiceDeps = {
   db: Database
   config: Config
@@ -57,8 +51,6 @@ export type DeviceServiceDeps = {
 
 // The input types come from the request schemas, so they are what the routes validate.
 export type { ClaimInput, CodeInput, InitInput } from './inputs.js'
-
-const wrongCode = () => appError('INVALID_CODE')
 
 /**
  * A check a transport makes before a claim goes through (it throws to refuse): TRMNL asks before a
@@ -131,18 +123,9 @@ export function createDeviceService({ db, config, counters, link, accessChanged 
     await claim(owner.id, { pinCode, name: `${input.model ?? 'Display'} ${pinCode}`.slice(0, 64) })
   }
 
-  /** Pending records past their expiry are expired on read as well as by the sweeper. */
-  async function expireIfDue(rec: DeviceInitRow): Promise<DeviceInitRow> {
-    if (rec.status !== 'pending' || rec.expiresAt.getTime() > Date.now()) return rec
-    return (await transitionDeviceInit(db, rec.id, ['pending'], 'expired')) ?? (await findDeviceInit(db, rec.id)) ?? rec
-  }
-
-  const tooMany = async (key: string, message: string) =>
-    appError('TOO_MANY_ATTEMPTS', message, { 'retry-after': String((await counters.secondsLeft(key)) || ATTEMPT_WINDOW_SECONDS) })
-
-  /** Counts a failed attempt against the record it named, so many accounts cannot share one guessing budget. */
-  const failOnRecord = (rec: DeviceInitRow) =>
-    Promise.all([counters.hit(`pair-fail-record:${rec.id}`, ATTEMPT_WINDOW_SECONDS), countFailedAttempt(db, rec.id)])
+  // The wall clock: code expiry is real time, whatever clock the app's schedules run on.
+  const rules = createPairingRules({ repo: pairingRepository(db), counters, now: Date.now })
+  const { expireIfDue, resolveCode } = rules
 
   /**
    * One code submission per user at a time (in this process): the failure count is read before
@@ -161,41 +144,9 @@ export function createDeviceService({ db, config, counters, link, accessChanged 
     return next
   }
 
-  /** Finds the record a person's code names, counting failures per user; refuses the reasons a code cannot be used. */
-  async function resolveCode(userId: string, code: CodeInput): Promise<DeviceInitRow> {
-    if (!code.pinCode && !code.userCode) throw appError('VALIDATION_ERROR', 'body must have pinCode or userCode')
-    const userKey = `pair-fail:${userId}`
-    if ((await counters.get(userKey)) >= MAX_FAILED_ATTEMPTS) throw await tooMany(userKey, 'Too many wrong codes, try again later')
-    const pinCode = code.pinCode !== undefined ? normalisePinCode(code.pinCode) : undefined
-    const found = pinCode === null ? undefined : await findDeviceInitByCode(db, code.userCode ? { userCode: code.userCode } : { pinCode })
-    if (!found) {
-      await counters.hit(userKey, ATTEMPT_WINDOW_SECONDS)
-      throw wrongCode()
-    }
-    const recordKey = `pair-fail-record:${found.id}`
-    if ((await counters.get(recordKey)) >= MAX_FAILED_ATTEMPTS)
-      throw await tooMany(recordKey, 'This code is locked after too many failed attempts, try again later')
-    // Both codes given: they must name the same device, or neither counts as right.
-    if (code.userCode && pinCode !== undefined && pinCode !== found.pinCode) {
-      await Promise.all([counters.hit(userKey, ATTEMPT_WINDOW_SECONDS), failOnRecord(found)])
-      throw wrongCode()
-    }
-    const rec = await expireIfDue(found)
-    if (rec.status === 'expired') throw appError('CODE_EXPIRED')
-    if (rec.status !== 'pending') throw appError('CODE_ALREADY_USED')
-    return rec
-  }
-
   async function claim(userId: string, input: ClaimInput) {
     const rec = await oneAtATime(userId, async () => {
-      const found = await resolveCode(userId, input)
-      if (input.organizationId) {
-        const role = await findMemberRole(db, input.organizationId, userId)
-        if (!canManageWithRole(role)) {
-          await failOnRecord(found)
-          throw appError('FORBIDDEN', 'You may not add devices to this organization')
-        }
-      }
+      const found = await rules.admitClaim(userId, input)
       for (const check of claimChecks) await check(userId, found, input)
       return found
     })
@@ -237,9 +188,7 @@ export function createDeviceService({ db, config, counters, link, accessChanged 
     })
     if (!result) {
       // Another request decided this record between our read and our write.
-      const now = await findDeviceInit(db, rec.id)
-      if (now?.status === 'expired' || (now && now.expiresAt.getTime() <= Date.now())) throw appError('CODE_EXPIRED')
-      throw appError('CODE_ALREADY_USED')
+      throw lostClaimError(await findDeviceInit(db, rec.id), Date.now())
     }
     return { device: result.dev, eventId: result.eventId, status: 'approved' as const }
   }

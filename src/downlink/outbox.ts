@@ -3,7 +3,7 @@
 // the device acknowledges it, and sent again, in order, when the device starts a session that
 // lacks it. The same path in every mode, so no mode depends on a broker's memory.
 import { batched } from '../../broker/batching.js'
-import type { Database, Executor } from '../db/client.js'
+import type { Bound, Executor } from '../db/client.js'
 import type { DeviceLink, DurableLink, StagedMessage } from '../devices/sessions.js'
 import { replacingKinds, type DownlinkKind } from '../mqtt/contract.js'
 import { insertEvents } from '../events/repository.js'
@@ -93,28 +93,75 @@ export function seqOf(payload: Buffer | Uint8Array | string | undefined): number
   return m ? Number(m[1]) : undefined
 }
 
+/** What the outbox reads and writes: the drizzle repository in the app, a stand-in in test/downlink/resend-rules.test.ts. */
+export type OutboxRepository = {
+  recordMessages: Bound<typeof recordMessages>
+  /** In the caller's transaction (stage): a message stored with the change it announces. */
+  recordMessagesIn: typeof recordMessages
+  markDelivered: Bound<typeof markDelivered>
+  pendingMessages: Bound<typeof pendingMessages>
+  pruneMessages: Bound<typeof pruneMessages>
+  markReported: Bound<typeof markReported>
+  markPolled: Bound<typeof markPolled>
+  lastSeqOf: Bound<typeof lastSeqOf>
+  insertEvents: Bound<typeof insertEvents>
+}
+
+/** The drizzle repository, bound to a database. */
+export function outboxRepository(db: Executor): OutboxRepository {
+  return {
+    recordMessages: (...a) => recordMessages(db, ...a),
+    recordMessagesIn: recordMessages,
+    markDelivered: (...a) => markDelivered(db, ...a),
+    pendingMessages: (...a) => pendingMessages(db, ...a),
+    pruneMessages: (...a) => pruneMessages(db, ...a),
+    markReported: (...a) => markReported(db, ...a),
+    markPolled: (...a) => markPolled(db, ...a),
+    lastSeqOf: (...a) => lastSeqOf(db, ...a),
+    insertEvents: (...a) => insertEvents(db, ...a),
+  }
+}
+
+/**
+ * Which of a device's pending messages a resend sends: not those the transport still holds (it
+ * resends them itself), none up to `after` (a resumed session holds them), only kinds the device
+ * subscribed to, and none already published live since the device could receive them.
+ */
+export function toResend(rows: readonly StoredMessage[], opts: ResendOptions, live: ReadonlySet<number>): StoredMessage[] {
+  return rows.filter(
+    (m) =>
+      !opts.holding?.has(m.seq) &&
+      !(opts.after !== undefined && m.seq <= opts.after) &&
+      !(opts.kinds && !opts.kinds.has(m.kind)) &&
+      !live.has(m.seq),
+  )
+}
+
 export function createOutbox(deps: {
-  db: Database
+  repo: OutboxRepository
   transport: Transport
   limits: OutboxLimits
   log: { warn: (o: object, m: string) => void }
+  /** Milliseconds since the epoch: what is too old to send or keep is measured from it. */
+  now?: () => number
 }): Outbox {
-  const { db, transport, limits } = deps
+  const { repo, transport, limits } = deps
+  const now = deps.now ?? Date.now
   const stats: OutboxStats = { recorded: 0, delivered: 0, resent: 0, dropped: 0, unknownDevice: 0 }
 
   // Concurrent publishes (a fan-out, a schedule firing for a fleet) share one transaction; each
   // caller publishes once its batch is stored, in the order the seqs were given.
-  const recorder = batched<NewMessage, number | undefined>((messages) => recordMessages(db, messages), {
+  const recorder = batched<NewMessage, number | undefined>((messages) => repo.recordMessages(messages), {
     concurrency: 1,
     maxBatchSize: 1000,
   })
-  const acks = ackWriter(async (batch) => new Map((await markDelivered(db, batch)).map((r) => [`${r.deviceId}:${r.seq}`, r.kind])), {
+  const acks = ackWriter(async (batch) => new Map((await repo.markDelivered(batch)).map((r) => [`${r.deviceId}:${r.seq}`, r.kind])), {
     windowMs: ACK_WINDOW_MS,
     maxBatch: 2000,
   })
   const pending = batched<string, StoredMessage[]>(
     async (ids) => {
-      const rows = await pendingMessages(db, ids, limits.maxPerDevice, new Date(Date.now() - limits.maxAgeMs))
+      const rows = await repo.pendingMessages(ids, limits.maxPerDevice, new Date(now() - limits.maxAgeMs))
       const byDevice = new Map<string, StoredMessage[]>()
       for (const r of rows) byDevice.set(r.deviceId, [...(byDevice.get(r.deviceId) ?? []), r])
       return ids.map((id) => byDevice.get(id) ?? [])
@@ -157,7 +204,7 @@ export function createOutbox(deps: {
     opts: { retain?: boolean } = {},
   ): Promise<StagedMessage> {
     const retain = opts.retain ?? false
-    const [seq] = await recordMessages(tx, [
+    const [seq] = await repo.recordMessagesIn(tx, [
       { deviceId, kind, payload: payload as Record<string, unknown>, retain, replacesOlder: replacingKinds.has(kind) },
     ])
     // Until `send`, a resend that reads it after the commit sends it; `send` then knows (resent).
@@ -171,7 +218,7 @@ export function createOutbox(deps: {
     const seqs: Array<number | undefined> = []
     for (let i = 0; i < messages.length; i += 1000)
       seqs.push(
-        ...(await recordMessages(
+        ...(await repo.recordMessagesIn(
           tx,
           messages.slice(i, i + 1000).map((m) => ({
             deviceId: m.deviceId,
@@ -266,10 +313,7 @@ export function createOutbox(deps: {
       await acks.flush(deviceId).catch(() => {})
       const rows = await pending.load(deviceId)
       let sent = 0
-      for (const m of rows) {
-        if (opts.holding?.has(m.seq) || (opts.after !== undefined && m.seq <= opts.after) || (opts.kinds && !opts.kinds.has(m.kind)))
-          continue
-        if (active.live.has(m.seq)) continue
+      for (const m of toResend(rows, opts, active.live)) {
         active.resent.add(m.seq)
         await transport.publish(deviceId, m.kind as DownlinkKind, numbered(m.seq, m.payload), { retain: m.retain })
         sent += 1
@@ -285,24 +329,22 @@ export function createOutbox(deps: {
   }
 
   async function sweep(): Promise<number> {
-    const now = Date.now()
-    const { limit, expired } = await pruneMessages(db, {
+    const at = now()
+    const { limit, expired } = await repo.pruneMessages({
       limit: limits.maxPerDevice,
-      before: new Date(now - limits.maxAgeMs),
-      deliveredBefore: new Date(now - limits.keepDeliveredMs),
+      before: new Date(at - limits.maxAgeMs),
+      deliveredBefore: new Date(at - limits.keepDeliveredMs),
     })
     const runs = [...limit.map((r) => ({ ...r, reason: 'limit' })), ...expired.map((r) => ({ ...r, reason: 'expired' }))]
     if (runs.length) {
-      const at = new Date()
-      await insertEvents(
-        db,
+      await repo.insertEvents(
         runs.map((r) => ({
           type: 'device.downlink_dropped',
           deviceId: r.deviceId,
           userId: r.userId,
           organizationId: r.organizationId,
           data: { reason: r.reason, count: r.count, firstSeq: r.firstSeq, lastSeq: r.lastSeq },
-          at,
+          at: new Date(now()),
         })),
       )
     }
@@ -312,11 +354,11 @@ export function createOutbox(deps: {
   }
 
   async function reported(deviceId: string, report: { configVersion?: number; shownImageId?: string | null }) {
-    stats.delivered += await markReported(db, deviceId, report)
+    stats.delivered += await repo.markReported(deviceId, report)
   }
 
   async function polled(deviceId: string, carried: PollCarried) {
-    stats.delivered += await markPolled(db, deviceId, carried)
+    stats.delivered += await repo.markPolled(deviceId, carried)
   }
 
   return {
@@ -331,7 +373,7 @@ export function createOutbox(deps: {
     delivered,
     reported,
     polled,
-    pollStarts: (deviceId) => lastSeqOf(db, deviceId),
+    pollStarts: (deviceId) => repo.lastSeqOf(deviceId),
     resend,
     expectResend,
     sweep,

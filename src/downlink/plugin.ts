@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import { ROUTES_NEED } from '../app/routes-need.js'
 import type { DeviceLink } from '../devices/sessions.js'
-import { createOutbox, type Outbox } from './outbox.js'
+import { createOutbox, type Outbox, outboxRepository } from './outbox.js'
 import { downlinkRoutes } from './routes.js'
 
 declare module 'fastify' {
@@ -17,7 +17,12 @@ declare module 'fastify' {
 // device traffic.
 export const downlinkPlugin = fp(
   async (app) => {
-    const outbox = createOutbox({ db: app.database.db, transport: app.deviceTransport, limits: app.config.downlink, log: app.log })
+    const outbox = createOutbox({
+      repo: outboxRepository(app.database.db),
+      transport: app.deviceTransport,
+      limits: app.config.downlink,
+      log: app.log,
+    })
     app.deviceTraffic.attachDownlink(outbox)
     app.decorate('downlink', outbox)
     app.decorate('deviceLink', outbox)

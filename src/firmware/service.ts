@@ -43,56 +43,13 @@ import {
   upsertRollout,
   withdrawOffers,
 } from './repository.js'
+import { bucketOf, eligible, haltDue, mayHalt, offerFor, rolloutChange } from './rollout-rules.js'
 import { manifestOf, signManifest } from './signing.js'
 import type { FirmwareChannel } from './tables.js'
 
 export type FirmwareSettings = { signingKey: KeyObject; publicKey: string; maxBytes: number; urlSeconds: number }
 
 type Notify = (userId: string, kind: 'firmware-failed', message: { title: string; body: string; url?: string }) => Promise<unknown>
-
-/** Halt when more than this share of ended attempts failed, once this many ended (rollout defaults). */
-const DEFAULT_MAX_FAILURE_SHARE = 0.2
-const DEFAULT_MIN_ATTEMPTS = 5
-
-/** 0–99 from the device id alone: the same device is in the same place of every rollout. */
-export function bucketOf(deviceId: string): number {
-  return createHash('sha256').update(deviceId).digest().readUInt32BE(0) % 100
-}
-
-/**
- * Whether a device may be offered (and fetch) a release: an admin chose it, by enrolling it in the
- * fleet of the release's model or by pinning it to that very release. The model a device declares
- * at pairing is its own word, so it is never enough on its own.
- */
-function eligible(row: { fleetModel: string | null; pinnedReleaseId: string | null }, release: ReleaseRow): boolean {
-  return row.pinnedReleaseId === release.id || row.fleetModel === release.model
-}
-
-/**
- * The release a device should be offered now, or null: its pin, else its rollout's target when
- * the rollout is running and the device is in its share. Never an older version than the device
- * runs (only a pin may go down), never one it already runs, and never again one it was offered
- * (a failure is not retried by itself: the admin pins or ships a new version).
- */
-function offerFor(
-  ctx: Pick<OfferContext, 'deviceId' | 'firmware' | 'fleetModel' | 'releaseId' | 'state' | 'percent' | 'paused' | 'haltedAt'>,
-  pinned: ReleaseRow | undefined,
-  target: ReleaseRow | undefined,
-  retry = false,
-): ReleaseRow | null {
-  const running = ctx.firmware ?? null
-  let choice: ReleaseRow | undefined
-  if (pinned) choice = pinned
-  // A rollout reaches only devices an admin enrolled in its model's fleet (see eligible()).
-  else if (target && ctx.fleetModel === target.model && !ctx.paused && !ctx.haltedAt && bucketOf(ctx.deviceId) < (ctx.percent ?? 0)) {
-    const current = semver.valid(running ?? '')
-    if (current && semver.gt(target.version, current)) choice = target
-  }
-  if (!choice || choice.version === running) return null
-  // An admin pinning a device to the release it failed is the way to retry it.
-  if (ctx.releaseId === choice.id && ctx.state !== 'withdrawn' && !(retry && ctx.state === 'failed')) return null
-  return choice
-}
 
 export function createFirmwareService(deps: {
   db: Database
@@ -295,10 +252,10 @@ export function createFirmwareService(deps: {
     if (!target) throw appError('FIRMWARE_NOT_FOUND', `Model ${model} has no release ${input.version}`)
     if (channel === 'stable' && target.channel !== 'stable') throw appError('FIRMWARE_CHANNEL_MISMATCH')
     const before = await findRollout(db, model, channel)
-    const paused = input.paused ?? before?.paused ?? false
-    // A new target or a resume starts counting afresh: the halt is lifted.
-    const resumed = !before || before.releaseId !== target.id || (before.paused && !paused) || input.paused === false
     const at = deps.clock()
+    // A new target or a resume starts counting afresh: the halt is lifted.
+    const change = rolloutChange(before, input, target.id, at)
+    const { paused } = change
     // Offers of the old plan that no device has started on are taken back: another target, a
     // pause, or devices now outside the share.
     if (before && before.releaseId !== target.id) await withdraw(before.releaseId, await untakenOffers(db, before.releaseId, channel))
@@ -313,11 +270,7 @@ export function createFirmwareService(deps: {
       channel,
       releaseId: target.id,
       percent: input.percent,
-      paused,
-      haltedAt: resumed ? null : (before?.haltedAt ?? null),
-      countingSince: resumed ? at : (before?.countingSince ?? at),
-      maxFailureShare: input.maxFailureShare ?? before?.maxFailureShare ?? DEFAULT_MAX_FAILURE_SHARE,
-      minAttempts: input.minAttempts ?? before?.minAttempts ?? DEFAULT_MIN_ATTEMPTS,
+      ...change,
       updatedAt: at,
       updatedBy: actorId,
     })
@@ -517,10 +470,9 @@ export function createFirmwareService(deps: {
    */
   async function haltIfDue(tx: Executor, release: ReleaseRow, channel: FirmwareChannel): Promise<Halt | null> {
     const rollout = await lockRollout(tx, release.model, channel)
-    if (!rollout || rollout.releaseId !== release.id || rollout.haltedAt) return null
+    if (!rollout || !mayHalt(rollout, release.id)) return null
     const counts = await haltCounts(tx, release, channel, rollout.countingSince)
-    const ended = counts.failed + counts.succeeded
-    if (ended < rollout.minAttempts || counts.failed / ended <= rollout.maxFailureShare) return null
+    if (!haltDue(rollout, release.id, counts)) return null
     const at = deps.clock()
     if (!(await haltRollout(tx, release.model, channel, release.id, at))) return null
     await insertEvent(tx, {

@@ -7,7 +7,8 @@ import { type DeviceLogService, LOG_BATCH_MAX_BYTES, LOG_BATCH_MAX_ENTRIES } fro
 import { appError } from '../errors.js'
 import { errorResponses as errors } from '../http/route-schemas.js'
 import { SCREEN_FORMATS, type ScreenFormat } from './screens.js'
-import { MAC, MIN_REFRESH_SECONDS, SPECIAL_FUNCTION, type TrmnlHeaders, type TrmnlService } from './service.js'
+import { MIN_REFRESH_SECONDS, SPECIAL_FUNCTION } from './display-rules.js'
+import { MAC, type TrmnlHeaders, type TrmnlService } from './service.js'
 
 const tags = ['TRMNL devices']
 /** The firmware's levels, as the device log store has them (a Map: the level is the device's word, `__proto__` included). */

@@ -38,8 +38,22 @@ import {
   recordPoll,
   type TrmnlRow,
 } from './repository.js'
-import { cacheName, grayscalePng } from './files.js'
-import { bandOf, panelFor, type Panel } from './panels.js'
+import {
+  batteryPercent,
+  type DisplayAnswer,
+  type DisplayLinks,
+  formatsFor,
+  MIN_REFRESH_SECONDS,
+  pairedAnswer,
+  pairingStage,
+  refreshFor,
+  resetAnswer,
+  type ScreenKind,
+  screenName,
+  waitingAnswer,
+} from './display-rules.js'
+import { grayscalePng } from './files.js'
+import { panelFor, type Panel } from './panels.js'
 import { identifyScreen, pairedScreen, type ScreenFormat, setupScreen } from './screens.js'
 import { isWeakEd25519Key } from './weak-keys.js'
 
@@ -67,70 +81,10 @@ export type TrmnlHeaders = {
   specialFunction?: boolean
 }
 
-/** The least refresh_rate ever answered: a frame told less would wake again at once, for as long as it is told so. */
-export const MIN_REFRESH_SECONDS = 60
-
-/**
- * What a double press of the frame's button does (the firmware stores the `special_function` of
- * every display answer, lib/trmnl/src/special_function.cpp; an answer without it sets "none"):
- * identify, answered with the screen naming the frame.
- */
-export const SPECIAL_FUNCTION = 'identify'
+const profileOf = (panel: Panel): DisplayProfile => ({ width: panel.width, height: panel.height, palette: panel.palette, fit: 'cover' })
 
 /** How far a signed request's X-Timestamp may be from the service's time (it came from GET /api/time moments before). */
 const SIGNATURE_WINDOW_MS = 5 * 60_000
-
-/**
- * The battery level: Percent-Charged when the board says it, else its voltage on a LiPo cell
- * between 3.0 V (empty) and 4.2 V (full), linear. 0 V is a board on USB without a battery
- * reading: unknown, not empty.
- */
-function batteryPercent(h: Pick<TrmnlHeaders, 'batteryVoltage' | 'percentCharged'>): number | undefined {
-  if (h.percentCharged !== undefined) return h.percentCharged
-  if (!h.batteryVoltage) return undefined
-  return Math.round(Math.max(0, Math.min(1, (h.batteryVoltage - 3.0) / 1.2)) * 1000) / 10
-}
-
-const profileOf = (panel: Panel): DisplayProfile => ({ width: panel.width, height: panel.height, palette: panel.palette, fit: 'cover' })
-
-/** At most this many names in a `playlist` answer: the firmware caches far fewer images. */
-const PLAYLIST_MAX_FILES = 50
-
-/** The name the firmware caches a stored image's file by: it changes with the bytes (see files.ts). */
-const imageName = (sha256: string, format: string, now: Date, fresh = false) => cacheName(`image|${sha256}|${format}`, now, fresh)
-
-/**
- * The files a frame is sent: before 1.5.2 the 1-bit BMP (the only file that firmware draws, and
- * only on an 800×480 panel), from then on a greyscale PNG of 2 bits for a 4-grey panel, 1 bit
- * otherwise. `variant` is the stored image variant its pixels come from.
- */
-function formatsFor(panel: Panel, firmware: string | undefined): { variant: 'bmp1' | 'png1' | 'png-gray4'; screen: ScreenFormat } {
-  if (bandOf(firmware) === 'bmp' && panel.drawsBmp && panel.palette === 'bw') return { variant: 'bmp1', screen: 'bmp1' }
-  if (panel.palette === 'gray4' && panel.maxPngBits >= 2) return { variant: 'png-gray4', screen: 'png2' }
-  return { variant: 'png1', screen: 'png1' }
-}
-
-/** Seconds the firmware waits for an image download (image_url_timeout, at most 65 it takes): more for the X's larger files. */
-const imageTimeout = (panel: { width: number; height: number }) => (panel.width * panel.height > 1_000_000 ? 60 : 30)
-
-export type DisplayAnswer = {
-  status: number
-  image_url: string | null
-  filename: string | null
-  refresh_rate: number
-  /** Paired devices only: the file names of the live rotation. */
-  playlist?: string[]
-  update_firmware: boolean
-  firmware_url: string | null
-  reset_firmware: boolean
-  /** What a double press of the frame's button does (SPECIAL_FUNCTION). */
-  special_function: string
-  /** Seconds the firmware waits for image_url. */
-  image_url_timeout: number
-  /** Answers a double press (`special_function: true`): the function it ran. */
-  action?: string
-  friendly_id?: string
-}
 
 export function createTrmnlService(deps: {
   db: Database
@@ -179,17 +133,11 @@ export function createTrmnlService(deps: {
   }
 
   /** The path of a screen the service draws, in the file format the device draws. */
-  const screenPath = (kind: 'setup' | 'paired' | 'identify', deviceId: string, format: ScreenFormat) =>
-    `/api/trmnl/screens/${kind}/${deviceId}?format=${format}`
-  /** A screen's cache name: it changes with what is drawn on it, its size and format. */
-  const screenName = (
-    kind: string,
-    deviceId: string,
-    text: string,
-    display: { width: number; height: number },
-    format: string,
-    now: Date,
-  ) => cacheName(`${kind}|${deviceId}|${text}|${display.width}x${display.height}|${format}`, now)
+  const screenPath = (kind: ScreenKind, deviceId: string, format: ScreenFormat) => `/api/trmnl/screens/${kind}/${deviceId}?format=${format}`
+  const links: DisplayLinks = {
+    image: (deviceId, imageId, format) => signedUrl(`/api/trmnl/images/${deviceId}/${imageId}/${format}`),
+    screen: (kind, deviceId, format) => signedUrl(screenPath(kind, deviceId, format)),
+  }
 
   function checkSignature(path: string, exp: number, sig: string): boolean {
     if (!Number.isSafeInteger(exp) || exp * 1000 < deps.clock().getTime()) return false
@@ -274,75 +222,6 @@ export function createTrmnlService(deps: {
     return null
   }
 
-  const waiting = (row: TrmnlRow, panel: Panel, format: ScreenFormat, refresh: number): DisplayAnswer => ({
-    status: 202,
-    image_url: signedUrl(screenPath('setup', row.deviceId, format)),
-    filename: screenName('setup', row.deviceId, row.friendlyId, panel, format, deps.clock()),
-    refresh_rate: refresh,
-    update_firmware: false,
-    firmware_url: null,
-    reset_firmware: false,
-    special_function: SPECIAL_FUNCTION,
-    image_url_timeout: imageTimeout(panel),
-    friendly_id: row.friendlyId,
-  })
-
-  const reset = (refresh: number): DisplayAnswer => ({
-    status: 0,
-    image_url: null,
-    filename: null,
-    refresh_rate: refresh,
-    update_firmware: false,
-    firmware_url: null,
-    reset_firmware: true,
-    special_function: SPECIAL_FUNCTION,
-    image_url_timeout: 30,
-  })
-
-  /**
-   * Seconds until the next poll: the service's rate, shortened to the device's next scheduled
-   * change, stretched over a sleep window to its end (a battery frame sleeps through the night).
-   */
-  /** The refresh the device is asked for (until its next turn, or its wake-up), and the playlist playing now. */
-  async function planFor(deviceId: string, now: Date): Promise<{ refresh: number; playlistId: string | null }> {
-    const row = await findSchedule(db, deviceId)
-    const plan = scheduleInfo(row)
-    const playlistId = (row?.current?.state === 'playing' && row.current.playlistId) || null
-    const until = (iso: string | null) => (iso ? Math.ceil((Date.parse(iso) - now.getTime()) / 1000) : Number.NaN)
-    const asleep = until(plan?.sleepingUntil ?? null)
-    if (asleep > 0) return { refresh: Math.max(MIN_REFRESH_SECONDS, Math.min(asleep, 7 * 86_400)), playlistId }
-    const next = until(plan?.nextChangeAt ?? null)
-    const refresh = next > 0 ? Math.min(deps.refreshSeconds, next) : deps.refreshSeconds
-    return { refresh: Math.max(MIN_REFRESH_SECONDS, refresh), playlistId }
-  }
-
-  /**
-   * The `playlist` answer: the file names of the rotation playing now, as this device would get
-   * them (the firmware prunes its image cache to these), the file shown now first. A prompt's
-   * picture is new at each turn, so it has no name until then.
-   */
-  async function rotationFiles(
-    playlistId: string | null,
-    display: DisplayProfile,
-    format: string,
-    shown: string,
-    now: Date,
-  ): Promise<string[]> {
-    const files = [shown]
-    if (!playlistId) return files
-    const ids = (await listItems(db, playlistId)).map((i) => itemImageId(i, display)).filter((id): id is string => Boolean(id))
-    const sized = (await findVariantsOf(db, [...new Set(ids)], format)).filter(
-      (v) => v.width === display.width && v.height === display.height,
-    )
-    const shas = new Map(sized.map((v) => [v.imageId, v.sha256]))
-    for (const id of ids) {
-      const sha = shas.get(id)
-      const name = sha && imageName(sha, format, now)
-      if (name && !files.includes(name)) files.push(name)
-    }
-    return files.slice(0, PLAYLIST_MAX_FILES)
-  }
-
   /** GET /api/display. */
   async function display(row: TrmnlRow, h: TrmnlHeaders): Promise<DisplayAnswer> {
     const now = deps.clock()
@@ -352,18 +231,18 @@ export function createTrmnlService(deps: {
     const panel = panelFor({ model: h.model ?? row.model ?? undefined, width: h.width, height: h.height })
     const formats = formatsFor(panel, firmware)
     const init = await findDeviceInit(db, row.deviceId)
+    const stage = pairingStage(init?.status)
     // Not claimed yet: open for as long as the device keeps asking.
-    if (init && (init.status === 'pending' || init.status === 'expired')) {
+    if (stage === 'pairing') {
       // Wall-clock time, as the pairing flow's own expiry checks use.
       const open = await keepPairingOpen(db, row.deviceId, new Date(Date.now() + deps.pairingSeconds * 1000))
       // A frame holds this token: it is never forgotten (see pruneAbandoned).
       if (!row.lastPolledAt) await recordPoll(db, row.deviceId, { lastPolledAt: now })
-      if (open) return waiting(row, panel, formats.screen, refresh)
+      if (open) return waitingAnswer(row, panel, formats.screen, refresh, now, links)
     }
-    // Deleted, disconnected or denied (the firmware then forgets its token and Wi-Fi and calls /api/setup again).
-    if (!init || (init.status !== 'approved' && init.status !== 'active')) return reset(refresh)
+    if (!init || stage !== 'paired') return resetAnswer(refresh)
     let dev = await findDevice(db, row.deviceId)
-    if (!dev) return reset(refresh)
+    if (!dev) return resetAnswer(refresh)
     if (init.status === 'approved') {
       // The same owner paired a device with this MAC before: that device takes the new token,
       // its history kept, and the pairing just made goes. Another owner gets a device of its own.
@@ -383,7 +262,7 @@ export function createTrmnlService(deps: {
         at: now,
       })
       dev = issued?.device ?? dev
-    } else if (!dev.secretHash) return reset(refresh)
+    } else if (!dev.secretHash) return resetAnswer(refresh)
     // Before anything is read for the answer: messages recorded later are not part of it.
     const upTo = await deps.polls?.starts(dev.id)
     // The size it says is the size it draws (and a picture of another size is never drawn):
@@ -393,8 +272,9 @@ export function createTrmnlService(deps: {
         (await updateDevice(db, dev.id, {
           display: { ...dev.display, width: panel.width, height: panel.height, palette: panel.palette },
         })) ?? dev
-    const plan = await planFor(dev.id, now)
-    refresh = plan.refresh
+    const schedule = await findSchedule(db, dev.id)
+    refresh = refreshFor(scheduleInfo(schedule), now, deps.refreshSeconds)
+    const playlistId = (schedule?.current?.state === 'playing' && schedule.current.playlistId) || null
 
     const battery = batteryPercent(h)
     await applyDeviceReport(db, dev.id, {
@@ -417,94 +297,52 @@ export function createTrmnlService(deps: {
       data: { remoteAddress: null },
     })
 
-    let image_url: string
-    let filename: string
-    const imageId = dev.desiredImageId
-    const format = formats.variant
-    const found = imageId ? await findVariant(db, imageId, format) : undefined
-    // Only a file of the panel's own size: the firmware flips a BMP with the panel's size, and refuses a larger PNG.
-    const variant = found && found.width === panel.width && found.height === panel.height ? found : undefined
-    let refreshName: () => string
-    if (imageId && variant) {
-      image_url = signedUrl(`/api/trmnl/images/${dev.id}/${imageId}/${format}`)
-      // The firmware skips the download when it has a file of this name: the name changes with the bytes.
-      filename = imageName(variant.sha256, format, now)
-      refreshName = () => imageName(variant.sha256, format, now, true)
-    } else {
-      // Nothing sent yet (or only for another panel size): the "paired" screen.
-      image_url = signedUrl(screenPath('paired', dev.id, formats.screen))
-      filename = screenName('paired', dev.id, dev.name, panel, formats.screen, now)
-      refreshName = () => cacheName(`paired|${dev.id}|${dev.name}|${panel.width}x${panel.height}|${formats.screen}`, now, true)
-    }
-    // The image the answer names, delivered by it (see markPolled); none when it names a screen.
-    let carriedImage = imageId && variant ? imageId : undefined
-    const identify = () => {
-      carriedImage = undefined
-      image_url = signedUrl(screenPath('identify', dev.id, formats.screen))
-      filename = screenName('identify', dev.id, dev.name, panel, formats.screen, now)
-    }
-    let action: string | undefined
-    // A double press of the frame's button runs its special function (the one every answer sets): identify.
-    if (h.specialFunction) {
-      identify()
-      action = SPECIAL_FUNCTION
-    }
-
-    // A command waiting for the device is carried out the way polling firmware can: identify shows
-    // a screen naming the frame (its own file name, so it is drawn), refresh sends the image again
-    // under a new name, sleep answers a refresh_rate that long. The firmware takes no other remote
-    // action (its special_function is what a double press of its button does, the owner's setting).
-    const cmd = await nextCommand(db, dev.id)
-    if (cmd) {
-      let result: Record<string, unknown> = { ok: true, delivered: 'display' }
-      if (cmd.command === 'identify') {
-        identify()
-      } else if (cmd.command === 'refresh') {
-        // A name the frame has not cached, with the same first 13 characters: it drops the old file and draws this one.
-        filename = refreshName()
-      } else if (cmd.command === 'sleep' && Number.isInteger(cmd.args.seconds)) {
-        refresh = Math.max(MIN_REFRESH_SECONDS, Math.min(86_400, Number(cmd.args.seconds)))
-        result = { ...result, seconds: refresh }
-      } else {
-        result = { ok: false, error: `${cmd.command} is not available on TRMNL firmware (it polls, and restarts only by itself)` }
-      }
-      await ackCommand(db, dev.id, cmd.id, result)
-    }
-
-    const offer = await deps
-      .firmware()
-      ?.currentOffer(dev.id)
-      .catch(() => null)
-    await recordPoll(db, dev.id, {
+    // Everything the answer is made from is read first; pairedAnswer decides it, then it is written.
+    const device = dev
+    const cmd = await nextCommand(db, device.id)
+    const decision = pairedAnswer(
+      {
+        now,
+        device,
+        panel,
+        formats,
+        refresh,
+        variant: device.desiredImageId ? await findVariant(db, device.desiredImageId, formats.variant) : undefined,
+        specialFunction: Boolean(h.specialFunction),
+        command: cmd,
+        offer: await deps
+          .firmware()
+          ?.currentOffer(device.id)
+          .catch(() => null),
+        rotation: playlistId ? await rotationOf(playlistId, device.display, formats.variant) : undefined,
+      },
+      links,
+    )
+    const { answer } = decision
+    if (cmd && decision.commandResult) await ackCommand(db, device.id, cmd.id, decision.commandResult)
+    await recordPoll(db, device.id, {
       refreshRate: h.refreshRate ?? row.refreshRate,
       rssi: h.rssi ?? row.rssi,
       batteryVoltage: h.batteryVoltage ?? row.batteryVoltage,
       firmware: firmware ?? null,
-      lastFilename: filename,
-      nextPollAt: new Date(now.getTime() + refresh * 1000),
+      lastFilename: answer.filename,
+      nextPollAt: new Date(now.getTime() + answer.refresh_rate * 1000),
     })
-    const answer = {
-      status: 0,
-      image_url,
-      filename,
-      refresh_rate: refresh,
-      playlist: await rotationFiles(plan.playlistId, dev.display, format, filename, now),
-      update_firmware: Boolean(offer && offer.version !== null),
-      firmware_url: offer && offer.version !== null ? offer.url : null,
-      reset_firmware: false,
-      special_function: SPECIAL_FUNCTION,
-      image_url_timeout: imageTimeout(panel),
-      ...(action ? { action } : {}),
-    }
     // Once the answer stands: what it carries is delivered by it (a failed poll delivers nothing).
     if (upTo !== undefined)
-      await deps.polls?.answered(dev.id, {
+      await deps.polls?.answered(device.id, {
         upTo,
         commandId: cmd?.id,
-        firmware: Boolean(offer && offer.version !== null),
-        imageId: carriedImage,
+        firmware: decision.carriedFirmware,
+        imageId: decision.carriedImage,
       })
     return answer
+  }
+
+  /** The rotation playing now as rotationNames needs it: its items' images for this display, and their stored variants. */
+  async function rotationOf(playlistId: string, display: DisplayProfile, format: string) {
+    const imageIds = (await listItems(db, playlistId)).map((i) => itemImageId(i, display)).filter((id): id is string => Boolean(id))
+    return { imageIds, variants: await findVariantsOf(db, [...new Set(imageIds)], format) }
   }
 
   /**

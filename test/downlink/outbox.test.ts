@@ -10,7 +10,7 @@ import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
-import { createOutbox } from '../../src/downlink/outbox.js'
+import { createOutbox, outboxRepository } from '../../src/downlink/outbox.js'
 
 type Message = { topic: string; body: Record<string, unknown> }
 type Downlink = { messages: Array<{ seq: number; kind: string; status: string }> }
@@ -254,7 +254,12 @@ t.test('a message published while a resend runs is sent once, by one side or the
     publish: async (_id: string, _kind: string, payload: object) => void sent.push((payload as { seq: number }).seq),
     kick: async () => true,
   }
-  const outbox = createOutbox({ db: svc.app.database.db, transport, limits: svc.config.downlink, log: { warn: () => {} } })
+  const outbox = createOutbox({
+    repo: outboxRepository(svc.app.database.db),
+    transport,
+    limits: svc.config.downlink,
+    log: { warn: () => {} },
+  })
   let trials = 0
   for (let i = 0; i < 10; i++) {
     sent.length = 0
@@ -277,7 +282,12 @@ t.test('a message published live after the device subscribed, before its resend 
     publish: async (_id: string, _kind: string, payload: object) => void sent.push((payload as { seq: number }).seq),
     kick: async () => true,
   }
-  const outbox = createOutbox({ db: svc.app.database.db, transport, limits: svc.config.downlink, log: { warn: () => {} } })
+  const outbox = createOutbox({
+    repo: outboxRepository(svc.app.database.db),
+    transport,
+    limits: svc.config.downlink,
+    log: { warn: () => {} },
+  })
   // The transport saw the SUBACK and waits for the device's other SUBSCRIBEs before the resend.
   outbox.expectResend(dev.deviceId, true)
   await outbox.publish(dev.deviceId, 'cmd', { live: true })

@@ -3,7 +3,7 @@
 // signature, installs, restarts and reports the new version, which is what counts as success.
 import t from 'tap'
 import type { SimDevice } from '../../device-sim/index.js'
-import { bucketOf } from '../../src/firmware/service.js'
+import { bucketOf } from '../../src/firmware/rollout-rules.js'
 import { manifestOf, verifyManifest } from '../../src/firmware/signing.js'
 import { eventually } from '../helpers/mqtt.js'
 import { api, firmwareWorld, frames, upload } from './helpers.js'
