@@ -125,6 +125,10 @@ node1_start() {
     rabbitmqctl -q await_startup --timeout 60 >/dev/null 2>&1 && break
     sleep 2
   done
+  if ((i == 60)); then
+    echo "RabbitMQ did not start within 2 minutes: see /var/log/rabbitmq" >&2
+    exit 1
+  fi
   echo "RabbitMQ: $(node1) started; it may open $(files_limit) files"
   warn_files
 }
@@ -184,8 +188,8 @@ node2_stop() {
   # to node 1 as it stops.
   if running2; then ctl2 -q stop "$NODE2_DIR/node.pid" >/dev/null 2>&1 || ctl2 -q stop >/dev/null 2>&1 || true; fi
   if member2; then
-    # The MQTT plugin's client-id tracking is a Raft cluster of the nodes that ran the plugin:
-    # without this node 1 would wait for node 2's vote.
+    # The MQTT plugin's client-id tracking is a Raft cluster of the nodes that ran the plugin,
+    # which RabbitMQ says needs a majority: it stops counting a node that will not come back.
     rabbitmqctl -q decommission_mqtt_node "$NODE2" >/dev/null 2>&1 || true
     rabbitmqctl -q forget_cluster_node "$NODE2" >/dev/null
   fi
