@@ -70,6 +70,10 @@ export const embeddedOnly: readonly string[] = [
   'broker/retained.test.ts',
   'broker/standalone.test.ts',
   'broker/paho-interop.test.ts',
+  // What it adds to broker/rabbitmq (which runs on both) is RabbitMQ's: a second node, its routing,
+  // events, connection closes and failover; the service's side of it is the same on either, and
+  // it costs about 50 s of RabbitMQ starts and stops.
+  'broker/rabbitmq-cluster.test.ts',
   'schedules/plan.test.ts',
   // Domain rules decided from loaded rows, or over a repository stand-in typed by the real one:
   // no database is opened (the repositories they replace run in the domains' full-app files).

@@ -1,8 +1,11 @@
 // The machine's RabbitMQ as the external broker: found on its loopback ports with rabbitmqctl at
 // hand, configured through scripts/rabbitmq-setup.sh, and put back as it was found (explicitly
-// enabled plugins, the enabled_plugins file, the run-time settings the script changes).
+// enabled plugins, the enabled_plugins file, the run-time settings the script changes). A second
+// node (scripts/rabbitmq-setup.sh node2) is started, joined and taken away again on request.
+// Files that configure RabbitMQ take turns (a lock): tap runs files in parallel, and one file's
+// restore would take the plugins away from under another's test.
 import { execFile } from 'node:child_process'
-import { readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { reachable } from './services.js'
@@ -16,6 +19,12 @@ export const RABBIT = {
   managementUrl: 'http://guest:guest@127.0.0.1:15672',
   /** The internal user the service connects as (guest may log in from loopback only). */
   service: { username: 'guest', password: 'guest' },
+}
+
+/** The second node scripts/rabbitmq-setup.sh starts (its default ports). */
+export const RABBIT2 = {
+  mqttUrl: 'mqtt://127.0.0.1:1885',
+  mqttPort: 1885,
 }
 
 /** Why RabbitMQ cannot be used here, or undefined when it can. */
@@ -100,18 +109,82 @@ export async function deleteQueues(names: string[]) {
   for (const name of names) await run('rabbitmqctl', ['-q', 'delete_queue', name]).catch(() => {})
 }
 
+const LOCK = '/tmp/dps-test-rabbitmq.lock'
+
+function alive(pid: number) {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Waits until no other test process configures RabbitMQ; a lock whose process is gone is taken over. */
+async function lock(): Promise<() => Promise<void>> {
+  for (;;) {
+    try {
+      await mkdir(LOCK)
+      await writeFile(join(LOCK, 'pid'), String(process.pid))
+      return () => rm(LOCK, { recursive: true, force: true })
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+      const holder = Number(await readFile(join(LOCK, 'pid'), 'utf8').catch(() => ''))
+      // A lock without a pid yet is being taken (or was left by a crash right then): waited on, not removed.
+      if (holder > 0 && !alive(holder)) await rm(LOCK, { recursive: true, force: true })
+      else await new Promise((r) => setTimeout(r, 250))
+    }
+  }
+}
+
+const script = (args: string[], env: Record<string, string> = {}) =>
+  run('bash', [join(root, 'scripts', 'rabbitmq-setup.sh'), ...args], { env: { ...process.env, ...env } })
+
+/** Waits until something listens on `port` (the MQTT listener answers a moment after its plugin reports started). */
+async function listening(port: number) {
+  for (let i = 0; i < 100 && !(await reachable(port)); i++) await new Promise((r) => setTimeout(r, 100))
+}
+
 /**
  * Configures RabbitMQ for a service at `hookUrl` (scripts/rabbitmq-setup.sh enable) and registers
- * the restore with `t`. Returns a function that points the hook at another URL.
+ * the restore with `t`. With `node2`, also starts a second node joined to the first
+ * (scripts/rabbitmq-setup.sh node2 start); it is stopped and out of the cluster before the restore.
+ * Resolves with what the second node's start printed, if any.
  */
-export async function setUpRabbitMQ(t: { teardown(fn: () => unknown): void }, hookUrl: string, secret: string) {
-  const before = await snapshot()
-  t.teardown(() => restore(before))
-  const setup = (url: string) =>
-    run('bash', [join(root, 'scripts', 'rabbitmq-setup.sh'), 'enable'], {
-      env: { ...process.env, HOOK_URL: url, MQTT_AUTH_SECRET: secret },
-    })
-  await setup(hookUrl)
-  // The MQTT listener answers a moment after the plugin reports started.
-  for (let i = 0; i < 100 && !(await reachable(1884)); i++) await new Promise((r) => setTimeout(r, 100))
+export async function setUpRabbitMQ(
+  t: { teardown(fn: () => unknown): void },
+  hookUrl: string,
+  secret: string,
+  opts: { node2?: boolean } = {},
+): Promise<{ node2?: { stdout: string; stderr: string } }> {
+  const unlock = await lock()
+  let before: Snapshot | undefined
+  let node2Started = false
+  t.teardown(async () => {
+    try {
+      if (node2Started) await script(['node2', 'stop'])
+      if (before) await restore(before)
+    } finally {
+      await unlock()
+    }
+  })
+  before = await snapshot()
+  const env = { HOOK_URL: hookUrl, MQTT_AUTH_SECRET: secret }
+  await script(['enable'], env)
+  await listening(1884)
+  if (!opts.node2) return {}
+  node2Started = true
+  const started = await script(['node2', 'start'], env)
+  await listening(RABBIT2.mqttPort)
+  return { node2: started }
+}
+
+/** Runs rabbitmqctl against the second node. */
+export async function rabbitmqctl2(args: string[]): Promise<string> {
+  return (await run('rabbitmqctl', ['-n', await node2Name(), ...args], { maxBuffer: 1 << 20 })).stdout
+}
+
+/** The second node's name: rabbit2@ the first's host, as the setup script names it. */
+export async function node2Name(): Promise<string> {
+  return `rabbit2@${(await eval_('node().')).replace(/'/g, '').split('@')[1]}`
 }
