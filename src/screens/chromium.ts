@@ -3,7 +3,7 @@
 // laid out by the system's Chromium, driven by playwright-core, and screenshot at the frame's size.
 //
 // One browser, started at the first render and shared; each render gets a context of its own
-// (its own cookies, storage and popups) that is closed after it. A page reaches nothing: every
+// (its own cookies, storage and popups) and page, opened ahead of it, closed after it. A page reaches nothing: every
 // request it makes is aborted except our fonts, served from memory under a name that resolves
 // nowhere; a Content-Security-Policy refuses connections, frames and workers before they become
 // requests, and WebRTC is removed before the template's scripts run. A template that spins or
@@ -12,7 +12,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
-import type { Browser, BrowserContext } from 'playwright-core'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
 import type { RenderFailure } from './render-job.js'
 
 type ChromiumResult = { ok: true; png: Buffer } | ({ ok: false } & RenderFailure)
@@ -94,6 +94,8 @@ export function createChromiumRenderer(opts: { path: string; pages: number; time
   let running = 0
   const queue: Array<() => void> = []
   let closed = false
+  /** The browser launched and not yet ended, for close() and restart(). */
+  let current: Browser | undefined
 
   function launch(): Promise<Browser> {
     browser ??= (async () => {
@@ -104,6 +106,11 @@ export function createChromiumRenderer(opts: { path: string; pages: number; time
         args: [...FLAGS, `--js-flags=--max-old-space-size=${opts.memoryMb}`],
         timeout: 30_000,
       })
+      // The app closed while the browser was starting: it must not outlive the app.
+      if (closed) {
+        await b.close().catch(() => {})
+        throw new Error('the service is shutting down')
+      }
       b.on('disconnected', () => {
         if (browser && current === b) browser = undefined
       })
@@ -116,14 +123,12 @@ export function createChromiumRenderer(opts: { path: string; pages: number; time
     })
     return browser
   }
-  let current: Browser | undefined
 
   /** Ends the browser (all its pages): for a page it would not close within its bound. */
   async function restart(b: Browser) {
     if (browser && current === b) browser = undefined
     current = undefined
-    await Promise.race([b.close().catch(() => {}), new Promise((r) => setTimeout(r, 5000))])
-    // playwright kills the process group when close does not finish; nothing else holds it.
+    await Promise.race([b.close().catch(() => {}), new Promise((r) => setTimeout(r, 5000).unref())])
   }
 
   async function slot(): Promise<boolean> {
@@ -143,6 +148,7 @@ export function createChromiumRenderer(opts: { path: string; pages: number; time
   }
 
   async function openContext(b: Browser, width: number, height: number): Promise<BrowserContext> {
+    // Each render's own context: its popups, storage and cookies end with it.
     fonts ??= fontFaces()
     const faces = fonts
     const context = await b.newContext({ viewport: { width, height }, deviceScaleFactor: 1, serviceWorkers: 'block' })
@@ -158,8 +164,43 @@ export function createChromiumRenderer(opts: { path: string; pages: number; time
     return context
   }
 
-  async function draw(context: BrowserContext, input: { html: string; css?: string; width: number; height: number }) {
-    const page = await context.newPage()
+  type Fresh = { browser: Browser; context: BrowserContext; page: Page }
+  /**
+   * A context with its page opened ahead: a new page starts a renderer process, most of a
+   * render's time (about 150 ms of 300 here), so the next render's is started while this one draws.
+   */
+  let spare: Promise<Fresh> | undefined
+
+  async function openFresh(b: Browser): Promise<Fresh> {
+    const context = await openContext(b, 1, 1)
+    try {
+      return { browser: b, context, page: await context.newPage() }
+    } catch (err) {
+      await context.close().catch(() => {})
+      throw err
+    }
+  }
+
+  /** A fresh context and page for a render (the spare, when it is this browser's), and the next spare started. */
+  async function take(b: Browser): Promise<Fresh> {
+    // Taken before any await: two renders never get the same spare.
+    const pending = spare
+    spare = undefined
+    if (!closed) {
+      const next = openFresh(b)
+      spare = next
+      next.catch(() => {
+        if (spare === next) spare = undefined
+      })
+    }
+    const ready = await pending?.catch(() => undefined)
+    if (ready && ready.browser === b && !ready.page.isClosed()) return ready
+    if (ready) void ready.context.close().catch(() => {})
+    return openFresh(b)
+  }
+
+  async function draw(page: Page, input: { html: string; css?: string; width: number; height: number }) {
+    await page.setViewportSize({ width: input.width, height: input.height })
     await page.setContent(documentFor(input.html, input.css, input.width, input.height, fonts!.css), {
       waitUntil: 'load',
       timeout: opts.timeoutMs,
@@ -209,10 +250,10 @@ export function createChromiumRenderer(opts: { path: string; pages: number; time
       try {
         if (closed) return { ok: false, code: 'SCREEN_BUSY', message: 'the service is shutting down' }
         let b: Browser
-        let context: BrowserContext
+        let fresh: Fresh
         try {
           b = await launch()
-          context = await openContext(b, input.width, input.height)
+          fresh = await take(b)
         } catch (err) {
           return { ok: false, code: 'SCREEN_RENDER_FAILED', message: `Chromium did not start: ${firstLine(err)}` }
         }
@@ -220,7 +261,7 @@ export function createChromiumRenderer(opts: { path: string; pages: number; time
         const overran = new Promise<'timeout'>((resolve) => {
           timer = setTimeout(() => resolve('timeout'), opts.timeoutMs)
         })
-        const drawing = draw(context, input)
+        const drawing = draw(fresh.page, input)
         // The loser of the race settles later (a timeout's draw fails when its context closes): not an unhandled rejection.
         drawing.catch(() => {})
         try {
@@ -233,7 +274,7 @@ export function createChromiumRenderer(opts: { path: string; pages: number; time
           return { ok: false, code: 'SCREEN_RENDER_FAILED', message: `Chromium could not draw the page: ${message}` }
         } finally {
           clearTimeout(timer)
-          await dispose(b, context)
+          await dispose(b, fresh.context)
         }
       } finally {
         release()
@@ -242,10 +283,14 @@ export function createChromiumRenderer(opts: { path: string; pages: number; time
     async close() {
       closed = true
       for (const next of queue.splice(0)) next()
+      // A browser still starting closes itself when it sees `closed` (launch): waited for, so none outlives the app.
+      await browser?.catch(() => undefined)
       const b = current
       browser = undefined
       current = undefined
-      if (b) await Promise.race([b.close().catch(() => {}), new Promise((r) => setTimeout(r, 5000))])
+      // The spare's context goes with its browser.
+      spare = undefined
+      if (b) await Promise.race([b.close().catch(() => {}), new Promise((r) => setTimeout(r, 5000).unref())])
     },
   }
 }

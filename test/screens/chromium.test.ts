@@ -73,6 +73,26 @@ t.test('CSS Takumi leaves out (a ::before pseudo-element) is drawn by Chromium, 
   t.equal(g.at(150, 75), 0, 'second column, second row: the box')
   t.equal(g.at(50, 25), 255, 'first column, first row: empty')
   t.equal(g.at(150, 25), 255, 'second column, first row: empty')
+
+  // Several at once (more than the two pages allowed): each render draws its own template, none another's page.
+  const at = [10, 60, 110, 160]
+  const many = await Promise.all(
+    at.map((x) =>
+      r.render({
+        ...job(`<div style="position:absolute;left:${x}px;top:0;width:30px;height:100px;background:#000"></div>`),
+        renderer: 'chromium',
+      }),
+    ),
+  )
+  for (const [i, out] of many.entries()) {
+    if (!out.ok) throw new Error(out.message)
+    const px = await grays(out.png)
+    t.same(
+      at.map((x) => px.at(x + 15, 50)),
+      at.map((_, j) => (j === i ? 0 : 255)),
+      `render ${i} shows its own bar only`,
+    )
+  }
 })
 
 t.test('a template reaches nothing on the network: a local server sees no request', { skip: missing }, async (t) => {
