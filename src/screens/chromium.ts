@@ -43,6 +43,11 @@ const FLAGS = [
   '--mute-audio',
   // Non-proxied UDP off: no STUN or TURN packets to an address a template names, should a page ever keep RTCPeerConnection.
   '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
+  // A navigation (a link, a refresh, window.open) opens a connection to its host before the route
+  // aborts its request: a template could probe which internal ports are open. Every connection goes
+  // to a proxy on a port nothing listens on instead, loopback included (<-loopback>).
+  '--proxy-server=http://127.0.0.1:1',
+  '--proxy-bypass-list=<-loopback>',
 ]
 
 /** Our fonts' origin: `.invalid` resolves nowhere, so nothing but our route can answer it. */

@@ -101,6 +101,9 @@ t.test('a template reaches nothing on the network: a local server sees no reques
     seen.push(`${req.method} ${req.url}`)
     res.end('secret')
   })
+  // Connections too: a preconnect would open one without sending a request.
+  let connections = 0
+  server.on('connection', () => connections++)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise((resolve) => server.close(resolve)))
   server.on('upgrade', (req, socket) => {
@@ -111,8 +114,12 @@ t.test('a template reaches nothing on the network: a local server sees no reques
   // The server answers a request that is made (so its silence below means none was).
   t.equal(await (await fetch(`${base}/check`)).text(), 'secret')
   seen.length = 0
+  connections = 0
 
   const template = `
+    <link rel="preconnect" href="${base}">
+    <link rel="dns-prefetch" href="${base}">
+    <link rel="prefetch" href="${base}/prefetch">
     <img src="${base}/img">
     <link rel="stylesheet" href="${base}/css">
     <iframe src="${base}/frame"></iframe>
@@ -125,9 +132,7 @@ t.test('a template reaches nothing on the network: a local server sees no reques
       try { navigator.sendBeacon('${base}/beacon', 'x') } catch {}
       try { new WebSocket('${base.replace('http', 'ws')}/ws') } catch {}
       try { new EventSource('${base}/events') } catch {}
-      try { window.open('${base}/popup') } catch {}
       try { new Image().src = '${base}/image-js' } catch {}
-      setTimeout(() => { location.href = '${base}/navigate' }, 0)
     </script>
     <p>drawn</p>`
   const css = `@import url('${base}/import.css'); @font-face{font-family:X;src:url('${base}/font.woff2')} p{font-family:X}`
@@ -135,9 +140,23 @@ t.test('a template reaches nothing on the network: a local server sees no reques
   t.teardown(() => r.close())
   const out = await r.render({ ...job(template, css), renderer: 'chromium' })
   t.equal(out.ok, true, 'the page is still drawn')
+  // Navigations: Chromium opens a connection to the host before the route refuses the request
+  // (the proxy flags stop that). A page that navigated away may leave nothing to capture: then
+  // its render fails, as a template's fault.
+  for (const away of [
+    `<meta http-equiv="refresh" content="0;url=${base}/refresh">`,
+    `<script>location.href = '${base}/navigate'</script>`,
+    `<script>setTimeout(() => { location.href = '${base}/later' }, 0)</script>`,
+    `<script>window.open('${base}/popup')</script>`,
+    `<a id="a" href="${base}/link" target="_blank">x</a><script>document.getElementById('a').click()</script>`,
+  ]) {
+    const res = await r.render({ ...job(away), renderer: 'chromium' })
+    t.ok(res.ok || res.code === 'SCREEN_RENDER_FAILED', `${away.slice(0, 40)}…: drawn or failed with its code`)
+  }
   // Anything in flight has had time to arrive.
   await new Promise((resolve) => setTimeout(resolve, 1000))
   t.same(seen, [], 'the local server saw no request')
+  t.equal(connections, 0, 'nor any connection')
 })
 
 t.test('a template that spins is cut off at the bound; the next render is drawn', { skip: missing }, async (t) => {
