@@ -6669,6 +6669,11 @@ export interface operations {
                     name?: string;
                     organizationId?: string;
                     allowPrivate?: boolean;
+                    /**
+                     * @description who draws the HTML: `takumi` (default; no browser, flexbox layout) or `chromium` (full CSS: grid, pseudo-elements, floats; only where the server has Chromium, SCREEN_RENDERER_UNAVAILABLE otherwise). The page reaches no network either way
+                     * @enum {string}
+                     */
+                    renderer?: "takumi" | "chromium";
                 };
             };
         };

@@ -424,7 +424,7 @@ export function createScreenService(deps: ScreenDeps) {
      */
     async importRecipe(
       userId: string,
-      input: { files: Record<string, string>; name?: string; organizationId?: string; allowPrivate?: boolean },
+      input: { files: Record<string, string>; name?: string; organizationId?: string; allowPrivate?: boolean; renderer?: Renderer },
     ) {
       let recipe: ImportedRecipe
       try {
@@ -444,6 +444,7 @@ export function createScreenService(deps: ScreenDeps) {
         ...(source ? { source } : {}),
         ...(input.organizationId ? { organizationId: input.organizationId } : {}),
         ...(input.allowPrivate ? { allowPrivate: true } : {}),
+        ...(input.renderer ? { renderer: input.renderer } : {}),
       })
     },
 

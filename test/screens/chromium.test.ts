@@ -173,6 +173,11 @@ t.test('a template that spins is cut off at the bound; the next render is drawn'
   t.match(await r.render({ ...job('<p>next</p>'), renderer: 'chromium' }), { ok: true }, 'the browser draws the next one')
 })
 
+const RECIPE = {
+  'src/settings.yml': 'name: Hello\nstrategy: static\nstatic_data: \'{"greeting": "Hello"}\'\n',
+  'src/full.liquid': '<div class="layout"><span class="value value--large">{{ greeting }}</span></div>',
+}
+
 /** Chromium processes started by this process (playwright's launch is a direct child). */
 function chromiumChildren(): number[] {
   const pids: number[] = []
@@ -200,6 +205,10 @@ t.test(
     t.equal(created.status, 201)
     t.match(created.body, { renderer: 'chromium' })
     t.match((await call('/api/screens', { body: { name: 'Default', template: '<p>x</p>' } })).body, { renderer: 'takumi' })
+    const recipe = await call('/api/screens/recipes', {
+      body: { files: RECIPE, renderer: 'chromium' },
+    })
+    t.match(recipe, { status: 201, body: { renderer: 'chromium' } }, 'a recipe imported for Chromium')
 
     const preview = await fetch(`${svc.url}/api/screens/${created.body.id}/preview`, { headers: { authorization: `Bearer ${token}` } })
     t.equal(preview.status, 200)
@@ -241,6 +250,12 @@ t.test('chromium asked for where it is not installed: 422 SCREEN_RENDERER_UNAVAI
     status: 422,
     body: { code: 'SCREEN_RENDERER_UNAVAILABLE' },
   })
+  t.match(
+    await call('/api/screens/recipes', {
+      body: { files: RECIPE, renderer: 'chromium' },
+    }),
+    { status: 422, body: { code: 'SCREEN_RENDERER_UNAVAILABLE' } },
+  )
   t.match(await call('/api/screens', { body: { name: 'x', template: '<p>x</p>', renderer: 'webkit' } }), {
     status: 400,
     body: { code: 'VALIDATION_ERROR', message: /renderer/ },
