@@ -2,13 +2,14 @@
 // floats, …): the HTML the render worker produced (Liquid runs there, bounded as for Takumi) is
 // laid out by the system's Chromium, driven by playwright-core, and screenshot at the frame's size.
 //
-// One browser, started at the first render and shared; each render gets a context of its own
-// (its own cookies, storage and popups) and page, opened ahead of it, closed after it. A page reaches nothing: every
-// request it makes is aborted except our fonts, served from memory under a name that resolves
-// nowhere; a Content-Security-Policy refuses connections, frames and workers before they become
-// requests, and WebRTC is removed before the template's scripts run. A template that spins or
-// never finishes loading is cut off at the render's time bound; a browser that does not let go of
-// it then is ended and started again at the next render.
+// One browser, started at the first render and shared; each render gets a context and page of its
+// own (its cookies, storage and popups end with it), opened ahead of it and closed after it. A page
+// reaches nothing: every request it makes is aborted except our fonts, served from memory under a
+// name that resolves nowhere; a Content-Security-Policy refuses connections, frames and workers
+// before they become requests; WebRTC is removed before the template's scripts run; and what still
+// opens a connection meets a proxy where nothing listens. A template that spins or never finishes
+// loading is cut off at the render's time bound; a browser that does not let go of it then is
+// ended and started again at the next render.
 import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
