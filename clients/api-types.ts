@@ -6501,6 +6501,11 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                             timeZone: string;
+                            /**
+                             * @description who draws the HTML: `takumi` (default; no browser, flexbox layout) or `chromium` (full CSS: grid, pseudo-elements, floats; only where the server has Chromium, SCREEN_RENDERER_UNAVAILABLE otherwise). The page reaches no network either way
+                             * @enum {string}
+                             */
+                            renderer: "takumi" | "chromium";
                             source: {
                                 url: string;
                                 everySeconds: number;
@@ -6563,6 +6568,11 @@ export interface operations {
                     };
                     /** @description IANA time zone the screen shows times in */
                     timeZone?: string;
+                    /**
+                     * @description who draws the HTML: `takumi` (default; no browser, flexbox layout) or `chromium` (full CSS: grid, pseudo-elements, floats; only where the server has Chromium, SCREEN_RENDERER_UNAVAILABLE otherwise). The page reaches no network either way
+                     * @enum {string}
+                     */
+                    renderer?: "takumi" | "chromium";
                     source?: {
                         /** @description an http(s) URL answering JSON (an ICS feed for a calendar screen) */
                         url: string;
@@ -6597,6 +6607,11 @@ export interface operations {
                             [key: string]: unknown;
                         };
                         timeZone: string;
+                        /**
+                         * @description who draws the HTML: `takumi` (default; no browser, flexbox layout) or `chromium` (full CSS: grid, pseudo-elements, floats; only where the server has Chromium, SCREEN_RENDERER_UNAVAILABLE otherwise). The page reaches no network either way
+                         * @enum {string}
+                         */
+                        renderer: "takumi" | "chromium";
                         source: {
                             url: string;
                             everySeconds: number;
@@ -6654,6 +6669,11 @@ export interface operations {
                     name?: string;
                     organizationId?: string;
                     allowPrivate?: boolean;
+                    /**
+                     * @description who draws the HTML: `takumi` (default; no browser, flexbox layout) or `chromium` (full CSS: grid, pseudo-elements, floats; only where the server has Chromium, SCREEN_RENDERER_UNAVAILABLE otherwise). The page reaches no network either way
+                     * @enum {string}
+                     */
+                    renderer?: "takumi" | "chromium";
                 };
             };
         };
@@ -6674,6 +6694,11 @@ export interface operations {
                             [key: string]: unknown;
                         };
                         timeZone: string;
+                        /**
+                         * @description who draws the HTML: `takumi` (default; no browser, flexbox layout) or `chromium` (full CSS: grid, pseudo-elements, floats; only where the server has Chromium, SCREEN_RENDERER_UNAVAILABLE otherwise). The page reaches no network either way
+                         * @enum {string}
+                         */
+                        renderer: "takumi" | "chromium";
                         source: {
                             url: string;
                             everySeconds: number;
@@ -6735,6 +6760,11 @@ export interface operations {
                             [key: string]: unknown;
                         };
                         timeZone: string;
+                        /**
+                         * @description who draws the HTML: `takumi` (default; no browser, flexbox layout) or `chromium` (full CSS: grid, pseudo-elements, floats; only where the server has Chromium, SCREEN_RENDERER_UNAVAILABLE otherwise). The page reaches no network either way
+                         * @enum {string}
+                         */
+                        renderer: "takumi" | "chromium";
                         source: {
                             url: string;
                             everySeconds: number;
@@ -6822,6 +6852,11 @@ export interface operations {
                     };
                     /** @description IANA time zone the screen shows times in */
                     timeZone?: string;
+                    /**
+                     * @description who draws the HTML: `takumi` (default; no browser, flexbox layout) or `chromium` (full CSS: grid, pseudo-elements, floats; only where the server has Chromium, SCREEN_RENDERER_UNAVAILABLE otherwise). The page reaches no network either way
+                     * @enum {string}
+                     */
+                    renderer?: "takumi" | "chromium";
                     source?: {
                         /** @description an http(s) URL answering JSON (an ICS feed for a calendar screen) */
                         url: string;
@@ -6854,6 +6889,11 @@ export interface operations {
                             [key: string]: unknown;
                         };
                         timeZone: string;
+                        /**
+                         * @description who draws the HTML: `takumi` (default; no browser, flexbox layout) or `chromium` (full CSS: grid, pseudo-elements, floats; only where the server has Chromium, SCREEN_RENDERER_UNAVAILABLE otherwise). The page reaches no network either way
+                         * @enum {string}
+                         */
+                        renderer: "takumi" | "chromium";
                         source: {
                             url: string;
                             everySeconds: number;
@@ -6980,6 +7020,11 @@ export interface operations {
                     };
                     /** @description IANA time zone the screen shows times in */
                     timeZone?: string;
+                    /**
+                     * @description who draws the HTML: `takumi` (default; no browser, flexbox layout) or `chromium` (full CSS: grid, pseudo-elements, floats; only where the server has Chromium, SCREEN_RENDERER_UNAVAILABLE otherwise). The page reaches no network either way
+                     * @enum {string}
+                     */
+                    renderer?: "takumi" | "chromium";
                     /** @description drawn for this frame's size, inks and dithering (one you may read) */
                     deviceId?: string;
                 };
@@ -7037,6 +7082,11 @@ export interface operations {
                     };
                     /** @description IANA time zone the screen shows times in */
                     timeZone?: string;
+                    /**
+                     * @description who draws the HTML: `takumi` (default; no browser, flexbox layout) or `chromium` (full CSS: grid, pseudo-elements, floats; only where the server has Chromium, SCREEN_RENDERER_UNAVAILABLE otherwise). The page reaches no network either way
+                     * @enum {string}
+                     */
+                    renderer?: "takumi" | "chromium";
                     /** @description drawn for this frame's size, inks and dithering (one you may read) */
                     deviceId?: string;
                 };

@@ -72,6 +72,10 @@ export const ERRORS = {
   SCREEN_RENDER_FAILED: { status: 422, message: "The screen's template failed to render" },
   SCREEN_RENDER_TIMEOUT: { status: 422, message: 'The screen took too long to render (a loop without end?)' },
   SCREEN_RENDER_MEMORY: { status: 422, message: 'The screen used too much memory while rendering' },
+  SCREEN_RENDERER_UNAVAILABLE: {
+    status: 422,
+    message: 'The screen asks for Chromium, which is not installed on this server (CHROMIUM_PATH); use the takumi renderer',
+  },
   SCREEN_NO_DATA: { status: 422, message: "The screen's data URL has not answered yet" },
   SCREEN_SOURCE_FAILED: { status: 422, message: "The screen's data URL did not answer usably" },
   SCREEN_SOURCE_TIMEOUT: { status: 422, message: "The screen's data URL took too long to answer" },

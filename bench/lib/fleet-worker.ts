@@ -1,7 +1,8 @@
 // A fleet of raw MQTT devices in a process of its own (the load generator), driven over IPC by
 // bench/lib/fleet.ts. It connects devices with bounded dialing concurrency, subscribes them,
 // counts deliveries per device (distinct sequence numbers, so QoS 1 duplicates are not counted
-// twice) and the latency from the publisher's timestamp in the payload.
+// twice) and the latency from the publisher's timestamp in the payload. A message without a
+// sequence number (an image message: the screens scenario) counts once per distinct sha256.
 import type { IPublishPacket } from 'mqtt-packet'
 import { bounded, RawDevice } from './raw-mqtt.js'
 
@@ -10,7 +11,7 @@ type Req = { id: number; cmd: string; [k: string]: unknown }
 
 const devices: RawDevice[] = []
 /** Per device: the sequence numbers seen in the current measurement. */
-let seen: Array<Set<number>> = []
+let seen: Array<Set<number | string | undefined>> = []
 let latencies: number[] = []
 let received = 0
 let duplicates = 0
@@ -22,24 +23,24 @@ const now = () => performance.timeOrigin + performance.now()
 
 function onMessage(index: number, p: IPublishPacket) {
   const at = now()
-  let body: { n?: unknown; t: number }
+  let body: { n?: unknown; t?: unknown; sha256?: unknown }
   try {
     body = JSON.parse(p.payload.toString())
   } catch {
     return
   }
-  // Only the benchmark's numbered messages count: a device subscribed to devices/{id}/# also gets
-  // the service's own (retained state, config).
-  if (typeof body?.n !== 'number') return
-  const n = body.n
+  // Only the benchmark's numbered messages or images (by their hash) count: a device subscribed to
+  // devices/{id}/# also gets the service's own (retained state, config).
+  const key = typeof body?.n === 'number' ? body.n : typeof body?.sha256 === 'string' ? body.sha256 : undefined
+  if (key === undefined) return
   const s = (seen[index] ??= new Set())
-  if (s.has(n)) {
+  if (s.has(key)) {
     duplicates += 1
     return
   }
-  s.add(n)
+  s.add(key)
   received += 1
-  latencies.push(at - body.t)
+  if (typeof body.t === 'number') latencies.push(at - body.t)
   lastAt = at
   if (received >= target) reached?.()
 }

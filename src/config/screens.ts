@@ -1,5 +1,7 @@
-// Screens: how they are rendered (worker threads bounded in time and memory) and how their data
+// Screens: how they are rendered (worker threads bounded in time and memory; Chromium where
+// installed, for templates that ask for it) and how their data
 // URLs are fetched (bounded in time and size, polled no more often than a floor).
+import { z } from 'zod'
 import { type Section, flag, integer, variable } from './variables.js'
 
 export const screens = {
@@ -21,6 +23,16 @@ export const screens = {
         'SCREEN_RENDER_MEMORY_MB',
         integer(16, 4096, 128),
         "a render worker's JavaScript heap limit (worker_threads resourceLimits): a template that fills it ends that worker only",
+      ),
+      chromiumPath: variable(
+        'CHROMIUM_PATH',
+        z.string().trim().min(1).default('/usr/bin/chromium'),
+        "the Chromium executable for screens with `renderer: 'chromium'` (full CSS); when it does not exist, such screens are refused with SCREEN_RENDERER_UNAVAILABLE",
+      ),
+      chromiumPages: variable(
+        'SCREEN_CHROMIUM_PAGES',
+        integer(1, 16, 2),
+        'screens Chromium draws at once (one shared browser, a page each); the others wait their turn',
       ),
       fetchTimeoutMs: variable(
         'SCREEN_FETCH_TIMEOUT_MS',

@@ -1,6 +1,8 @@
 import fp from 'fastify-plugin'
 import { ROUTES_NEED } from '../app/routes-need.js'
+import { createChromiumRenderer } from './chromium.js'
 import { createRenderPool } from './render-pool.js'
+import { createScreenRenderer } from './renderers.js'
 import { screenRoutes } from './routes.js'
 import { createScreenService, type ScreenService } from './service.js'
 
@@ -19,11 +21,21 @@ export const screensPlugin = fp(
   async (app) => {
     const { config } = app
     const settings = config.screens
-    const renderer = createRenderPool({
-      threads: settings.renderWorkers,
-      timeoutMs: settings.renderTimeoutMs,
-      memoryMb: settings.renderMemoryMb,
-    })
+    const renderer = createScreenRenderer(
+      createRenderPool({
+        threads: settings.renderWorkers,
+        timeoutMs: settings.renderTimeoutMs,
+        memoryMb: settings.renderMemoryMb,
+      }),
+      // Started at the first screen that asks for it: a server whose screens all use Takumi never runs a browser.
+      createChromiumRenderer({
+        path: settings.chromiumPath,
+        pages: settings.chromiumPages,
+        timeoutMs: settings.renderTimeoutMs,
+        memoryMb: settings.renderMemoryMb,
+      }),
+    )
+    // The worker threads and the shared browser (with its pages) end with the app.
     app.addHook('onClose', async () => renderer.close())
     const screens = createScreenService({
       db: app.database.db,

@@ -1,6 +1,7 @@
 // Request and response schemas for /api/screens (TypeBox, so the service's input types are what is validated).
 import { Type } from 'typebox'
-import { NullableString } from '../http/typebox.js'
+import { NullableString, StringEnum } from '../http/typebox.js'
+import { RENDERERS } from './render-job.js'
 
 const headerName = "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$"
 
@@ -31,6 +32,10 @@ const fields = {
     description: "values the template reads by name (the data's own fields take precedence)",
   }),
   timeZone: Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone the screen shows times in' }),
+  renderer: StringEnum(RENDERERS, {
+    description:
+      'who draws the HTML: `takumi` (default; no browser, flexbox layout) or `chromium` (full CSS: grid, pseudo-elements, floats; only where the server has Chromium, SCREEN_RENDERER_UNAVAILABLE otherwise). The page reaches no network either way',
+  }),
   allowPrivate: Type.Boolean({ description: 'admins only: the data URL may be on loopback, link-local or private addresses' }),
 }
 
@@ -49,6 +54,7 @@ export const screenCreateSchema = Type.Object(
     css: Type.Optional(fields.css),
     variables: Type.Optional(fields.variables),
     timeZone: Type.Optional(fields.timeZone),
+    renderer: Type.Optional(fields.renderer),
     source: Type.Optional(sourceSchema),
     allowPrivate: Type.Optional(fields.allowPrivate),
     organizationId: Type.Optional(
@@ -75,6 +81,7 @@ export const screenPatchSchema = Type.Object(
     css: Type.Optional(fields.css),
     variables: Type.Optional(fields.variables),
     timeZone: Type.Optional(fields.timeZone),
+    renderer: Type.Optional(fields.renderer),
     source: Type.Optional(Type.Union([sourceSchema, Type.Null()])),
     allowPrivate: Type.Optional(fields.allowPrivate),
   },
@@ -91,6 +98,7 @@ export const screenRecordSchema = Type.Object({
   css: NullableString(),
   variables: Type.Record(Type.String(), Type.Unknown()),
   timeZone: Type.String(),
+  renderer: fields.renderer,
   source: Type.Union([
     Type.Object({ url: Type.String(), everySeconds: Type.Integer(), headerNames: Type.Array(Type.String()) }),
     Type.Null(),
@@ -121,6 +129,7 @@ export const screenDraftSchema = Type.Object(
     css: Type.Optional(fields.css),
     variables: Type.Optional(fields.variables),
     timeZone: Type.Optional(fields.timeZone),
+    renderer: Type.Optional(fields.renderer),
     deviceId: Type.Optional(
       Type.String({ minLength: 1, maxLength: 128, description: "drawn for this frame's size, inks and dithering (one you may read)" }),
     ),

@@ -14,10 +14,18 @@ export type RenderJob = {
   device?: ScreenDeviceContext
   width: number
   height: number
+  /**
+   * Who draws the HTML: Takumi in the worker, or Chromium (chromium.ts), for which the worker
+   * stops at the HTML and answers it with the CSS to apply (`htmlOnly`).
+   */
+  htmlOnly?: boolean
 }
 
+export const RENDERERS = ['takumi', 'chromium'] as const
+export type Renderer = (typeof RENDERERS)[number]
+
 export type RenderFailure = { code: RenderErrorCode; message: string }
-export type RenderResult = { ok: true; png: Uint8Array; html: string } | ({ ok: false } & RenderFailure)
+export type RenderResult = { ok: true; png: Uint8Array; html: string; css?: string } | ({ ok: false } & RenderFailure)
 
 type RenderErrorCode =
   | 'SCREEN_TEMPLATE_INVALID'
@@ -26,3 +34,4 @@ type RenderErrorCode =
   | 'SCREEN_RENDER_MEMORY'
   | 'SCREEN_BUSY'
   | 'SCREEN_NO_DATA'
+  | 'SCREEN_RENDERER_UNAVAILABLE'

@@ -8,7 +8,7 @@ import type { RenderFailure, RenderJob, RenderResult } from './render-job.js'
 
 export type RenderPool = {
   /** Renders in a worker; answers the PNG or the failure as data (never throws for a template's fault). */
-  render(job: RenderJob): Promise<{ ok: true; png: Buffer; html: string } | ({ ok: false } & RenderFailure)>
+  render(job: RenderJob): Promise<{ ok: true; png: Buffer; html: string; css?: string } | ({ ok: false } & RenderFailure)>
   readonly running: number
   readonly waiting: number
   close(): Promise<void>
@@ -56,7 +56,7 @@ export function createRenderPool(opts: { threads: number; timeoutMs: number; mem
       clearTimeout(busy.timer)
       slot.busy = undefined
       const r = msg.result
-      busy.job.resolve(r.ok ? { ok: true, png: Buffer.from(r.png.buffer, r.png.byteOffset, r.png.byteLength), html: r.html } : r)
+      busy.job.resolve(r.ok ? { ...r, png: Buffer.from(r.png.buffer, r.png.byteOffset, r.png.byteLength) } : r)
       pump()
     })
     worker.on('error', (err: Error & { code?: string }) => {

@@ -30,6 +30,7 @@ async function run(job: RenderJob): Promise<RenderResult> {
     }
     const html = await renderHtml(template, templateScope(job, prepared))
     const css = [builtin?.css, job.css].filter(Boolean).join('\n')
+    if (job.htmlOnly) return { ok: true, png: new Uint8Array(0), html, ...(css ? { css } : {}) }
     const png = await htmlToPng(html, css || undefined, job.width, job.height)
     // A copy with a buffer of its own, transferred (not cloned) to the main thread.
     return { ok: true, png: new Uint8Array(png), html }

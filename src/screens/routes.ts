@@ -69,6 +69,7 @@ export async function screenRoutes(fastify: FastifyInstance, opts: { screens: Sc
             name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
             organizationId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
             allowPrivate: Type.Optional(Type.Boolean()),
+            renderer: screenCreateSchema.properties.renderer,
           },
           {
             additionalProperties: false,

@@ -25,8 +25,8 @@ import { builtinScreens } from './builtin/index.js'
 import { type ImportedRecipe, importRecipe, RecipeError, trmnlFrameworkCss } from './recipes/index.js'
 import type { ScreenDeviceContext } from './context.js'
 import { addressPolicy, fetchSource, SourceError } from './fetch-source.js'
-import type { RenderJob } from './render-job.js'
-import type { RenderPool } from './render-pool.js'
+import type { Renderer, RenderJob } from './render-job.js'
+import type { ScreenRenderer } from './renderers.js'
 import {
   claimDueSources,
   countPlaylistItemsUsing,
@@ -60,13 +60,14 @@ export type ScreenInput = {
   css?: string
   variables?: Record<string, unknown>
   timeZone?: string
+  renderer?: Renderer
   source?: SourceInput
   allowPrivate?: boolean
   organizationId?: string
 }
 export type ScreenPatch = Partial<Omit<ScreenInput, 'organizationId' | 'source'>> & { source?: SourceInput | null }
 /** An unsaved draft to preview: what it leaves out is the saved screen's. */
-export type ScreenDraft = Pick<ScreenInput, 'template' | 'builtin' | 'css' | 'variables' | 'timeZone'> & { deviceId?: string }
+export type ScreenDraft = Pick<ScreenInput, 'template' | 'builtin' | 'css' | 'variables' | 'timeZone' | 'renderer'> & { deviceId?: string }
 
 /** A screen's failure as the API answers it: the code says which, the message what. */
 class ScreenFailure extends AppError {}
@@ -117,7 +118,7 @@ export type ScreenDeps = {
   db: Database
   storage: ObjectStore
   images: ConversionPool
-  renderer: RenderPool
+  renderer: ScreenRenderer
   link: DeviceLink
   baseUrl: string
   authSecret: string
@@ -135,6 +136,7 @@ function screenView(s: ScreenRow) {
     css: s.css,
     variables: s.variables,
     timeZone: s.timeZone,
+    renderer: s.renderer,
     source: s.sourceUrl ? { url: s.sourceUrl, everySeconds: s.sourceEverySeconds ?? 0, headerNames: s.sourceHeaderNames } : null,
     allowPrivate: s.allowPrivate,
     userId: s.userId,
@@ -187,6 +189,15 @@ export function createScreenService(deps: ScreenDeps) {
     }
   }
 
+  /** Chromium asked for on a server without it: refused when the screen is saved or drafted, not at its first render. */
+  function checkRenderer(renderer: Renderer | undefined) {
+    if (renderer === 'chromium' && !deps.renderer.chromiumAvailable())
+      throw appError(
+        'SCREEN_RENDERER_UNAVAILABLE',
+        `renderer: Chromium is not installed on this server (no ${deps.renderer.chromiumPath}); use "takumi", or install Chromium and set CHROMIUM_PATH`,
+      )
+  }
+
   async function checkPrivate(userId: string, allowPrivate: boolean | undefined) {
     if (allowPrivate && !(await isAdmin(userId)))
       throw appError('FORBIDDEN', 'allowPrivate: only an admin may let a screen fetch loopback, link-local or private addresses')
@@ -194,8 +205,9 @@ export function createScreenService(deps: ScreenDeps) {
 
   // ---- rendering -----------------------------------------------------------------------------
 
-  function jobFor(s: ScreenRow, profile: DisplayProfile, device: ScreenDeviceContext | undefined): RenderJob {
+  function jobFor(s: ScreenRow, profile: DisplayProfile, device: ScreenDeviceContext | undefined): RenderJob & { renderer: Renderer } {
     return {
+      renderer: s.renderer,
       ...(s.template ? { template: s.template } : {}),
       ...(s.builtin ? { builtin: s.builtin } : {}),
       ...(s.css ? { css: s.css } : {}),
@@ -356,6 +368,7 @@ export function createScreenService(deps: ScreenDeps) {
       if (input.organizationId && !canManageWithRole(await findMemberRole(db, input.organizationId, userId)))
         throw appError('FORBIDDEN', 'Only owners and admins of the organization create its screens')
       checkTimeZone(input.timeZone)
+      checkRenderer(input.renderer)
       await checkPrivate(userId, input.allowPrivate)
       if (!input.template === !input.builtin) throw appError('VALIDATION_ERROR', 'give either template or builtin')
       const builtin = input.builtin ? builtinScreens[input.builtin] : undefined
@@ -380,6 +393,7 @@ export function createScreenService(deps: ScreenDeps) {
         css: input.css ?? null,
         variables: input.variables ?? {},
         timeZone: input.timeZone ?? 'UTC',
+        renderer: input.renderer ?? 'takumi',
         tokenHash: sha256Text(token),
         allowPrivate: input.allowPrivate ?? false,
         ...redraw,
@@ -395,6 +409,7 @@ export function createScreenService(deps: ScreenDeps) {
     async patch(userId: string, id: string, changes: ScreenPatch) {
       const s = await requireScreen(db, id, userId, 'manage')
       checkTimeZone(changes.timeZone)
+      checkRenderer(changes.renderer)
       await checkPrivate(userId, changes.allowPrivate)
       const { source, ...rest } = changes
       const row = (await updateScreen(db, s.id, { ...rest, ...sourceColumns(source, deps.clock()) })) ?? s
@@ -409,7 +424,7 @@ export function createScreenService(deps: ScreenDeps) {
      */
     async importRecipe(
       userId: string,
-      input: { files: Record<string, string>; name?: string; organizationId?: string; allowPrivate?: boolean },
+      input: { files: Record<string, string>; name?: string; organizationId?: string; allowPrivate?: boolean; renderer?: Renderer },
     ) {
       let recipe: ImportedRecipe
       try {
@@ -429,6 +444,7 @@ export function createScreenService(deps: ScreenDeps) {
         ...(source ? { source } : {}),
         ...(input.organizationId ? { organizationId: input.organizationId } : {}),
         ...(input.allowPrivate ? { allowPrivate: true } : {}),
+        ...(input.renderer ? { renderer: input.renderer } : {}),
       })
     },
 
@@ -469,6 +485,8 @@ export function createScreenService(deps: ScreenDeps) {
       const saved = id ? await requireScreen(db, id, userId, 'read') : undefined
       const dev = draft.deviceId ? await accessibleDevice(db, draft.deviceId, userId, 'read') : undefined
       checkTimeZone(draft.timeZone)
+      const renderer = draft.renderer ?? saved?.renderer ?? 'takumi'
+      checkRenderer(renderer)
       if (draft.template !== undefined && draft.builtin !== undefined) throw appError('VALIDATION_ERROR', 'give either template or builtin')
       if (draft.builtin !== undefined && !builtinScreens[draft.builtin])
         throw appError('VALIDATION_ERROR', `builtin: one of ${Object.keys(builtinScreens).join(', ')}`)
@@ -479,6 +497,7 @@ export function createScreenService(deps: ScreenDeps) {
       const css = draft.css ?? saved?.css
       const profile = dev ? (dev.display as DisplayProfile) : DEFAULT_DISPLAY
       const result = await deps.renderer.render({
+        renderer,
         ...(template ? { template } : {}),
         ...(builtin ? { builtin } : {}),
         ...(css ? { css } : {}),

@@ -24,6 +24,8 @@ export const screen = pgTable(
     template: text('template'),
     builtin: text('builtin'),
     css: text('css'),
+    /** Who draws the HTML: 'takumi' (the worker) or 'chromium' (full CSS, where installed). */
+    renderer: text('renderer').$type<'takumi' | 'chromium'>().notNull().default('takumi'),
     variables: jsonb('variables').$type<Record<string, unknown>>().notNull().default({}),
     timeZone: text('time_zone').notNull().default('UTC'),
     tokenHash: text('token_hash').notNull(),

@@ -1,0 +1,1 @@
+ALTER TABLE "screen" ADD COLUMN "renderer" text DEFAULT 'takumi' NOT NULL;
