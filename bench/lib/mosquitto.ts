@@ -7,6 +7,7 @@ import { chmodSync, existsSync, writeFileSync } from 'node:fs'
 import { userInfo } from 'node:os'
 import { join } from 'node:path'
 import { connect as tcpConnect } from 'node:net'
+import mqtt, { type MqttClient } from 'mqtt'
 import { freePort } from './ports.js'
 import { Unavailable } from './unavailable.js'
 
@@ -141,5 +142,17 @@ function canConnect(port: number): Promise<boolean> {
       resolve(true)
     })
     s.once('error', () => resolve(false))
+  })
+}
+
+/** The service's own connection to a benchmark's Mosquitto (the user its password file and ACL name). */
+export function connectService(port: number): Promise<MqttClient> {
+  return mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, {
+    clientId: SERVICE_USER,
+    username: SERVICE_USER,
+    password: SERVICE_PASSWORD,
+    clean: true,
+    reconnectPeriod: 0,
+    protocolVersion: 4,
   })
 }

@@ -2,11 +2,11 @@
 // connect) once rather than per scenario: starting the app costs 10–20 s on a busy two-core box.
 import { mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
-import mqtt, { type MqttClient } from 'mqtt'
+import type { MqttClient } from 'mqtt'
 import { FLEET_TOPIC, topicFor } from '../../src/mqtt/contract.js'
 import type { Context } from './context.js'
 import { startFleet, type ConnectResult, type Fleet } from './fleet.js'
-import { SERVICE_PASSWORD, SERVICE_USER, startMosquitto, writeMosquittoAuth, type Mosquitto } from './mosquitto.js'
+import { connectService, startMosquitto, writeMosquittoAuth, type Mosquitto } from './mosquitto.js'
 import { makeCreds, startOurs, writeCreds, type Cred, type Ours } from './ours.js'
 
 /** Settings every scenario on the shared server can live with: no pairing poll delay, an instant local provider with tight polling. */
@@ -78,14 +78,7 @@ export function sharedRig(ctx: Context): Promise<Rig> {
       const cp = await fleetPeer.connect({ port: mosquitto.port, creds, clean: false, subscribe: topics, concurrency: 100 })
       if (co.failed || cp.failed || stored < devices)
         throw new Error(`rig: connect failures: ours ${JSON.stringify(co.codes)} (${stored} events), peer ${JSON.stringify(cp.codes)}`)
-      const service = await mqtt.connectAsync(`mqtt://127.0.0.1:${mosquitto.port}`, {
-        clientId: SERVICE_USER,
-        username: SERVICE_USER,
-        password: SERVICE_PASSWORD,
-        clean: true,
-        reconnectPeriod: 0,
-        protocolVersion: 4,
-      })
+      const service = await connectService(mosquitto.port)
       ctx.log(
         `rig: ${devices} devices connected and subscribed on each broker (ours ${Math.round(co.end - co.start)} ms, events stored after ${oursEventsMs} ms; Mosquitto ${Math.round(cp.end - cp.start)} ms)`,
       )

@@ -13,14 +13,14 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
-import mqtt, { type MqttClient } from 'mqtt'
+import type { MqttClient } from 'mqtt'
 import postgres from 'postgres'
 import { deviceFilter, FLEET_TOPIC, topicFor } from '../../src/mqtt/contract.js'
 import { openFileLimits } from '../lib/child.js'
 import type { Context, Scenario } from '../lib/context.js'
 import { startFleet, type ConnectResult, type Fleet } from '../lib/fleet.js'
 import { planFleet, SOCKETS_PER_PROCESS, split } from '../lib/fleet-plan.js'
-import { mosquittoVersion, SERVICE_PASSWORD, SERVICE_USER, startMosquitto, writeMosquittoAuth } from '../lib/mosquitto.js'
+import { mosquittoVersion, connectService, startMosquitto, writeMosquittoAuth } from '../lib/mosquitto.js'
 import { freshPostgres, makeCreds, startOurs, writeCreds, type Cred, type Ours } from '../lib/ours.js'
 import { sourceAddresses } from '../lib/ports.js'
 import { PG_URL, pgCpu, postgresReachable } from '../lib/postgres.js'
@@ -371,14 +371,7 @@ async function measure(ctx: Context) {
       if (r.failed) throw new Error(`fleet: ${r.failed} devices failed to connect to Mosquitto: ${JSON.stringify(r.codes)}`)
       const connectCpu = await meter.end()
       const rssAfter = await steadyRss(m.pid)
-      service = await mqtt.connectAsync(`mqtt://127.0.0.1:${m.port}`, {
-        clientId: SERVICE_USER,
-        username: SERVICE_USER,
-        password: SERVICE_PASSWORD,
-        clean: true,
-        reconnectPeriod: 0,
-        protocolVersion: 4,
-      })
+      service = await connectService(m.port)
       const client = service
       const base = seq
       seq += BROADCASTS + 1

@@ -32,13 +32,17 @@ export type ChromiumRenderer = {
  * Without the networking ones Chromium calls home for updates and components; the page's own
  * fetches are stopped by the routes below, not by these.
  */
-const FLAGS = [
+export const CHROMIUM_BASE_FLAGS = [
   '--no-sandbox',
   '--disable-gpu',
   '--disable-background-networking',
   '--disable-component-update',
   '--no-first-run',
   '--disable-dev-shm-usage',
+]
+
+const FLAGS = [
+  ...CHROMIUM_BASE_FLAGS,
   '--disable-extensions',
   '--disable-sync',
   '--mute-audio',

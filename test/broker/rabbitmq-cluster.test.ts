@@ -11,7 +11,16 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { jsonCall } from '../helpers/http.js'
 import { connect, eventually, nextMessage } from '../helpers/mqtt.js'
-import { deleteQueues, node2Name, RABBIT, RABBIT2, rabbitmqctl2, rabbitmqMissing, setUpRabbitMQ } from '../helpers/rabbitmq.js'
+import {
+  deleteQueues,
+  node2Name,
+  RABBIT,
+  RABBIT2,
+  rabbitmqctl2,
+  rabbitmqMissing,
+  setUpRabbitMQ,
+  rabbitServiceEnv,
+} from '../helpers/rabbitmq.js'
 
 const run = promisify(execFile)
 const missing = await rabbitmqMissing()
@@ -27,17 +36,7 @@ t.test('two RabbitMQ nodes', { skip: missing && !process.env.CI ? missing : fals
   if (started?.stderr.trim()) t.comment(started.stderr.trim())
   const node1 = (await run('rabbitmqctl', ['-q', 'eval', 'node().'])).stdout.trim().replace(/'/g, '')
   const node2 = await node2Name()
-  const env = {
-    PORT: String(port),
-    MQTT_EXTERNAL_URL: RABBIT.mqttUrl,
-    MQTT_EXTERNAL_USERNAME: RABBIT.service.username,
-    MQTT_EXTERNAL_PASSWORD: RABBIT.service.password,
-    MQTT_AUTH_SECRET: SECRET,
-    RABBITMQ_AMQP_URL: RABBIT.amqpUrl,
-    RABBITMQ_MANAGEMENT_URL: RABBIT.managementUrl,
-    RABBITMQ_PRESENCE_QUEUE: `dps.presence.test-${randomBytes(4).toString('hex')}`,
-    DEVICE_POLL_INTERVAL: '0',
-  }
+  const env = rabbitServiceEnv(port, SECRET)
   // Persistent sessions leave their queues behind: part of leaving RabbitMQ as found. Registered
   // before the service starts: tap runs teardowns last-registered first, and a queue deleted
   // while the service runs is declared again by its reconnect.

@@ -12,7 +12,7 @@ import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { connect, eventually, nextMessage, subackCodes } from '../helpers/mqtt.js'
 import { deleteDeviceRows } from '../../src/devices/repository.js'
 import { rabbitManagement } from '../../src/mqtt/rabbitmq-management.js'
-import { deleteQueues, RABBIT, rabbitmqMissing, setUpRabbitMQ } from '../helpers/rabbitmq.js'
+import { deleteQueues, RABBIT, rabbitmqMissing, setUpRabbitMQ, rabbitServiceEnv } from '../helpers/rabbitmq.js'
 import { ACL_MATRIX } from '../helpers/acl-matrix.js'
 import { signUpAdmin } from '../helpers/admin.js'
 
@@ -41,19 +41,7 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
   const hookUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`
   await setUpRabbitMQ(t, hookUrl, SECRET)
   const management = rabbitManagement(RABBIT.managementUrl)
-  const env = {
-    PORT: String(port),
-    MQTT_EXTERNAL_URL: RABBIT.mqttUrl,
-    MQTT_EXTERNAL_USERNAME: RABBIT.service.username,
-    MQTT_EXTERNAL_PASSWORD: RABBIT.service.password,
-    MQTT_AUTH_SECRET: SECRET,
-    RABBITMQ_AMQP_URL: RABBIT.amqpUrl,
-    RABBITMQ_MANAGEMENT_URL: RABBIT.managementUrl,
-    // Its own queue: another test's service must not consume this one's events.
-    RABBITMQ_PRESENCE_QUEUE: `dps.presence.test-${randomBytes(4).toString('hex')}`,
-    DEVICE_POLL_INTERVAL: '0',
-    ADMIN_EMAILS: ADMIN_EMAIL,
-  }
+  const env = { ...rabbitServiceEnv(port, SECRET), ADMIN_EMAILS: ADMIN_EMAIL }
   // Registered before the service starts: tap runs teardowns last-registered first, and a queue
   // deleted while the service runs is declared again by its reconnect (and then gathers every
   // device's uplink for good).

@@ -1,5 +1,8 @@
 // A real browser for the console's tests: Debian's Chromium driven by playwright-core. Without
 // Chromium the browser tests skip with the reason; under CI they fail instead (.ci/run installs it).
+// The screens renderer's own base flags (without them Chromium keeps trying the closed network);
+// not its proxy, since the console's pages are on loopback.
+import { CHROMIUM_BASE_FLAGS } from '../../src/screens/chromium.js'
 import { existsSync } from 'node:fs'
 import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -19,20 +22,10 @@ export function browserMissing(): string | undefined {
   return why
 }
 
-// Without these, Chromium keeps trying the (closed) network for updates and component downloads.
-const FLAGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  '--disable-dev-shm-usage',
-]
-
 export async function launchBrowser(t: Tap): Promise<Browser> {
   await ensureConsoleBuilt()
   const { chromium } = await import('playwright-core')
-  const browser = await chromium.launch({ executablePath: chromiumPath, args: FLAGS })
+  const browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_BASE_FLAGS })
   t.teardown(() => browser.close())
   return browser
 }

@@ -4,6 +4,7 @@
 // node (scripts/rabbitmq-setup.sh node2) is started, joined and taken away again on request.
 // Files that configure RabbitMQ take turns (a lock): tap runs files in parallel, and one file's
 // restore would take the plugins away from under another's test.
+import { randomBytes } from 'node:crypto'
 import { execFile } from 'node:child_process'
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -187,4 +188,22 @@ export async function rabbitmqctl2(args: string[]): Promise<string> {
 /** The second node's name: rabbit2@ the first's host, as the setup script names it. */
 export async function node2Name(): Promise<string> {
   return `rabbit2@${(await eval_('node().')).replace(/'/g, '').split('@')[1]}`
+}
+
+/**
+ * The service's settings for RabbitMQ mode against node 1, on `port`, with `secret` for the auth
+ * hook; a presence queue of its own, so another test's service does not consume its events.
+ */
+export function rabbitServiceEnv(port: number, secret: string) {
+  return {
+    PORT: String(port),
+    MQTT_EXTERNAL_URL: RABBIT.mqttUrl,
+    MQTT_EXTERNAL_USERNAME: RABBIT.service.username,
+    MQTT_EXTERNAL_PASSWORD: RABBIT.service.password,
+    MQTT_AUTH_SECRET: secret,
+    RABBITMQ_AMQP_URL: RABBIT.amqpUrl,
+    RABBITMQ_MANAGEMENT_URL: RABBIT.managementUrl,
+    RABBITMQ_PRESENCE_QUEUE: `dps.presence.test-${randomBytes(4).toString('hex')}`,
+    DEVICE_POLL_INTERVAL: '0',
+  }
 }
