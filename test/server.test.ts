@@ -155,11 +155,13 @@ t.test('NODE_ENV=production without AUTH_SECRET or BASE_URL: exits 78 naming eac
 
 t.test('NODE_ENV=production with the checklist short of SMTP: starts, warns, and takes SIGHUP without exiting', async (t) => {
   const port = await freePort()
-  // A data folder and database of its own: the shared ones' stored keys are sealed with the generated AUTH_SECRET.
+  // A data folder and database of its own: the shared ones' stored keys are sealed with the generated
+  // AUTH_SECRET. Copied from the migrated template (no keys in it yet): the first test above is the
+  // start on an empty folder.
   const own = await mkdtemp(join(tmpdir(), 'dps-server-prod-'))
   t.teardown(() => rm(own, { recursive: true, force: true }))
   const srv = startServiceProcess(t, {
-    ...(await childBacking(t)),
+    ...(await childBacking(t, own)),
     PORT: String(port),
     DATA_DIR: own,
     NODE_ENV: 'production',

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { EXIT, loadState } from '../../device-sim/index.js'
-import { freePort, startApp } from '../helpers/app.js'
+import { freePort, startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { mqttUrl } from '../helpers/mqtt.js'
 import { call, tempDir } from './helpers.js'
@@ -75,8 +75,15 @@ t.test('bad options exit with code 2', async (t) => {
   }
 })
 
+// One app for the runs against DEVICE_POLL_INTERVAL=0: each signs up a person of its own and
+// counts only that person's devices and messages (an app start is about 1.2 s of CPU). The
+// pairing-by-hand test needs a poll interval of its own and keeps its app.
+let svc: TestApp
+t.before(async () => {
+  svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
+})
+
 t.test('a run pairs with a claim token, prints what arrives and stops on Ctrl-C', async (t) => {
-  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('cli'))
   const dir = await tempDir(t)
   const statePath = join(dir, 'desk.json')
@@ -176,7 +183,6 @@ t.test(
 )
 
 t.test('a refused claim token exits 5; an unreadable state file exits 6', async (t) => {
-  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const dir = await tempDir(t)
   const refused = await run(['--server', svc.url, '--state', join(dir, 'a.json'), '--claim-token', 'not-a-session', '--no-qr'], {
     cwd: dir,
@@ -192,7 +198,6 @@ t.test('a refused claim token exits 5; an unreadable state file exits 6', async 
 })
 
 t.test('fleet mode from the command line: a progress bar, then the summary; Ctrl-C stops it', async (t) => {
-  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('cli-fleet'))
   const dir = await tempDir(t)
   let stopped = false

@@ -29,7 +29,7 @@ async function service(t: Tap & { teardown(fn: () => unknown): void }) {
   const port = await freePort()
   const mqttPort = await freePort()
   const url = `http://127.0.0.1:${port}`
-  const backing = await childBacking(t)
+  const backing = await childBacking(t, dataDir)
   const env = {
     ...backing,
     DATA_DIR: dataDir,

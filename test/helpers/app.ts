@@ -119,11 +119,19 @@ async function copyTree(from: string, to: string): Promise<void> {
 }
 
 /**
+ * A copy of the migrated PGlite template as `dataDir`'s database (what startApp gives each app):
+ * for a test that starts the service some other way, such as in a process of its own.
+ */
+export async function copyPgliteTemplate(dataDir: string): Promise<void> {
+  await copyTree(join(await pgliteTemplate(), 'pglite'), join(dataDir, 'pglite'))
+}
+
+/**
  * The embedded database's page cache for test apps: PostgreSQL zeroes it at every start, and a
  * test database holds a few MiB. 32MB (the default) cost about 0.15 s of CPU more per PGlite start
  * than 4MB; tests that care set PGLITE_SHARED_BUFFERS themselves.
  */
-const TEST_SHARED_BUFFERS = '4MB'
+export const TEST_SHARED_BUFFERS = '4MB'
 
 export type StartOptions = {
   env?: Record<string, string>
@@ -152,7 +160,7 @@ export async function startApp(t: Tap, opts: StartOptions = {}): Promise<TestApp
   if (process.env.DATABASE_URL && opts.env?.DATABASE_URL !== '') {
     env.DATABASE_URL = opts.reuse?.databaseUrl ?? (await freshPostgres(t, process.env.DATABASE_URL))
   } else if (!opts.reuse && !opts.env?.DATABASE_URL) {
-    await copyTree(join(await pgliteTemplate(), 'pglite'), join(dataDir, 'pglite'))
+    await copyPgliteTemplate(dataDir)
   }
   if (process.env.REDIS_URL) {
     env.REDIS_URL = process.env.REDIS_URL
@@ -196,7 +204,7 @@ export async function startApp(t: Tap, opts: StartOptions = {}): Promise<TestApp
 export async function testDatabase(t: Tap): Promise<DatabaseHandle> {
   const dataDir = await mkdtemp(join(tmpdir(), 'dps-db-'))
   const databaseUrl = process.env.DATABASE_URL ? await freshPostgres(t, process.env.DATABASE_URL) : undefined
-  if (!databaseUrl) await copyTree(join(await pgliteTemplate(), 'pglite'), join(dataDir, 'pglite'))
+  if (!databaseUrl) await copyPgliteTemplate(dataDir)
   const handle = openDatabase({ databaseUrl, dataDir, pgliteSharedBuffers: TEST_SHARED_BUFFERS })
   t.teardown(async () => {
     await handle.close()

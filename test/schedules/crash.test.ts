@@ -32,7 +32,7 @@ t.test('a service killed with every turn claimed keeps its frames turning after 
   const port = await freePort()
   const mqttPort = await freePort()
   const url = `http://127.0.0.1:${port}`
-  const backing = await childBacking(t)
+  const backing = await childBacking(t, dataDir)
   const env = {
     ...backing,
     DATA_DIR: dataDir,

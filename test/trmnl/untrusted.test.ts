@@ -3,7 +3,7 @@
 import { eq } from 'drizzle-orm'
 import t from 'tap'
 import { device } from '../../src/devices/tables.js'
-import { startApp } from '../helpers/app.js'
+import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { jsonCall } from '../helpers/http.js'
 
@@ -12,8 +12,14 @@ async function get(url: string, headers: Record<string, string>) {
   return { status: res.status, body: await res.json() }
 }
 
+// One app for the file: each test has a user and MAC addresses of its own, and the six setups in
+// all stay under /api/setup's ten a minute from one address (an app start is about 1.2 s of CPU).
+let svc: TestApp
+t.before(async () => {
+  svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
+})
+
 t.test('a Model of __proto__, constructor or toString pairs a device like any unknown board', async (t) => {
-  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('proto'))
   for (const [i, model] of ['__proto__', 'constructor', 'toString', 'hasOwnProperty'].entries()) {
     const mac = `A0:B7:65:1C:2D:${(0x40 + i).toString(16).toUpperCase()}`
@@ -45,7 +51,6 @@ t.test('a Model of __proto__, constructor or toString pairs a device like any un
 })
 
 t.test('a fractional X-Timestamp and weak or non-canonical Ed25519 keys are refused with 401, never a 500', async (t) => {
-  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('weak'))
   const mac = 'A0:B7:65:1C:2D:50'
   const s = await get(`${svc.url}/api/setup`, { ID: mac, 'FW-Version': '1.7.0', Model: 'og' })
@@ -85,7 +90,6 @@ t.test('a fractional X-Timestamp and weak or non-canonical Ed25519 keys are refu
 })
 
 t.test('a stored device record that cannot be read is a 409 saying how to repair it, never a 500 for the whole list', async (t) => {
-  const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('unreadable'))
   const mac = 'A0:B7:65:1C:2D:60'
   const s = await get(`${svc.url}/api/setup`, { ID: mac, 'FW-Version': '1.7.0', Model: 'og' })
