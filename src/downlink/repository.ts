@@ -14,7 +14,7 @@ const isForeignKeyViolation = (err: unknown) => {
 
 /**
  * Numbers and stores messages, in input order per device, in one statement: the batch travels as
- * one JSON parameter (a statement per message, or one parameter per field, cost the embedded
+ * JSON parameters (a statement per message, or one parameter per field, cost the embedded
  * database more than the rows themselves). Each device's counter moves first (upserted in id
  * order, so two instances writing overlapping batches cannot deadlock), then the rows go in; a
  * kind that replaces older messages supersedes the pending ones before it, in this batch and
@@ -40,59 +40,99 @@ export async function recordMessages(db: Executor, messages: readonly NewMessage
   return seqs
 }
 
-/** recordMessages' one statement (exported for the test that reads its plan). */
+/**
+ * recordMessages' one statement (exported for the test that reads its plan). What needs no table
+ * is worked out here rather than in SQL: each message's place among its device's messages in the
+ * batch, the count per device, and which ones a later message of the batch replaces. Numbering
+ * them in SQL (a window function, a count per device, a search of the batch per message) cost
+ * the embedded database as much as storing the rows (docs/benchmarks.md, "The durable downlink's
+ * cost").
+ */
 export function recordStatement(messages: readonly NewMessage[]) {
-  const batch = JSON.stringify(messages.map((m, o) => ({ o, d: m.deviceId, k: m.kind, p: m.payload, r: m.retain, x: m.replacesOlder })))
-  const statement = sql`
-    with v as (select * from jsonb_to_recordset(${batch}::jsonb) as v(o int, d text, k text, p jsonb, r bool, x bool)),
-    counts as (
-      select v.d, count(*)::bigint as n from v join ${device} on ${device.id} = v.d
-      where ${device.id} = any(array(select d from v)) group by v.d),
+  const counts = new Map<string, number>()
+  const lastOfKind = new Map<string, number>()
+  messages.forEach((m, o) => {
+    counts.set(m.deviceId, (counts.get(m.deviceId) ?? 0) + 1)
+    if (m.replacesOlder) lastOfKind.set(`${m.deviceId}\0${m.kind}`, o)
+  })
+  const place = new Map<string, number>()
+  const batch = JSON.stringify(
+    messages.map((m, o) => {
+      const r = (place.get(m.deviceId) ?? 0) + 1
+      place.set(m.deviceId, r)
+      const replaced = m.replacesOlder && lastOfKind.get(`${m.deviceId}\0${m.kind}`) !== o
+      return { o, d: m.deviceId, r, k: m.kind, p: m.payload, t: m.retain, s: replaced ? 'superseded' : 'pending' }
+    }),
+  )
+  const perDevice = JSON.stringify([...counts].map(([d, n]) => ({ d, n })))
+  const replacing = [...lastOfKind.keys()].map((key) => {
+    const [d, k] = key.split('\0')
+    return { d, k }
+  })
+  // Older pending messages of a kind this batch replaces. The devices as an array: the planner
+  // cannot size a JSON recordset, and for a join it chose a scan of the whole table (every
+  // device's messages, delivered ones included: 172 ms for one config at 300,000 rows); = any(array)
+  // reads the batch's devices' rows through the primary key (0.13 ms).
+  const supersede = replacing.length
+    ? sql`, superseded as (
+      update ${deviceMessage} as m set status = 'superseded'
+      where m.device_id = any(array(select d from jsonb_to_recordset(${JSON.stringify(replacing)}::jsonb) as x(d text)))
+        and (m.device_id, m.kind) in (select d, k from jsonb_to_recordset(${JSON.stringify(replacing)}::jsonb) as x(d text, k text))
+        and m.status = 'pending')`
+    : sql``
+  return sql`
+    with c as (select * from jsonb_to_recordset(${perDevice}::jsonb) as c(d text, n bigint)),
     bumped as (
-      insert into ${deviceDownlink} (device_id, last_seq) select d, n from counts order by d
+      -- As an array too, so the device table is read by key, not scanned whole.
+      insert into ${deviceDownlink} (device_id, last_seq)
+      select c.d, c.n from c join ${device} on ${device.id} = c.d where ${device.id} = any(array(select d from c)) order by c.d
       on conflict (device_id) do update set last_seq = ${deviceDownlink}.last_seq + excluded.last_seq
       returning device_id, last_seq),
     numbered as (
-      select v.*, b.last_seq - c.n + row_number() over (partition by v.d order by v.o) as seq,
-        v.x and exists (select 1 from v later where later.d = v.d and later.k = v.k and later.o > v.o) as replaced
-      from v join bumped b on b.device_id = v.d join counts c on c.d = v.d),
+      select v.o, v.d, b.last_seq - c.n + v.r as seq, v.k, v.p, v.t, v.s
+      from jsonb_to_recordset(${batch}::jsonb) as v(o int, d text, r bigint, k text, p jsonb, t bool, s text)
+      join c on c.d = v.d join bumped b on b.device_id = v.d),
     inserted as (
-      insert into ${deviceMessage} (device_id, seq, kind, payload, retain, status)
-      select d, seq, k, p, r, case when replaced then 'superseded' else 'pending' end from numbered),
-    superseded as (
-      -- The devices as an array (here and in counts): the planner cannot size a CTE, and for a
-      -- join it chose a scan of the whole table (every device's messages, delivered ones
-      -- included: 172 ms for one config at 300,000 rows); = any(array) reads the batch's devices'
-      -- rows through the primary key (0.13 ms).
-      update ${deviceMessage} as m set status = 'superseded'
-      where m.device_id = any(array(select d from numbered where x))
-        and (m.device_id, m.kind) in (select d, k from numbered where x) and m.status = 'pending')
+      insert into ${deviceMessage} (device_id, seq, kind, payload, retain, status) select d, seq, k, p, t, s from numbered)
+    ${supersede}
     select o, seq from numbered`
-  return statement
 }
 
 /**
  * Marks messages delivered (the device acknowledged them), and says which of them exist, whatever
  * their status (a PUBACK may have delivered one before its up/ack came), so an up/ack can tell a
- * real message from a made-up one.
+ * real message from a made-up one. Nearly every acknowledgement is of a pending message: the
+ * update says which it changed, and only the others are looked up, by a second statement (one
+ * statement reading every acknowledged row again cost a third of the acknowledgement's write).
  */
 export async function markDelivered(
   db: Executor,
   acks: ReadonlyArray<{ deviceId: string; seq: number }>,
 ): Promise<Array<{ deviceId: string; seq: number; kind: string }>> {
   if (!acks.length) return []
-  const batch = JSON.stringify(acks.map((a) => ({ d: a.deviceId, s: a.seq })))
-  const rows = await db.execute(sql`
-    with a as (select * from jsonb_to_recordset(${batch}::jsonb) as a(d text, s bigint)),
-    delivered as (
+  const read = (rows: unknown) =>
+    rowsOf<{ device_id: string; seq: string | number; kind: string }>(rows).map((r) => ({
+      deviceId: r.device_id,
+      seq: Number(r.seq),
+      kind: r.kind,
+    }))
+  const delivered = read(
+    await db.execute(sql`
       update ${deviceMessage} as m set status = 'delivered', delivered_at = now()
-      from a where m.device_id = a.d and m.seq = a.s and m.status = 'pending')
-    select m.device_id, m.seq, m.kind from ${deviceMessage} m join a on m.device_id = a.d and m.seq = a.s`)
-  return rowsOf<{ device_id: string; seq: string | number; kind: string }>(rows).map((r) => ({
-    deviceId: r.device_id,
-    seq: Number(r.seq),
-    kind: r.kind,
-  }))
+      from jsonb_to_recordset(${JSON.stringify(acks.map((a) => ({ d: a.deviceId, s: a.seq })))}::jsonb) as a(d text, s bigint)
+      where m.device_id = a.d and m.seq = a.s and m.status = 'pending'
+      returning m.device_id, m.seq, m.kind`),
+  )
+  const changed = new Set(delivered.map((r) => `${r.deviceId}:${r.seq}`))
+  const others = acks.filter((a) => !changed.has(`${a.deviceId}:${a.seq}`))
+  if (!others.length) return delivered
+  const found = read(
+    await db.execute(sql`
+      select m.device_id, m.seq, m.kind from ${deviceMessage} m
+      join jsonb_to_recordset(${JSON.stringify(others.map((a) => ({ d: a.deviceId, s: a.seq })))}::jsonb) as a(d text, s bigint)
+        on m.device_id = a.d and m.seq = a.s`),
+  )
+  return [...delivered, ...found]
 }
 
 /**
