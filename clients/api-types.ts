@@ -940,6 +940,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/screens/renderers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The renderers a screen may choose on this server
+         * @description `takumi` always; `chromium` only where the server has Chromium (CHROMIUM_PATH). A screen, draft or recipe asking for one that is not available is answered 422 SCREEN_RENDERER_UNAVAILABLE with the same `reason`.
+         */
+        get: operations["getScreensRenderers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/screens/{id}": {
         parameters: {
             query?: never;
@@ -6641,6 +6661,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -6729,6 +6750,41 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getScreensRenderers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        renderers: {
+                            /**
+                             * @description who draws the HTML: `takumi` (default; no browser, flexbox layout) or `chromium` (full CSS: grid, pseudo-elements, floats; only where the server has Chromium, SCREEN_RENDERER_UNAVAILABLE otherwise). The page reaches no network either way
+                             * @enum {string}
+                             */
+                            name: "takumi" | "chromium";
+                            /** @description whether a screen may choose it on this server now */
+                            available: boolean;
+                            /** @description why it is not available (what saving or previewing with it would answer, 422) */
+                            reason: string | null;
+                        }[];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
@@ -6922,6 +6978,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };

@@ -139,3 +139,14 @@ export const screenDraftSchema = Type.Object(
     examples: [{ template: '<h1>{{ title }}</h1>', css: 'h1{font-size:64px}', variables: { title: 'Draft' } }],
   },
 )
+
+/** What the console needs to offer a renderer before it is refused: which ones this server has, and why not. */
+export const screenRenderersSchema = Type.Object({
+  renderers: Type.Array(
+    Type.Object({
+      name: fields.renderer,
+      available: Type.Boolean({ description: 'whether a screen may choose it on this server now' }),
+      reason: NullableString({ description: 'why it is not available (what saving or previewing with it would answer, 422)' }),
+    }),
+  ),
+})

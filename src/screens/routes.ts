@@ -6,7 +6,14 @@ import { Type } from 'typebox'
 import { principalOf } from '../auth/route-auth.js'
 import { exampleIds } from '../openapi/examples.js'
 import { callerSecurity as security, errorResponses as errors } from '../http/route-schemas.js'
-import { screenCreatedSchema, screenCreateSchema, screenDraftSchema, screenPatchSchema, screenRecordSchema } from './records.js'
+import {
+  screenCreatedSchema,
+  screenCreateSchema,
+  screenDraftSchema,
+  screenPatchSchema,
+  screenRecordSchema,
+  screenRenderersSchema,
+} from './records.js'
 import type { ScreenDraft, ScreenService } from './service.js'
 
 const tags = ['device module']
@@ -48,7 +55,7 @@ export async function screenRoutes(fastify: FastifyInstance, opts: { screens: Sc
           'A Liquid template (HTML, with `css` for its classes), variables, and optionally a data URL polled every `everySeconds`. The answer carries the webhook `token` for `POST /api/screens/{id}/data`, shown only this once.',
         security,
         body: screenCreateSchema,
-        response: { 201: screenCreatedSchema, ...errors(400, 401, 403) },
+        response: { 201: screenCreatedSchema, ...errors(400, 401, 403, 422) },
       },
     },
     async (req, reply) => reply.code(201).send(await screens.create(principalOf(req).userId, req.body)),
@@ -90,6 +97,21 @@ export async function screenRoutes(fastify: FastifyInstance, opts: { screens: Sc
   )
 
   app.get(
+    '/api/screens/renderers',
+    {
+      schema: {
+        tags,
+        summary: 'The renderers a screen may choose on this server',
+        description:
+          '`takumi` always; `chromium` only where the server has Chromium (CHROMIUM_PATH). A screen, draft or recipe asking for one that is not available is answered 422 SCREEN_RENDERER_UNAVAILABLE with the same `reason`.',
+        security,
+        response: { 200: screenRenderersSchema, ...errors(401) },
+      },
+    },
+    async () => ({ renderers: screens.renderers() }),
+  )
+
+  app.get(
     '/api/screens/:id',
     { schema: { tags, summary: 'Get a screen', security, params, response: { 200: screenRecordSchema, ...errors(401, 404) } } },
     async (req) => screens.get(principalOf(req).userId, req.params.id),
@@ -105,7 +127,7 @@ export async function screenRoutes(fastify: FastifyInstance, opts: { screens: Sc
         security,
         params,
         body: screenPatchSchema,
-        response: { 200: screenRecordSchema, ...errors(400, 401, 403, 404) },
+        response: { 200: screenRecordSchema, ...errors(400, 401, 403, 404, 422) },
       },
     },
     async (req) => screens.patch(principalOf(req).userId, req.params.id, req.body),

@@ -189,13 +189,13 @@ export function createScreenService(deps: ScreenDeps) {
     }
   }
 
+  const chromiumMissing = () =>
+    `Chromium is not installed on this server (no ${deps.renderer.chromiumPath}); use "takumi", or install Chromium and set CHROMIUM_PATH`
+
   /** Chromium asked for on a server without it: refused when the screen is saved or drafted, not at its first render. */
   function checkRenderer(renderer: Renderer | undefined) {
     if (renderer === 'chromium' && !deps.renderer.chromiumAvailable())
-      throw appError(
-        'SCREEN_RENDERER_UNAVAILABLE',
-        `renderer: Chromium is not installed on this server (no ${deps.renderer.chromiumPath}); use "takumi", or install Chromium and set CHROMIUM_PATH`,
-      )
+      throw appError('SCREEN_RENDERER_UNAVAILABLE', `renderer: ${chromiumMissing()}`)
   }
 
   async function checkPrivate(userId: string, allowPrivate: boolean | undefined) {
@@ -362,6 +362,18 @@ export function createScreenService(deps: ScreenDeps) {
 
     async list(userId: string) {
       return (await listScreens(db, userId, 500)).map(screenView)
+    },
+
+    /**
+     * The renderers a screen may choose here, asked at each call: Chromium's executable can be
+     * installed or removed while the service runs, and saving checks it the same way.
+     */
+    renderers() {
+      const chromium = deps.renderer.chromiumAvailable()
+      return [
+        { name: 'takumi' as const, available: true, reason: null },
+        { name: 'chromium' as const, available: chromium, reason: chromium ? null : chromiumMissing() },
+      ]
     },
 
     async create(userId: string, input: ScreenInput) {

@@ -1,7 +1,8 @@
 // The Chromium renderer (renderer: 'chromium'): CSS Takumi does not draw comes out right; a page
 // reaches nothing on the network (a local server sees no request, whatever the template tries); a
 // template that spins is cut off at the render's bound and recorded on the screen; the browser
-// ends with the app; and Chromium asked for where it is not installed is a 422 with its code.
+// ends with the app; and Chromium asked for where it is not installed is a 422 with its code,
+// which GET /api/screens/renderers tells a client beforehand.
 // The tests that need Chromium skip without it, except under CI (test/helpers/browser.ts).
 import { readFileSync, readdirSync } from 'node:fs'
 import { createServer } from 'node:http'
@@ -204,6 +205,14 @@ t.test(
     const svc = await startApp(t, { env: { CHROMIUM_PATH: CHROMIUM, SCREEN_RENDER_TIMEOUT_MS: '2000' } })
     const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('chromium'))
     const call = (path: string, opts: Parameters<typeof jsonCall>[2] = {}) => jsonCall(svc.url, path, { token, ...opts })
+    t.same(
+      (await call('/api/screens/renderers')).body.renderers,
+      [
+        { name: 'takumi', available: true, reason: null },
+        { name: 'chromium', available: true, reason: null },
+      ],
+      'Chromium is offered where it is installed',
+    )
     const created = await call('/api/screens', { body: { name: 'Grid', template: GRID, css: GRID_CSS, renderer: 'chromium' } })
     t.equal(created.status, 201)
     t.match(created.body, { renderer: 'chromium' })
@@ -242,6 +251,14 @@ t.test('chromium asked for where it is not installed: 422 SCREEN_RENDERER_UNAVAI
   const call = (path: string, opts: Parameters<typeof jsonCall>[2] = {}) => jsonCall(svc.url, path, { token, ...opts })
   const refused = await call('/api/screens', { body: { name: 'x', template: '<p>x</p>', renderer: 'chromium' } })
   t.match(refused, { status: 422, body: { code: 'SCREEN_RENDERER_UNAVAILABLE', message: /\/nonexistent\/chromium/ } })
+  // Told before asking: a client offers only what this server draws, with the 422's own words.
+  const offered = await call('/api/screens/renderers')
+  t.equal(offered.status, 200)
+  t.same(offered.body.renderers, [
+    { name: 'takumi', available: true, reason: null },
+    { name: 'chromium', available: false, reason: refused.body.message.replace(/^renderer: /, '') },
+  ])
+  t.equal((await jsonCall(svc.url, '/api/screens/renderers')).status, 401, 'signed-in callers only')
   t.equal((await call('/api/screens')).body.screens.length, 0, 'nothing was created')
 
   const s = (await call('/api/screens', { body: { name: 'x', template: '<p>x</p>' } })).body

@@ -59,6 +59,7 @@ t.test('screens key their queries under a root of their own, a screen\u2019s und
     (d) => (Object.values((m as any)[d]) as any[]).find((v) => Array.isArray(v?.all))?.all[0],
   )
   t.equal(new Set(roots).size, roots.length, `no two domains share a root: ${roots.join(', ')}`)
+  t.same(screenQueries.renderers().queryKey.slice(0, 1), screenKeys.all, 'the renderers offered are under screens')
   const one = screenKeys.one('a')
   for (const q of [screenQueries.detail('a'), screenQueries.preview('a', { deviceId: 'd' }, 'v1'), screenQueries.preview('a', {}, 'v1')])
     t.same(q.queryKey.slice(0, one.length), one, `${JSON.stringify(q.queryKey)} is under the screen`)
@@ -175,6 +176,29 @@ t.test('a screen: created, its drafts previewed at the frame\u2019s size, broken
   await run(qc, screenMutations.remove(id))
   t.equal(qc.getQueryData(screenKeys.detail(id)), undefined, 'its cached queries are dropped')
   t.same(qc.getQueryData(screenKeys.list()), [], 'the list is read again before deleting answers (the page then leaves)')
+})
+
+t.test('the renderers offered: Chromium unavailable, in the words a save or preview is refused with', async (t) => {
+  const bare = await startApp(t, { env: { CHROMIUM_PATH: '/nonexistent/chromium' } })
+  const { client, jar } = makeClient(bare.url)
+  await signUp(client, uniqueEmail('dl-renderers'))
+  openPage(bare, jar)
+  const qc = new QueryClient({ defaultOptions: { queries: { retry: false } } })
+  const offered = await get(qc, screenQueries.renderers())
+  t.match(offered, [
+    { name: 'takumi', available: true, reason: null },
+    { name: 'chromium', available: false, reason: /\/nonexistent\/chromium/ },
+  ])
+  const id = (await run(qc, screenMutations.create(), { name: 'Plain', template: '<p>x</p>' })).id
+  const refused = await get(qc, screenQueries.preview(id, { renderer: 'chromium' }, 'v1')).catch((e: unknown) => e)
+  t.match(refused, { status: 422, code: 'SCREEN_RENDERER_UNAVAILABLE' })
+  t.equal(refused.message, `renderer: ${offered[1].reason}`, 'the same words either way')
+  const notSaved = await run(qc, screenMutations.patch(id), { renderer: 'chromium' }).catch((e: unknown) => e)
+  t.match(notSaved, { status: 422, code: 'SCREEN_RENDERER_UNAVAILABLE', message: refused.message })
+
+  openPage(bare)
+  const signedOut = await get(new QueryClient(), { ...screenQueries.renderers(), retry: false }).catch((e: unknown) => e)
+  t.match(signedOut, { status: 401 }, 'signed out: refused, with its status for the session gate')
 })
 
 t.test('creating is refused in the service\u2019s words', async (t) => {

@@ -2,13 +2,15 @@
 // a screen created from a template, its webhook token shown once (copied, and working), the
 // editor's preview drawn at the chosen frame's size, drafts previewed as typed but saved only
 // with Save (a broken one said in words and fixed by typing; leaving with unsaved changes asks
-// first), shown on the frame, added to a playlist, and deleted (refused while in the playlist);
-// then a TRMNL recipe imported from its files and previewed.
+// first; switched to Chromium, previewed by it, saved), shown on the frame, added to a playlist,
+// and deleted (refused while in the playlist); then a TRMNL recipe imported from its files for
+// Chromium and previewed. On a server without Chromium the choice is offered disabled with the
+// reason, and the 422 is said in words when that list is not at hand.
 // axe-core checks each screen; screenshots go to .tap/screenshots/.
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
-import type { Page } from 'playwright-core'
+import type { Page, Request } from 'playwright-core'
 import { startApp } from '../helpers/app.js'
 import { accessibilityProblems, browserMissing, DESKTOP, launchBrowser, newPage, PHONE, screenshot } from '../helpers/browser.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
@@ -21,6 +23,14 @@ const skip = browserMissing()
 async function checkScreen(t: Test, page: Page, name: string) {
   t.same(await accessibilityProblems(page), [], `${name}: no serious or critical axe-core finding`)
   await screenshot(page, name)
+}
+
+async function signIn(page: Page, url: string, email: string) {
+  await page.goto(`${url}/signin`)
+  await page.getByLabel('E-mail').fill(email)
+  await page.getByRole('textbox', { name: 'Password' }).fill(PASSWORD)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('heading', { name: 'Your devices' }).waitFor()
 }
 
 /** The size of the preview image once it has loaded (0×0 until then). */
@@ -44,11 +54,7 @@ t.test('in Chromium: a screen from a template, previewed, shown, in a playlist, 
   const { context, page } = await newPage(browser, DESKTOP)
   t.teardown(() => context.close())
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: svc.url })
-  await page.goto(`${svc.url}/signin`)
-  await page.getByLabel('E-mail').fill(email)
-  await page.getByRole('textbox', { name: 'Password' }).fill(PASSWORD)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.getByRole('heading', { name: 'Your devices' }).waitFor()
+  await signIn(page, svc.url, email)
 
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Screens' }).click()
   await page.getByRole('heading', { name: 'Screens', exact: true }).waitFor()
@@ -137,6 +143,34 @@ t.test('in Chromium: a screen from a template, previewed, shown, in a playlist, 
   t.equal((await call(`/api/screens/${id}`)).body.template, fixedTemplate, 'Save saves the draft')
   t.ok(await page.getByRole('button', { name: 'Save', exact: true }).isDisabled(), 'nothing left to save')
 
+  // The renderer: switched to Chromium, the draft drawn by it before saving, then saved with Save.
+  t.equal(await page.getByTestId('screen-renderer').textContent(), 'Drawn by Takumi.', 'the record says its renderer')
+  const byTakumi = (await previewSize(page)).src
+  const drafts: unknown[] = []
+  const seeDraft = (req: Request) => {
+    if (req.method() === 'POST' && req.url().endsWith(`/api/screens/${id}/preview`)) drafts.push(req.postDataJSON())
+  }
+  page.on('request', seeDraft)
+  await page.getByRole('combobox', { name: 'Renderer' }).selectOption('chromium')
+  await page.getByText('Unsaved changes: the frames show the saved screen until you save.').waitFor()
+  await page.waitForFunction(
+    (before) => {
+      const img = document.querySelector('img.preview') as HTMLImageElement | null
+      return img && img.src !== before && img.complete && img.naturalWidth === 400
+    },
+    byTakumi,
+    { timeout: 30_000 },
+  )
+  page.off('request', seeDraft)
+  t.match(drafts.at(-1), { renderer: 'chromium', template: fixedTemplate }, 'the preview draws the draft with Chromium')
+  t.equal(await page.getByText('The preview cannot be drawn:').count(), 0, 'and Chromium drew it')
+  t.equal((await call(`/api/screens/${id}`)).body.renderer, 'takumi', 'choosing is not saving')
+  await checkScreen(t, page, 'screen-editor-chromium')
+  await page.getByRole('button', { name: 'Save', exact: true }).click()
+  await page.getByText('Saved: the frames showing this screen get it now.').waitFor()
+  t.equal((await call(`/api/screens/${id}`)).body.renderer, 'chromium', 'Save saves the renderer')
+  t.equal(await page.getByTestId('screen-renderer').textContent(), 'Drawn by Chromium.', 'and the record says so')
+
   // Show now: the frame is sent the screen's picture.
   const before = (await call(`/api/device/${frame.deviceId}`)).body.desiredImageId
   await page.getByRole('button', { name: 'Show now on Hall frame' }).click()
@@ -166,11 +200,51 @@ t.test('in Chromium: a screen from a template, previewed, shown, in a playlist, 
   // A TRMNL recipe (trmnlp's src/ files) imported, then previewed at the frame's size.
   const recipe = fileURLToPath(new URL('../../src/screens/recipes/examples/daily-quote/src/', import.meta.url))
   await page.getByLabel('Recipe files').setInputFiles([join(recipe, 'settings.yml'), join(recipe, 'full.liquid')])
+  await page.getByRole('region', { name: 'Import a TRMNL recipe' }).getByRole('combobox', { name: 'Renderer' }).selectOption('chromium')
   await page.getByRole('button', { name: 'Import recipe' }).click()
   await page.getByText('Daily Quote is created.').waitFor()
   await page.getByRole('link', { name: 'Edit it and see its preview' }).click()
   await page.getByRole('heading', { name: 'Daily Quote' }).waitFor()
   await page.waitForFunction(() => (document.querySelector('img.preview') as HTMLImageElement | null)?.naturalWidth === 400)
   t.match(await previewSize(page), { width: 400, height: 300 }, 'the imported recipe is drawn at the frame\u2019s size')
+  t.equal(await page.getByTestId('screen-renderer').textContent(), 'Drawn by Chromium.', 'by the renderer chosen on import')
   await checkScreen(t, page, 'screen-recipe')
+})
+
+t.test('in Chromium, a server without Chromium: the choice says so; should that go unsaid, the 422 is shown', { skip }, async (t) => {
+  const browser = await launchBrowser(t)
+  const svc = await startApp(t, { env: { CHROMIUM_PATH: '/nonexistent/chromium' } })
+  const email = uniqueEmail('console-no-chromium')
+  const { token } = await signUp(makeClient(svc.url).client, email, PASSWORD)
+  const screen = (await jsonCall(svc.url, '/api/screens', { token, body: { name: 'Plain', template: '<p>{{ title }}</p>' } })).body
+  const { context, page } = await newPage(browser, DESKTOP)
+  t.teardown(() => context.close())
+  await signIn(page, svc.url, email)
+
+  await page.goto(`${svc.url}/screens`)
+  const offered = page.getByRole('combobox', { name: 'Renderer' })
+  await page
+    .getByRole('option', { name: /Chromium.*not installed on this server/ })
+    .first()
+    .waitFor({ state: 'attached' })
+  for (const chromium of await page.getByRole('option', { name: /^Chromium/ }).all())
+    t.ok(await chromium.isDisabled(), 'Chromium is offered disabled (create and recipe import)')
+  t.equal(await offered.count(), 2, 'on the new screen form and the recipe import')
+  await page.getByText('Chromium is not installed on this server (no /nonexistent/chromium)').first().waitFor()
+  await checkScreen(t, page, 'screens-no-chromium')
+
+  // The list of renderers not answered (an older server, a failed request): the save's and
+  // the preview's 422 say it instead of a raw error.
+  await page.route('**/api/screens/renderers', (route) => route.abort())
+  await page.goto(`${svc.url}/screens/${screen.id}`)
+  await page.getByRole('heading', { name: 'Plain' }).waitFor()
+  await page.getByRole('combobox', { name: 'Renderer' }).selectOption('chromium')
+  await page.getByText('The preview cannot be drawn: renderer: Chromium is not installed on this server').waitFor({ timeout: 15_000 })
+  await page.getByRole('button', { name: 'Save', exact: true }).click()
+  await page
+    .getByRole('alert')
+    .filter({ hasText: /^renderer: Chromium is not installed on this server \(no \/nonexistent\/chromium\)/ })
+    .waitFor()
+  t.pass('the save is refused in the server\u2019s words')
+  t.equal((await jsonCall(svc.url, `/api/screens/${screen.id}`, { token })).body.renderer, 'takumi', 'nothing saved')
 })

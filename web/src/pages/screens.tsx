@@ -1,6 +1,6 @@
 // Screens: the list with a form for a new one (/screens), and the editor (/screens/:id): the
-// template and its variables, previewed as you type as the chosen frame would show them (its
-// size, inks and dithering) and saved only with Save, since saving sends the screen to every
+// template, its variables and renderer, previewed as you type as the chosen frame would show them
+// (its size, inks and dithering) and saved only with Save, since saving sends the screen to every
 // frame showing it; the screen's last error, "show now", adding it to a playlist, its data source
 // and webhook.
 import { useMutation, useQuery } from '@tanstack/react-query'
@@ -19,6 +19,48 @@ const builtins: Record<string, { label: string; source: 'none' | 'ics' | 'json' 
   calendar: { label: 'Calendar: a month from an ICS feed', source: 'ics' },
   'frame-status': { label: 'Frame status: battery, signal, last seen', source: 'none' },
   weather: { label: 'Weather: from an Open-Meteo style JSON URL', source: 'json' },
+}
+
+type RendererName = Screen['renderer']
+
+/** In the order offered; the first is the service's default. */
+const renderers: Record<RendererName, string> = {
+  takumi: 'Takumi: no browser, flexbox layout (the default, fast)',
+  chromium: 'Chromium: full CSS (grid, ::before, floats), slower',
+}
+const rendererNames = Object.keys(renderers) as RendererName[]
+const rendererShort: Record<RendererName, string> = { takumi: 'Takumi', chromium: 'Chromium' }
+
+/**
+ * The renderer choice. What the server cannot draw with (Chromium where it is not installed) is
+ * offered disabled with the server's reason, so it is said before a save is refused; should that
+ * list not load, the 422 a save or preview gets is shown where it happens.
+ */
+function RendererField({ value, onChange }: { value: RendererName; onChange: (r: RendererName) => void }) {
+  const offered = useQuery(screenQueries.renderers())
+  const lacking = offered.data?.filter((r) => !r.available) ?? []
+  return (
+    <Field
+      label="Renderer"
+      hint={
+        lacking.length
+          ? lacking.map((r) => r.reason ?? `${rendererShort[r.name]} is not offered on this server.`).join(' ')
+          : 'Chromium only for templates that need CSS Takumi does not draw'
+      }
+    >
+      <select value={value} onChange={(e) => onChange(e.target.value as RendererName)}>
+        {rendererNames.map((name) => {
+          const unavailable = lacking.some((r) => r.name === name)
+          return (
+            <option key={name} value={name} disabled={unavailable}>
+              {renderers[name]}
+              {unavailable ? ' (not installed on this server)' : ''}
+            </option>
+          )
+        })}
+      </select>
+    </Field>
+  )
 }
 
 const SAMPLE_TEMPLATE = '<div class="box">\n  <h1>{{ title }}</h1>\n  <p>{{ data.message | default: "No data yet" }}</p>\n</div>'
@@ -67,7 +109,7 @@ export function ScreensPage() {
             <li key={s.id}>
               <Link to={`/screens/${s.id}`}>{s.name}</Link>
               <span className="muted">
-                {s.builtin ? `built-in ${s.builtin}` : 'template'}
+                {s.builtin ? `built-in ${s.builtin}` : 'template'} · {rendererShort[s.renderer]}
                 {s.source ? ` · data every ${minutesOf(s.source.everySeconds)}` : ''} · data {ago(s.dataAt)}
               </span>
               {s.lastError ? <span className="badge sync">failing: {s.lastError.code}</span> : null}
@@ -90,6 +132,7 @@ type NewScreenForm = {
   url: string
   everyMinutes: number
   headers: string
+  renderer: RendererName
 }
 
 function NewScreen() {
@@ -100,6 +143,7 @@ function NewScreen() {
       css: SAMPLE_CSS,
       variables: '{\n  "title": "Hello"\n}',
       everyMinutes: 15,
+      renderer: 'takumi',
     },
   })
   const create = useMutation(screenMutations.create())
@@ -113,6 +157,7 @@ function NewScreen() {
     const body: ScreenCreate = {
       name: v.name.trim(),
       variables,
+      renderer: v.renderer,
       ...(kind === 'template' ? { template: v.template, ...(v.css.trim() ? { css: v.css } : {}) } : { builtin: kind }),
       ...(v.url?.trim()
         ? {
@@ -159,6 +204,7 @@ function NewScreen() {
             </Field>
           </>
         ) : null}
+        <RendererField value={form.watch('renderer')} onChange={(r) => form.setValue('renderer', r)} />
         <Field label="Variables (JSON)" error={form.formState.errors.variables} hint="Values the template reads by name">
           <textarea className="code" rows={3} spellCheck={false} {...form.register('variables')} />
         </Field>
@@ -201,10 +247,11 @@ function NewScreen() {
 function ImportRecipe() {
   const [files, setFiles] = useState<File[]>([])
   const [name, setName] = useState('')
+  const [renderer, setRenderer] = useState<RendererName>('takumi')
   const importing = useMutation(screenMutations.importRecipe())
   const submit = async () => {
     const texts = Object.fromEntries(await Promise.all(files.map(async (f) => [f.webkitRelativePath || f.name, await f.text()] as const)))
-    importing.mutate({ files: texts, ...(name.trim() ? { name: name.trim() } : {}) })
+    importing.mutate({ files: texts, renderer, ...(name.trim() ? { name: name.trim() } : {}) })
   }
   return (
     <section className="card" aria-labelledby="recipe-title">
@@ -223,6 +270,7 @@ function ImportRecipe() {
         <Field label="Name" hint="Optional: the recipe's own name otherwise">
           <input value={name} maxLength={100} onChange={(e) => setName(e.target.value)} />
         </Field>
+        <RendererField value={renderer} onChange={setRenderer} />
         <Button type="submit" kind="secondary" busy={importing.isPending} disabled={files.length === 0}>
           Import recipe
         </Button>
@@ -300,6 +348,9 @@ export function ScreenPage() {
         <Link to="/screens">← All screens</Link>
       </p>
       <h1>{s.name}</h1>
+      <p className="muted" data-testid="screen-renderer">
+        Drawn by {rendererShort[s.renderer]}.
+      </p>
       {s.lastError ? (
         <Notice kind="error">
           <strong>The screen fails ({s.lastError.code}):</strong> {s.lastError.message}{' '}
@@ -334,6 +385,7 @@ function useDraft(s: Screen) {
   const [template, setTemplate] = useState(s.template ?? '')
   const [css, setCss] = useState(s.css ?? '')
   const [variables, setVariables] = useState(JSON.stringify(s.variables, null, 2))
+  const [renderer, setRenderer] = useState<RendererName>(s.renderer)
   const parsed = parseVariables(variables)
   const valid = Boolean(name.trim()) && (Boolean(s.builtin) || Boolean(template)) && typeof parsed !== 'string'
   const changes = {
@@ -341,10 +393,12 @@ function useDraft(s: Screen) {
     ...(!s.builtin && template && template !== (s.template ?? '') ? { template } : {}),
     ...(!s.builtin && css !== (s.css ?? '') ? { css } : {}),
     ...(typeof parsed !== 'string' && JSON.stringify(parsed) !== JSON.stringify(s.variables) ? { variables: parsed } : {}),
+    ...(renderer !== s.renderer ? { renderer } : {}),
   }
   // While a field is invalid (an empty template, variables mid-edit) the last valid draft stays drawn.
   const [lastValid, setLastValid] = useState<ScreenDraft>({})
   const current: ScreenDraft = {
+    renderer,
     ...(!s.builtin && template ? { template, css } : {}),
     ...(typeof parsed !== 'string' ? { variables: parsed } : {}),
   }
@@ -353,8 +407,8 @@ function useDraft(s: Screen) {
     if (valid) setLastValid(JSON.parse(currentText))
   }, [valid, currentText])
   return {
-    fields: { name, template, css, variables, parsed },
-    set: { name: setName, template: setTemplate, css: setCss, variables: setVariables },
+    fields: { name, template, css, variables, parsed, renderer },
+    set: { name: setName, template: setTemplate, css: setCss, variables: setVariables, renderer: setRenderer },
     changes,
     dirty: Object.keys(changes).length > 0,
     valid,
@@ -411,7 +465,7 @@ function ScreenEditor({ screen: s }: { screen: Screen }) {
 }
 
 /**
- * The template, its CSS and variables. The preview draws them as typed; Save sends them to the
+ * The template, its CSS, variables and renderer. The preview draws them as typed; Save sends them to the
  * frames showing the screen, so a half-typed draft never reaches a frame (nor wakes one up).
  */
 function Editor({ screen: s, draft }: { screen: Screen; draft: Draft }) {
@@ -460,6 +514,7 @@ function Editor({ screen: s, draft }: { screen: Screen; draft: Draft }) {
             </Field>
           </>
         )}
+        <RendererField value={fields.renderer} onChange={set.renderer} />
         <Field
           label="Variables (JSON)"
           error={typeof fields.parsed === 'string' ? { type: 'validate', message: fields.parsed } : undefined}

@@ -1,7 +1,7 @@
-// Screens: the list, one screen, the preview of the editor's draft for a frame, and what changes
-// them. A change answers the whole screen, which replaces the cached one; the list (names,
-// errors) is read again. The preview draws the unsaved draft (POST .../preview): looking at a
-// draft sends the frames nothing, only saving does.
+// Screens: the list, one screen, the renderers the server offers, the preview of the editor's
+// draft for a frame, and what changes them. A change answers the whole screen, which replaces the
+// cached one; the list (names, errors) is read again. The preview draws the unsaved draft (POST
+// .../preview): looking at a draft sends the frames nothing, only saving does.
 import { mutationOptions, type QueryClient, queryOptions } from '@tanstack/react-query'
 import { api, data, type JsonBody, type Screen } from '../api'
 
@@ -12,6 +12,7 @@ const one = (id: string) => [...all, 'one', id] as const
 export const screenKeys = {
   all,
   list: () => [...all, 'list'] as const,
+  renderers: () => [...all, 'renderers'] as const,
   one,
   detail: (id: string) => [...one(id), 'detail'] as const,
   /**
@@ -26,6 +27,16 @@ export const screenVersion = (s: Pick<Screen, 'updatedAt' | 'dataAt'>) => `${s.u
 
 export const screenQueries = {
   list: () => queryOptions({ queryKey: screenKeys.list(), queryFn: async () => data(await api.GET('/api/screens')).screens }),
+  /**
+   * Which renderers this server draws with (Chromium only where it is installed), and why not, so
+   * the forms offer only what saving would accept. A minute fresh: installing Chromium needs no restart.
+   */
+  renderers: () =>
+    queryOptions({
+      queryKey: screenKeys.renderers(),
+      queryFn: async () => data(await api.GET('/api/screens/renderers')).renderers,
+      staleTime: 60_000,
+    }),
   detail: (id: string) =>
     queryOptions({
       queryKey: screenKeys.detail(id),
