@@ -68,3 +68,54 @@ t.test('aedes: queued and retained messages are read one at a time, without a st
   const err = await new Promise<Error | undefined>((resolve) => utils.drainStream!(failing, (_i, next) => next(), resolve))
   t.match(err?.message, /broken store/, 'a stream error reaches the callback instead of going unhandled')
 })
+
+/** A connection to `server` that records each write the broker makes to it: one entry per write, its chunks. */
+async function recordingClient(server: import('../../broker/server.js').MqttServer, clientId: string, topic: string) {
+  const { Duplex } = await import('node:stream')
+  const mqttPacket = require('mqtt-packet') as typeof import('mqtt-packet')
+  const writes: Buffer[][] = []
+  const parser = mqttPacket.parser({ protocolVersion: 4 })
+  const seen: string[] = []
+  ;(parser as unknown as NodeJS.EventEmitter).on('packet', (p: { cmd: string }) => seen.push(p.cmd))
+  const record = (chunks: Buffer[]) => {
+    writes.push(chunks)
+    for (const c of chunks) parser.parse(c)
+  }
+  const conn = new Duplex({
+    read() {},
+    write(chunk: Buffer, _enc, done) {
+      record([chunk])
+      done()
+    },
+    writev(chunks, done) {
+      record(chunks.map((c) => c.chunk as Buffer))
+      done()
+    },
+  })
+  server.handleStream(conn)
+  const until = async (cmd: string, n = 1) => {
+    for (let i = 0; i < 200 && seen.filter((c) => c === cmd).length < n; i++) await new Promise((r) => setTimeout(r, 10))
+  }
+  conn.push(mqttPacket.generate({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean: true, clientId, keepalive: 30 }))
+  await until('connack')
+  conn.push(mqttPacket.generate({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic, qos: 0 }] }))
+  await until('suback')
+  writes.length = 0
+  return { writes, until }
+}
+
+t.test('aedes: the packets a client is sent in one turn of the event loop go out in one write', async (t) => {
+  const { bareBroker } = await import('../helpers/memory-mqtt.js')
+  const { server } = await bareBroker(t)
+  const c = await recordingClient(server, 'corked', 'fleet/cmd')
+  for (let i = 0; i < 3; i++)
+    server.aedes.publish({ cmd: 'publish', topic: 'fleet/cmd', payload: Buffer.from(`m${i}`), qos: 0, retain: false, dup: false }, () => {})
+  await c.until('publish', 3)
+  t.equal(c.writes.length, 1, 'one write (a writev on a socket), not one per message')
+  const mqttPacket = require('mqtt-packet') as typeof import('mqtt-packet')
+  const parser = mqttPacket.parser({ protocolVersion: 4 })
+  let inIt = 0
+  ;(parser as unknown as NodeJS.EventEmitter).on('packet', () => inIt++)
+  ;(parser as unknown as { parse(b: Buffer): void }).parse(Buffer.concat(c.writes[0] ?? []))
+  t.equal(inIt, 3, 'all three messages in it')
+})
