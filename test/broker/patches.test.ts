@@ -119,3 +119,15 @@ t.test('aedes: the packets a client is sent in one turn of the event loop go out
   ;(parser as unknown as { parse(b: Buffer): void }).parse(Buffer.concat(c.writes[0] ?? []))
   t.equal(inIt, 3, 'all three messages in it')
 })
+
+t.test('aedes: a QoS 0 message is encoded once and the same bytes go to every subscriber', async (t) => {
+  const { bareBroker } = await import('../helpers/memory-mqtt.js')
+  const { server } = await bareBroker(t)
+  const a = await recordingClient(server, 'a', 'fleet/cmd')
+  const b = await recordingClient(server, 'b', 'fleet/cmd')
+  server.aedes.publish({ cmd: 'publish', topic: 'fleet/cmd', payload: Buffer.from('to all'), qos: 0, retain: false, dup: false }, () => {})
+  await a.until('publish')
+  await b.until('publish')
+  t.equal(a.writes.flat().length, 1, 'the whole packet in one chunk (mqtt-packet writes five)')
+  t.equal(a.writes[0]?.[0], b.writes[0]?.[0], 'the very same buffer for both')
+})
