@@ -131,3 +131,39 @@ t.test('aedes: a QoS 0 message is encoded once and the same bytes go to every su
   t.equal(a.writes.flat().length, 1, 'the whole packet in one chunk (mqtt-packet writes five)')
   t.equal(a.writes[0]?.[0], b.writes[0]?.[0], 'the very same buffer for both')
 })
+
+t.test('mqtt-packet: its debug() calls are skipped while debugging is off, arguments and all', async (t) => {
+  for (const file of ['parser.js', 'writeToStream.js']) {
+    const source = readFileSync(new URL(`../../node_modules/mqtt-packet/${file}`, import.meta.url), 'utf8')
+    const calls = source
+      .split('\n')
+      .filter((line) => /\bdebug\(/.test(line) && !/^\s*\/\//.test(line) && !line.includes("require('debug')"))
+    t.ok(calls.length > 10, `${file}: its debug calls found (${calls.length})`)
+    t.same(
+      calls.filter((line) => !/^\s*if \(debug\.enabled\) debug\(/.test(line)),
+      [],
+      `${file}: every one behind debug.enabled`,
+    )
+  }
+  // still there for whoever turns it on at run time
+  // the debug module mqtt-packet itself loads (not a dependency of ours)
+  const fromMqttPacket = createRequire(require.resolve('mqtt-packet'))
+  const debug = fromMqttPacket('debug') as { enable(ns: string): void; disable(): string; log: (...a: unknown[]) => void }
+  const mqttPacket = require('mqtt-packet') as typeof import('mqtt-packet')
+  const lines: string[] = []
+  const previous = debug.disable()
+  const log = debug.log
+  debug.log = (...a: unknown[]) => lines.push(String(a[0]))
+  debug.enable('mqtt-packet:writeToStream')
+  try {
+    mqttPacket.generate({ cmd: 'pingreq' })
+  } finally {
+    debug.log = log
+    debug.disable()
+    if (previous) debug.enable(previous)
+  }
+  t.ok(
+    lines.some((l) => l.includes('generate called')),
+    'debug output when enabled',
+  )
+})
