@@ -71,7 +71,7 @@ function redisWills(db: WillsConnection, brokerId: () => string): WillStore {
         cursor = next
         for (const member of members) {
           const value = await db.getBuffer(`will:${broker}:${member}`)
-          // A member whose will is gone (deleted between the two): nothing to publish.
+          // An entry whose will is gone (a write that failed half-way): nothing to publish.
           if (value) yield msgpack.decode(value) as WillPacket
           else await db.srem(brokerSet(broker), member)
         }
@@ -85,11 +85,13 @@ function redisWills(db: WillsConnection, brokerId: () => string): WillStore {
       const broker = brokerId()
       packet.clientId = client.id
       packet.brokerId = broker
+      // The will before its set entry (and delWill the entry before the will): a sweep that
+      // finds an entry without its will may then drop the entry, never a will put meanwhile.
       const results = await db
         .pipeline()
+        .set(willKey(broker, client.id), msgpack.encode(packet))
         .sadd(BROKERS, broker)
         .sadd(brokerSet(broker), encodeURIComponent(client.id))
-        .set(willKey(broker, client.id), msgpack.encode(packet))
         .exec()
       const err = failed(results)
       if (err) throw err
