@@ -4,6 +4,7 @@
 // queued on A. Payloads crossing the cluster stay small (images travel as URLs): Redis drops a
 // pub/sub link silently once its output buffer limit is passed.
 import { createRequire } from 'node:module'
+import { withRedisWills, type WillsConnection } from './redis-wills.js'
 
 const require = createRequire(import.meta.url)
 
@@ -183,6 +184,7 @@ export function redisClusterParts(redisUrl: string, prefix: string, onError: (er
   const conn = new Redis(connection)
   conn.on('error', (err) => onError(err, 'persistence'))
   let closing = false
+  const observed = observedCommands(conn, (err) => closing || onError(err, 'persistence'))
   // The emitter's two connections are ours too: mqemitter-redis ends them with quit() and leaves
   // the promise unhandled, which rejects when the socket closes before QUIT is answered.
   const emitterConn = () =>
@@ -198,10 +200,7 @@ export function redisClusterParts(redisUrl: string, prefix: string, onError: (er
   return {
     mq,
     persistence: sharedSubscriptionWrites(
-      redisPersistence({
-        conn: observedCommands(conn, (err) => closing || onError(err, 'persistence')),
-        maxSessionDelivery: 1000,
-      }) as Persistence,
+      withRedisWills(redisPersistence({ conn: observed, maxSessionDelivery: 1000 }) as Persistence, observed as unknown as WillsConnection),
     ),
     // The list key aedes-persistence-redis keeps per client (under our keyPrefix).
     queuedFor: (clientId) => conn.llen(`outgoing:${encodeURIComponent(clientId)}`),

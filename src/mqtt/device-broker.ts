@@ -584,7 +584,10 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
   await releaseNode(deps.id, 'server_shutdown')
   // This node's own stored wills from its earlier runs: the state published above replaces them.
   const persistence = sessionStore(aedes)
-  for await (const will of persistence.streamWill({})) {
+  // The store skips the wills of brokers it is told are alive: every broker but this node's
+  // earlier runs counts as alive here, so a node joining a large fleet reads none of theirs.
+  const otherBrokers = new Proxy({}, { get: (_, id) => typeof id !== 'string' || id === instance || nodeOf(id) !== deps.id })
+  for await (const will of persistence.streamWill(otherBrokers)) {
     if (will.brokerId !== instance && nodeOf(will.brokerId) === deps.id)
       await persistence.delWill({ id: will.clientId, brokerId: will.brokerId })
   }
