@@ -9,7 +9,7 @@ import { mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { FLEET_TOPIC, topicFor } from '../../src/mqtt/contract.js'
-import { RABBIT, rabbitmqMissing, setUpRabbitMQ } from '../../test/helpers/rabbitmq.js'
+import { RABBIT, rabbitExternalEnv, rabbitmqMissing, setUpRabbitMQ } from '../../test/helpers/rabbitmq.js'
 import type { Context } from './context.js'
 import { startFleet, type ConnectResult, type Fleet } from './fleet.js'
 import { startOurs, writeCreds, type Ours } from './ours.js'
@@ -93,13 +93,7 @@ async function create(ctx: Context, teardowns: Array<() => unknown>): Promise<Ra
     dataDir: mkdtempSync(join(ctx.workDir, 'ours-rabbit-')),
     env: {
       ...OURS_BENCH_ENV,
-      MQTT_EXTERNAL_URL: RABBIT.mqttUrl,
-      MQTT_EXTERNAL_USERNAME: RABBIT.service.username,
-      MQTT_EXTERNAL_PASSWORD: RABBIT.service.password,
-      MQTT_AUTH_SECRET: secret,
-      RABBITMQ_AMQP_URL: RABBIT.amqpUrl,
-      RABBITMQ_MANAGEMENT_URL: RABBIT.managementUrl,
-      RABBITMQ_PRESENCE_QUEUE: presenceQueue,
+      ...rabbitExternalEnv(secret, presenceQueue),
       MQTT_BROKER_ID: brokerId,
     },
   })

@@ -197,13 +197,20 @@ export async function node2Name(): Promise<string> {
 export function rabbitServiceEnv(port: number, secret: string) {
   return {
     PORT: String(port),
+    ...rabbitExternalEnv(secret, `dps.presence.test-${randomBytes(4).toString('hex')}`),
+    DEVICE_POLL_INTERVAL: '0',
+  }
+}
+
+/** The settings that put a service in external mode on this machine's RabbitMQ (tests and bench alike). */
+export function rabbitExternalEnv(secret: string, presenceQueue: string) {
+  return {
     MQTT_EXTERNAL_URL: RABBIT.mqttUrl,
     MQTT_EXTERNAL_USERNAME: RABBIT.service.username,
     MQTT_EXTERNAL_PASSWORD: RABBIT.service.password,
     MQTT_AUTH_SECRET: secret,
     RABBITMQ_AMQP_URL: RABBIT.amqpUrl,
     RABBITMQ_MANAGEMENT_URL: RABBIT.managementUrl,
-    RABBITMQ_PRESENCE_QUEUE: `dps.presence.test-${randomBytes(4).toString('hex')}`,
-    DEVICE_POLL_INTERVAL: '0',
+    RABBITMQ_PRESENCE_QUEUE: presenceQueue,
   }
 }
