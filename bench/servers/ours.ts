@@ -7,6 +7,7 @@
 // pairing 10,000+ devices over HTTP would take longer than the benchmark itself. The pairing
 // scenario measures the real HTTP pairing flow.
 import { readFileSync } from 'node:fs'
+import { writeHeapSnapshot } from 'node:v8'
 import type { PublishPacket } from 'aedes'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
@@ -132,6 +133,9 @@ async function handle(req: Request): Promise<unknown> {
       return Boolean((globalThis as { gc?: () => void }).gc)
     case 'memory':
       return process.memoryUsage()
+    case 'heapSnapshot':
+      // bench/probes/session-memory.ts: what the heap holds, for bench/probes/heap-diff.ts.
+      return writeHeapSnapshot(req.file as string)
     case 'close':
       await app.close()
       setImmediate(() => process.exit(0))
