@@ -22,7 +22,9 @@ import { findImage, findVariants } from '../images/repository.js'
 import type { ObjectStore } from '../storage/store.js'
 import { requireScreen } from './access.js'
 import { builtinScreens } from './builtin/index.js'
-import { type ImportedRecipe, importRecipe, RecipeError, trmnlFrameworkCss } from './recipes/index.js'
+import { RecipeError } from './recipes/errors.js'
+import { trmnlFrameworkCss } from './recipes/framework-css.js'
+import type { ImportedRecipe } from './recipes/import.js'
 import type { ScreenDeviceContext } from './context.js'
 import { addressPolicy, fetchSource, SourceError } from './fetch-source.js'
 import type { Renderer, RenderJob } from './render-job.js'
@@ -439,6 +441,9 @@ export function createScreenService(deps: ScreenDeps) {
       input: { files: Record<string, string>; name?: string; organizationId?: string; allowPrivate?: boolean; renderer?: Renderer },
     ) {
       let recipe: ImportedRecipe
+      // Loaded at the first import: liquidjs and yaml (about 1.2 MiB of heap) are needed by nothing
+      // else in this process (screens render in a worker).
+      const { importRecipe } = await import('./recipes/import.js')
       try {
         recipe = importRecipe(input.files)
       } catch (err) {
