@@ -353,8 +353,9 @@ async function measure(ctx: Context) {
         `fleet ours round ${round + 1}: CONNACK ${row.connackSeconds.toFixed(1)} s, stored ${storedSeconds.toFixed(1)} s, ${((row.rssAfter - row.rssBefore) / plan.devices / 1024).toFixed(1)} KiB/session, broadcast ${broadcast.received}/${broadcast.expected} (${broadcast.duplicates} dup), fan-out ${fanOut.received}/${fanOut.expected} (${fanOut.duplicates} dup)`,
       )
     } finally {
-      // Killed, not closed: a graceful close would store N disconnect events first.
-      await Promise.all(instances.map((o) => o.stop({ graceful: false })))
+      // Killed, not closed: a graceful close would store N disconnect events first. Closed when
+      // profiling (BENCH_CPU_PROF), since V8 writes the profile only on a clean exit.
+      await Promise.all(instances.map((o) => o.stop({ graceful: Boolean(process.env.BENCH_CPU_PROF) })))
       await Promise.all(fleets.map((f) => f.disconnect(false)))
       await scanKeys(redis, prefix, true).catch((err) => ctx.log(`fleet: could not delete Redis keys under ${prefix}: ${err}`))
     }
