@@ -34,6 +34,8 @@ const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
 /** What each instance, worker and Mosquitto is started with (the hard limit here is 20,000). */
 const OPEN_FILES = 20_000
 const BROADCASTS = 2
+/** How long the observer's idle CPU is measured before the storm. */
+const OBSERVER_IDLE_MS = 10_000
 /** How long a storm may take before the round fails: 100,000 devices at today's ~300 connects/s (a busy machine) take over 5 minutes. */
 const STORM_TIMEOUT_MS = 30 * 60_000
 
@@ -66,7 +68,11 @@ type Round = {
   /** Null with FLEET_STORM_ONLY. */
   broadcast: Delivery | null
   fanOut: Delivery | null
-  /** Ours: CPU seconds during the storm of one more instance holding no device: what an instance pays for devices connected to the others. */
+  /**
+   * Ours: CPU seconds during the storm of one more instance holding no device, less what it spends
+   * idle (its timers and polls, measured over OBSERVER_IDLE_MS before): what an instance pays for
+   * the devices connected to the others.
+   */
   observerCpu: number | null
   /** Ours: seconds to start the round's cluster (no sessions stored yet), and one more instance once every session is. */
   clusterStartSeconds: number | null
@@ -299,8 +305,12 @@ async function measure(ctx: Context) {
       const patterns0 = Number(await redis.pubsub('NUMPAT'))
       const rssBefore = await Promise.all(instances.map((o) => steadyRss(o.pid, o)))
       const meter = oursMeter(pids, redisPid, pgCpu(admin, new URL(s.db.url).pathname.slice(1)))
+      const idle0 = cpuSeconds(observer.pid)
+      await new Promise((res) => setTimeout(res, OBSERVER_IDLE_MS))
+      const idlePerSecond = (cpuSeconds(observer.pid) - idle0) / (OBSERVER_IDLE_MS / 1000)
       await meter.begin()
       const observer0 = cpuSeconds(observer.pid)
+      const stormStart = now()
       const since = Date.now() - 1000
       const r = await connectAll(
         s.creds,
@@ -318,7 +328,7 @@ async function measure(ctx: Context) {
       }
       const storedSeconds = (now() - r.start) / 1000
       const connectCpu = await meter.end()
-      const observerCpu = cpuSeconds(observer.pid) - observer0
+      const observerCpu = cpuSeconds(observer.pid) - observer0 - (idlePerSecond * (now() - stormStart)) / 1000
       const rssAfter = await Promise.all(instances.map((o) => steadyRss(o.pid, o)))
       const { usedMemory: redis1 } = await redisInfo(redis)
       const redisKeys = await scanKeys(redis, prefix, false)
@@ -375,7 +385,7 @@ async function measure(ctx: Context) {
       results.push(row)
       const delivered = (d: Delivery | null) => (d ? `${d.received}/${d.expected} (${d.duplicates} dup)` : 'not run')
       ctx.log(
-        `fleet ours round ${round + 1}: CONNACK ${row.connackSeconds.toFixed(1)} s, stored ${storedSeconds.toFixed(1)} s, ${((row.rssAfter - row.rssBefore) / plan.devices / 1024).toFixed(1)} KiB/session, instances ${((connectCpu.broker / plan.devices) * 1000).toFixed(2)} CPU ms/connect, observer ${((observerCpu / plan.devices) * 1000).toFixed(3)}, broadcast ${delivered(broadcast)}, fan-out ${delivered(fanOut)}`,
+        `fleet ours round ${round + 1}: CONNACK ${row.connackSeconds.toFixed(1)} s, stored ${storedSeconds.toFixed(1)} s, ${((row.rssAfter - row.rssBefore) / plan.devices / 1024).toFixed(1)} KiB/session, instances ${((connectCpu.broker / plan.devices) * 1000).toFixed(2)} CPU ms/connect, observer ${((observerCpu / plan.devices) * 1000).toFixed(3)} (its idle ${(idlePerSecond * 1000).toFixed(1)} CPU ms/s subtracted), broadcast ${delivered(broadcast)}, fan-out ${delivered(fanOut)}`,
       )
     } finally {
       // Killed, not closed: a graceful close would store N disconnect events first. Closed when
