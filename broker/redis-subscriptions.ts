@@ -111,7 +111,7 @@ function failed(results: [Error | null, unknown][] | null): Error | undefined {
 
 type Persistence = { setup(broker: { id: string }): Promise<unknown> }
 
-export type SubscriptionStore = {
+type SubscriptionStore = {
   addSubscriptions(client: Client, subs: Sub[]): Promise<void>
   removeSubscriptions(client: Client, topics: string[]): Promise<void>
   cleanSubscriptions(client: Client): Promise<void>
