@@ -1,9 +1,11 @@
 // Scale-out through Redis: mqemitter-redis carries publishes between instances and
-// aedes-persistence-redis keeps subscriptions, retained messages, offline queues and wills, so
-// a device on instance A receives what instance B publishes and reconnecting to B gets what
+// aedes-persistence-redis keeps retained messages and offline queues, with our stores for wills
+// (redis-wills.ts) and the subscriptions a publish is queued for (redis-subscriptions.ts), so a
+// device on instance A receives what instance B publishes and reconnecting to B gets what
 // queued on A. Payloads crossing the cluster stay small (images travel as URLs): Redis drops a
 // pub/sub link silently once its output buffer limit is passed.
 import { createRequire } from 'node:module'
+import { type SubscriptionsConnection, withRedisSubscriptions } from './redis-subscriptions.js'
 import { withRedisWills, type WillsConnection } from './redis-wills.js'
 
 const require = createRequire(import.meta.url)
@@ -81,35 +83,11 @@ export function prefixedChannels(inner: MqEmitter, prefix: string): MqEmitter {
 }
 
 /**
- * aedes stores a SUBSCRIBE's whole topic list once per topic, concurrently; with
- * aedes-persistence-redis only the last of those waits is ever answered (its broadcast layer keys
- * them by client and first topic), so a multi-topic SUBSCRIBE on a persistent session never got
- * its SUBACK. One write per list, shared by every caller, avoids it.
- *
- * The wait itself is for the write's own broadcast to come back through Redis (to update the
- * in-memory index of offline subscriptions); the subscriptions are stored before it. Under load
- * that echo was seen not to arrive, and the SUBACK with it (about one test file per CI run), so the wait
- * ends after BROADCAST_WAIT_MS: the index catches up when the echo arrives.
+ * aedes stores a SUBSCRIBE's whole topic list once per topic, concurrently (with
+ * aedes-persistence-redis' own index only the last of those waits for its broadcast was ever
+ * answered, so a multi-topic SUBSCRIBE never got its SUBACK). One write per list, shared by
+ * every caller: the same list is not written once per topic.
  */
-const BROADCAST_WAIT_MS = 3000
-
-/** Settles as `work` does, or resolves after `ms` if it has not by then (a later failure is ignored). */
-function withDeadline<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => resolve(undefined), ms)
-    timer.unref()
-    work.then(
-      (v) => {
-        clearTimeout(timer)
-        resolve(v)
-      },
-      (err) => {
-        clearTimeout(timer)
-        reject(err)
-      },
-    )
-  })
-}
 
 /**
  * mqemitter-redis and aedes-persistence-redis send some commands without handling the promise
@@ -147,7 +125,7 @@ function sharedSubscriptionWrites<T extends Persistence>(persistence: T): T {
         return (client: unknown, subs: unknown[]) => {
           const pending = inFlight.get(subs)
           if (pending) return pending
-          const p = withDeadline(add(client, subs), BROADCAST_WAIT_MS).finally(() => inFlight.delete(subs))
+          const p = add(client, subs).finally(() => inFlight.delete(subs))
           inFlight.set(subs, p)
           return p
         }
@@ -200,7 +178,13 @@ export function redisClusterParts(redisUrl: string, prefix: string, onError: (er
   return {
     mq,
     persistence: sharedSubscriptionWrites(
-      withRedisWills(redisPersistence({ conn: observed, maxSessionDelivery: 1000 }) as Persistence, observed as unknown as WillsConnection),
+      withRedisSubscriptions(
+        withRedisWills(
+          redisPersistence({ conn: observed, maxSessionDelivery: 1000 }) as Persistence,
+          observed as unknown as WillsConnection,
+        ),
+        observed as unknown as SubscriptionsConnection,
+      ),
     ),
     // The list key aedes-persistence-redis keeps per client (under our keyPrefix).
     queuedFor: (clientId) => conn.llen(`outgoing:${encodeURIComponent(clientId)}`),

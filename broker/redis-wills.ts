@@ -5,16 +5,9 @@
 // LREM; docs/benchmarks.md "What was fixed"). Here each broker's wills are a set of client ids
 // (SADD and SREM cost the same at any size) beside the same per-will keys and encoding, and a set
 // of the broker ids that hold wills lets the sweep of dead brokers skip the live ones' wills.
-import { createRequire } from 'node:module'
 import { Readable } from 'node:stream'
-
-const require = createRequire(import.meta.url)
-// The encoding aedes-persistence-redis stores wills in (its own dependency, resolved from it), so
-// wills stored before this module took over still decode.
-const msgpack = createRequire(require.resolve('aedes-persistence-redis'))('msgpack-lite') as {
-  encode(v: unknown): Buffer
-  decode(b: Buffer): unknown
-}
+// The encoding aedes-persistence-redis stores wills in, so wills stored before this module took over still decode.
+import { type Callback, msgpack, settle } from './redis-encoding.js'
 
 type WillPacket = { clientId: string; brokerId: string; [k: string]: unknown }
 
@@ -139,18 +132,7 @@ function redisWills(db: WillsConnection, brokerId: () => string): WillStore {
   }
 }
 
-type Callback = (err: Error | null, ...rest: unknown[]) => void
 type Persistence = { setup(broker: unknown): Promise<unknown>; broker?: { id: string } }
-
-/** Answers a promise's result through aedes' optional callback style (error first, then value and client). */
-function settle<T>(work: Promise<T>, cb: Callback | undefined, client: unknown): Promise<T> | undefined {
-  if (!cb) return work
-  work.then(
-    (v) => cb(null, v, client),
-    (err: Error) => cb(err),
-  )
-  return undefined
-}
 
 /**
  * aedes-persistence-redis (its callback flavour, as aedes 1.x is given it) with `redisWills` in

@@ -34,6 +34,8 @@ const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
 /** What each instance, worker and Mosquitto is started with (the hard limit here is 20,000). */
 const OPEN_FILES = 20_000
 const BROADCASTS = 2
+/** How long the observer's idle CPU is measured before the storm. */
+const OBSERVER_IDLE_MS = 10_000
 /** How long a storm may take before the round fails: 100,000 devices at today's ~300 connects/s (a busy machine) take over 5 minutes. */
 const STORM_TIMEOUT_MS = 30 * 60_000
 
@@ -63,8 +65,15 @@ type Round = {
   /** Redis pub/sub subscriptions the cluster holds once every device is subscribed: channels under the prefix, and patterns (PUBSUB NUMPAT's growth: a PUBLISH matches every pattern). */
   redisChannels: number | null
   redisPatterns: number | null
-  broadcast: Delivery
-  fanOut: Delivery
+  /** Null with FLEET_STORM_ONLY. */
+  broadcast: Delivery | null
+  fanOut: Delivery | null
+  /**
+   * Ours: CPU seconds during the storm of one more instance holding no device, less what it spends
+   * idle (its timers and polls, measured over OBSERVER_IDLE_MS before): what an instance pays for
+   * the devices connected to the others.
+   */
+  observerCpu: number | null
   /** Ours: seconds to start the round's cluster (no sessions stored yet), and one more instance once every session is. */
   clusterStartSeconds: number | null
   joinSeconds: number | null
@@ -188,8 +197,11 @@ function startInstance(s: Setup, prefix: string, round: number, k: number): Prom
   })
 }
 
-/** A cluster of the plan's instances under a fresh prefix: the first alone, then the rest at once. */
-async function startCluster(s: Setup, round: number): Promise<{ instances: Ours[]; prefix: string; startSeconds: number }> {
+/**
+ * A cluster of the plan's instances under a fresh prefix: the first alone, then the rest at once,
+ * and an observer (one more instance that no device connects to) after them.
+ */
+async function startCluster(s: Setup, round: number): Promise<{ instances: Ours[]; observer: Ours; prefix: string; startSeconds: number }> {
   const prefix = `bench-fleet:${randomBytes(4).toString('hex')}:`
   const instances: Ours[] = []
   const t0 = now()
@@ -203,7 +215,13 @@ async function startCluster(s: Setup, round: number): Promise<{ instances: Ours[
     await Promise.all(instances.map((o) => o.stop({ graceful: false })))
     throw err
   }
-  return { instances, prefix, startSeconds: (now() - t0) / 1000 }
+  const startSeconds = (now() - t0) / 1000
+  try {
+    return { instances, observer: await startInstance(s, prefix, round, s.plan.instances), prefix, startSeconds }
+  } catch (err) {
+    await Promise.all(instances.map((o) => o.stop({ graceful: false })))
+    throw err
+  }
 }
 
 async function measure(ctx: Context) {
@@ -222,6 +240,8 @@ async function measure(ctx: Context) {
   // FLEET_SUBSCRIBE=wildcard: devices/{id}/# instead of devices/{id}/cmd, which the ACL allows and
   // which mqemitter-redis turns into one Redis PSUBSCRIBE per device (see docs/benchmarks.md).
   const wildcard = process.env.FLEET_SUBSCRIBE === 'wildcard'
+  // FLEET_STORM_ONLY=1 (development): the connect storm alone, no deliveries, joining instance or Mosquitto.
+  const stormOnly = process.env.FLEET_STORM_ONLY === '1'
   const topics = [wildcard ? deviceFilter('{id}', '#') : topicFor('{id}', 'cmd'), FLEET_TOPIC]
 
   /** Every worker connects its share of `creds` to `ports` (device i to ports[i mod K]); fresh source addresses each time, the last round's may sit in TIME_WAIT. */
@@ -272,7 +292,7 @@ async function measure(ctx: Context) {
   }
 
   const ours = async (round: number) => {
-    const { instances, prefix, startSeconds } = await startCluster(s, round)
+    const { instances, observer, prefix, startSeconds } = await startCluster(s, round)
     const pids = instances.map((o) => o.pid)
     try {
       if (!s.seeded) {
@@ -285,7 +305,12 @@ async function measure(ctx: Context) {
       const patterns0 = Number(await redis.pubsub('NUMPAT'))
       const rssBefore = await Promise.all(instances.map((o) => steadyRss(o.pid, o)))
       const meter = oursMeter(pids, redisPid, pgCpu(admin, new URL(s.db.url).pathname.slice(1)))
+      const idle0 = cpuSeconds(observer.pid)
+      await new Promise((res) => setTimeout(res, OBSERVER_IDLE_MS))
+      const idlePerSecond = (cpuSeconds(observer.pid) - idle0) / (OBSERVER_IDLE_MS / 1000)
       await meter.begin()
+      const observer0 = cpuSeconds(observer.pid)
+      const stormStart = now()
       const since = Date.now() - 1000
       const r = await connectAll(
         s.creds,
@@ -303,6 +328,7 @@ async function measure(ctx: Context) {
       }
       const storedSeconds = (now() - r.start) / 1000
       const connectCpu = await meter.end()
+      const observerCpu = cpuSeconds(observer.pid) - observer0 - (idlePerSecond * (now() - stormStart)) / 1000
       const rssAfter = await Promise.all(instances.map((o) => steadyRss(o.pid, o)))
       const { usedMemory: redis1 } = await redisInfo(redis)
       const redisKeys = await scanKeys(redis, prefix, false)
@@ -311,24 +337,31 @@ async function measure(ctx: Context) {
 
       const base = seq
       seq += BROADCASTS + 1
-      const broadcast = await deliver(r.parts, BROADCASTS, meter, () =>
-        instances[0]!.call('broadcast', { count: BROADCASTS, bytes: BYTES, inflight: 10, seqBase: base }, STORM_TIMEOUT_MS),
-      )
+      const broadcast = stormOnly
+        ? null
+        : await deliver(r.parts, BROADCASTS, meter, () =>
+            instances[0]!.call('broadcast', { count: BROADCASTS, bytes: BYTES, inflight: 10, seqBase: base }, STORM_TIMEOUT_MS),
+          )
       const ids = s.creds.map((c) => c.id)
       const shares = split(ids, instances.length)
-      const fanOut = await deliver(r.parts, 1, meter, () =>
-        Promise.all(
-          instances.map((o, k) =>
-            o.call('fanOut', { ids: shares[k], count: 1, bytes: BYTES, inflight: 100, seqBase: base + BROADCASTS }, STORM_TIMEOUT_MS),
-          ),
-        ),
-      )
-      // aedes-persistence-redis loads every stored session's subscriptions at start, one HGETALL
-      // per client: how long a node joining (or restarting into) this cluster takes to be ready.
-      const t0 = now()
-      const joining = await startInstance(s, prefix, round, instances.length)
-      const joinSeconds = (now() - t0) / 1000
-      await joining.stop({ graceful: false })
+      const fanOut = stormOnly
+        ? null
+        : await deliver(r.parts, 1, meter, () =>
+            Promise.all(
+              instances.map((o, k) =>
+                o.call('fanOut', { ids: shares[k], count: 1, bytes: BYTES, inflight: 100, seqBase: base + BROADCASTS }, STORM_TIMEOUT_MS),
+              ),
+            ),
+          )
+      // How long a node joining (or restarting into) this cluster with every session stored
+      // takes to be ready (aedes-persistence-redis read every stored session at start).
+      let joinSeconds: number | null = null
+      if (!stormOnly) {
+        const t0 = now()
+        const joining = await startInstance(s, prefix, round, instances.length + 1)
+        joinSeconds = (now() - t0) / 1000
+        await joining.stop({ graceful: false })
+      }
       const row: Round = {
         side: 'ours',
         round,
@@ -344,17 +377,20 @@ async function measure(ctx: Context) {
         redisPatterns,
         broadcast,
         fanOut,
+        observerCpu,
         clusterStartSeconds: startSeconds,
         joinSeconds,
         failed: r.failed,
       }
       results.push(row)
+      const delivered = (d: Delivery | null) => (d ? `${d.received}/${d.expected} (${d.duplicates} dup)` : 'not run')
       ctx.log(
-        `fleet ours round ${round + 1}: CONNACK ${row.connackSeconds.toFixed(1)} s, stored ${storedSeconds.toFixed(1)} s, ${((row.rssAfter - row.rssBefore) / plan.devices / 1024).toFixed(1)} KiB/session, broadcast ${broadcast.received}/${broadcast.expected} (${broadcast.duplicates} dup), fan-out ${fanOut.received}/${fanOut.expected} (${fanOut.duplicates} dup)`,
+        `fleet ours round ${round + 1}: CONNACK ${row.connackSeconds.toFixed(1)} s, stored ${storedSeconds.toFixed(1)} s, ${((row.rssAfter - row.rssBefore) / plan.devices / 1024).toFixed(1)} KiB/session, instances ${((connectCpu.broker / plan.devices) * 1000).toFixed(2)} CPU ms/connect, observer ${((observerCpu / plan.devices) * 1000).toFixed(3)} (its idle ${(idlePerSecond * 1000).toFixed(1)} CPU ms/s subtracted), broadcast ${delivered(broadcast)}, fan-out ${delivered(fanOut)}`,
       )
     } finally {
-      // Killed, not closed: a graceful close would store N disconnect events first.
-      await Promise.all(instances.map((o) => o.stop({ graceful: false })))
+      // Killed, not closed: a graceful close would store N disconnect events first. Closed when
+      // profiling (BENCH_CPU_PROF), since V8 writes the profile only on a clean exit.
+      await Promise.all([...instances, observer].map((o) => o.stop({ graceful: Boolean(process.env.BENCH_CPU_PROF) })))
       await Promise.all(fleets.map((f) => f.disconnect(false)))
       await scanKeys(redis, prefix, true).catch((err) => ctx.log(`fleet: could not delete Redis keys under ${prefix}: ${err}`))
     }
@@ -404,6 +440,7 @@ async function measure(ctx: Context) {
         redisPatterns: null,
         broadcast,
         fanOut,
+        observerCpu: null,
         clusterStartSeconds: null,
         joinSeconds: null,
         failed: r.failed,
@@ -423,7 +460,7 @@ async function measure(ctx: Context) {
     for (let w = 0; w < plan.workers; w++) fleets.push(await startFleet({ openFiles: s.openFiles }))
     for (let i = 0; i < rounds; i++) {
       await ours(i)
-      await peer(i)
+      if (!stormOnly) await peer(i)
     }
   } finally {
     await Promise.all(fleets.map((f) => f.stop()))
@@ -434,6 +471,8 @@ async function measure(ctx: Context) {
 }
 
 const n = (x: number) => x.toLocaleString('en-US')
+/** A delivery's figure, or none for a round that ran the storm alone. */
+const delivery = (d: Delivery | null, f: (d: Delivery) => number) => (d ? f(d) : null)
 const perUnit = (x: number | null, units: number) => (x === null || units === 0 ? Number.NaN : x / units)
 
 function result(m: Awaited<ReturnType<typeof measure>>): ScenarioResult {
@@ -470,23 +509,29 @@ function result(m: Awaited<ReturnType<typeof measure>>): ScenarioResult {
       oursOnly('Redis keys per session', 'lower', (r) => (r.redisKeys === null ? null : r.redisKeys / r.devices)),
       oursOnly('Redis pub/sub channels per session', 'lower', (r) => perUnit(r.redisChannels, r.devices)),
       oursOnly('Redis pub/sub patterns per session', 'lower', (r) => perUnit(r.redisPatterns, r.devices)),
+      oursOnly('CPU ms per connect elsewhere (an instance holding no device)', 'lower', (r) => perUnit(r.observerCpu, r.devices) * 1000),
       oursOnly('seconds to start the cluster (no sessions stored)', 'lower', (r) => r.clusterStartSeconds),
       oursOnly('seconds to start one more instance with every session stored', 'lower', (r) => r.joinSeconds),
-      both('broadcast deliveries/s', 'higher', (r) => r.broadcast.received / r.broadcast.seconds),
-      both('broadcast lost', 'lower', (r) => r.broadcast.expected - r.broadcast.received),
-      both('broadcast duplicates', 'lower', (r) => r.broadcast.duplicates),
-      both('broadcast broker CPU µs/delivery (all instances)', 'lower', (r) => perUnit(r.broadcast.cpu.broker, r.broadcast.received) * 1e6),
-      oursOnly('broadcast Redis CPU µs/delivery', 'lower', (r) => perUnit(r.broadcast.cpu.redis, r.broadcast.received) * 1e6),
-      both('fan-out deliveries/s', 'higher', (r) => r.fanOut.received / r.fanOut.seconds),
-      both('fan-out lost', 'lower', (r) => r.fanOut.expected - r.fanOut.received),
-      both('fan-out duplicates', 'lower', (r) => r.fanOut.duplicates),
-      both('fan-out broker CPU µs/delivery (all instances)', 'lower', (r) => perUnit(r.fanOut.cpu.broker, r.fanOut.received) * 1e6),
-      oursOnly('fan-out PostgreSQL CPU µs/delivery', 'lower', (r) => perUnit(r.fanOut.cpu.db, r.fanOut.received) * 1e6),
-      oursOnly('fan-out Redis CPU µs/delivery', 'lower', (r) => perUnit(r.fanOut.cpu.redis, r.fanOut.received) * 1e6),
+      both('broadcast deliveries/s', 'higher', (r) => delivery(r.broadcast, (d) => d.received / d.seconds)),
+      both('broadcast lost', 'lower', (r) => delivery(r.broadcast, (d) => d.expected - d.received)),
+      both('broadcast duplicates', 'lower', (r) => delivery(r.broadcast, (d) => d.duplicates)),
+      both('broadcast broker CPU µs/delivery (all instances)', 'lower', (r) =>
+        delivery(r.broadcast, (d) => perUnit(d.cpu.broker, d.received) * 1e6),
+      ),
+      oursOnly('broadcast Redis CPU µs/delivery', 'lower', (r) => delivery(r.broadcast, (d) => perUnit(d.cpu.redis, d.received) * 1e6)),
+      both('fan-out deliveries/s', 'higher', (r) => delivery(r.fanOut, (d) => d.received / d.seconds)),
+      both('fan-out lost', 'lower', (r) => delivery(r.fanOut, (d) => d.expected - d.received)),
+      both('fan-out duplicates', 'lower', (r) => delivery(r.fanOut, (d) => d.duplicates)),
+      both('fan-out broker CPU µs/delivery (all instances)', 'lower', (r) =>
+        delivery(r.fanOut, (d) => perUnit(d.cpu.broker, d.received) * 1e6),
+      ),
+      oursOnly('fan-out PostgreSQL CPU µs/delivery', 'lower', (r) => delivery(r.fanOut, (d) => perUnit(d.cpu.db, d.received) * 1e6)),
+      oursOnly('fan-out Redis CPU µs/delivery', 'lower', (r) => delivery(r.fanOut, (d) => perUnit(d.cpu.redis, d.received) * 1e6)),
     ],
     notes: [
       `${n(plan.devices)} devices (FLEET_DEVICES; default 100,000, --quick 2,000) connect at once, device i to instance i mod ${plan.instances}, from ${plan.workers} load-generator process(es) (at most 200 dialing at a time each, 8 source addresses each); persistent sessions (clean=false), one SUBSCRIBE of ${m.topics[0]} and fleet/cmd with QoS 1. Each round starts a fresh cluster (new instances, new REDIS_PREFIX) on one database seeded once.`,
       'Presence stored: every device.connected event in the database and every device row is_active. CPU per connect: the instances together; PostgreSQL (the backends of this database) and Redis (its whole process: it may serve others on this machine) apart. Resident memory: the sum of every instance, collected and steady, before and after the storm.',
+      'CPU per connect elsewhere: one more instance of the cluster that no device connects to, its CPU during the storm per device: what each instance pays for the devices connected to the others (not counted in the instances figure).',
       `Broadcast: ${BROADCASTS} QoS 1 messages of ${BYTES} bytes on fleet/cmd published by one instance (through Redis to the others). Fan-out: one message to every device through the durable downlink (stored, numbered, resent until PUBACK), each instance publishing for a share of the ids, so most cross Redis. CPU per delivery: every instance, and PostgreSQL's backends and Redis apart (ours); Mosquitto's process (peer; its mqtt.js publisher is not counted).`,
       sameN
         ? 'Mosquitto holds the same devices in one process.'
