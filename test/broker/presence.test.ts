@@ -327,8 +327,17 @@ t.test('the service decides what a closed connection means: no "connection lost"
   t.pass('a dropped connection is shown offline')
 })
 
+/**
+ * The restart tests come last and take over the running node (the shared app, then each test's
+ * restarted one), instead of starting a node of their own to restart (an app start is about 1.2 s
+ * of CPU): the earlier tests' devices are offline by then, and each restart test reads only its
+ * own devices or, for the fleet, every device (all offline after a restart either way). The
+ * restarted node is registered on the file's root so that the next test can take it over.
+ */
+const root = t
+
 t.test('a restart after a crash: devices the node still showed connected are recorded offline', async (t) => {
-  const node = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
+  const node = svc
   const owner = await signUp(makeClient(node.url).client, uniqueEmail('crash'))
   const dev = await pairDevice(node, owner.token)
   const c = await connect(`mqtt://127.0.0.1:${node.app.mqttPort}`, {
@@ -364,7 +373,8 @@ t.test('a restart after a crash: devices the node still showed connected are rec
     from device d, generate_series(1, ${FLEET}) g where d.id = ${dev.deviceId}`)
   await raw.close()
 
-  const restarted = await startApp(t, { reuse, env: { DEVICE_POLL_INTERVAL: '0' } })
+  const restarted = await startApp(root, { reuse, env: { DEVICE_POLL_INTERVAL: '0' } })
+  svc = restarted
   t.equal(restarted.config.mqtt.brokerId, node.config.mqtt.brokerId, 'the same node id (kept in DATA_DIR)')
   const [row] = await restarted.app.database.db.select().from(deviceTable).where(eq(deviceTable.id, dev.deviceId))
   t.equal(row?.isActive, false, 'recorded offline before the node accepts connections')
@@ -394,7 +404,7 @@ t.test('a restart after a crash: devices the node still showed connected are rec
 })
 
 t.test('a new session after the broker lost the old one gets the commands it never acknowledged', async (t) => {
-  const node = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
+  const node = svc
   const owner = await signUp(makeClient(node.url).client, uniqueEmail('catch-up'))
   const dev = await pairDevice(node, owner.token)
   const url = () => `mqtt://127.0.0.1:${node.app.mqttPort}`
@@ -422,7 +432,8 @@ t.test('a new session after the broker lost the old one gets the commands it nev
   // The service restarts (the embedded broker keeps sessions in memory), and a command is sent before the device is back.
   const reuse = { dataDir: node.dataDir, databaseUrl: node.config.databaseUrl, redisPrefix: node.config.redisPrefix }
   await node.close()
-  const again = await startApp(t, { reuse, env: { DEVICE_POLL_INTERVAL: '0' } })
+  const again = await startApp(root, { reuse, env: { DEVICE_POLL_INTERVAL: '0' } })
+  svc = again
   const missed = await send(again.url, 'refresh')
   const back = await connect(`mqtt://127.0.0.1:${again.app.mqttPort}`, persistent)
   t.teardown(() => back.end(true))

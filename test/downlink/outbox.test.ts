@@ -32,6 +32,16 @@ async function setup(t: Parameters<typeof startApp>[0], env: Record<string, stri
   return { svc, token, api }
 }
 
+/**
+ * One app for the tests that read only their own device's messages and events (an app start is
+ * about 1.2 s of CPU); the bound's test keeps one of its own: it sets DOWNLINK_MAX_PER_DEVICE and
+ * counts what a sweep drops across the whole database.
+ */
+let shared: Awaited<ReturnType<typeof setup>>
+t.before(async () => {
+  shared = await setup(t)
+})
+
 /** A device session that records what arrives; subscribes to every downlink topic when the session is new. */
 async function session(svc: TestApp, dev: PairedDevice, clean: boolean): Promise<{ client: MqttClient; seen: Message[] }> {
   const client = await connect(mqttUrl(svc), { clientId: dev.deviceId, username: dev.deviceId, password: dev.password, clean })
@@ -68,7 +78,7 @@ async function reportConfig(
 }
 
 t.test('a new session gets what is pending, never a config or image that a newer one replaced', async (t) => {
-  const { svc, token, api } = await setup(t)
+  const { svc, token, api } = shared
   const dev = await pairDevice(svc, token)
   const first = await session(svc, dev, false)
   await reportConfig(svc, dev, first, api)
@@ -136,7 +146,7 @@ t.test('a new session gets what is pending, never a config or image that a newer
 })
 
 t.test('a persistent session: PUBACK marks delivered, and the next session is not sent it again', async (t) => {
-  const { svc, token, api } = await setup(t)
+  const { svc, token, api } = shared
   const dev = await pairDevice(svc, token)
   const first = await session(svc, dev, false)
   await reportConfig(svc, dev, first, api)
@@ -210,7 +220,7 @@ t.test(
 t.test(
   'uplink is bounded: acknowledgements of nothing are counted, not stored; oversized messages refused; ack events keep known fields',
   async (t) => {
-    const { svc, token, api } = await setup(t)
+    const { svc, token, api } = shared
     const dev = await pairDevice(svc, token)
     const c = await session(svc, dev, false)
     t.teardown(() => c.client.end(true))
@@ -245,7 +255,7 @@ t.test(
 )
 
 t.test('a message published while a resend runs is sent once, by one side or the other', async (t) => {
-  const { svc, token } = await setup(t)
+  const { svc, token } = shared
   const dev = await pairDevice(svc, token)
   // The outbox over the service's database with a transport that records: the race is between
   // storing a new message and the resend reading what is pending, so it needs no network.
@@ -275,7 +285,7 @@ t.test('a message published while a resend runs is sent once, by one side or the
 })
 
 t.test('a message published live after the device subscribed, before its resend ran, is not resent', async (t) => {
-  const { svc, token } = await setup(t)
+  const { svc, token } = shared
   const dev = await pairDevice(svc, token)
   const sent: number[] = []
   const transport = {

@@ -136,8 +136,18 @@ t.test('paid jobs: debit, Retry-After, success, failure refund, 402, cancel refu
   t.equal(stored.length, 4, 'a prompt is stored only with an accepted job')
 })
 
+/**
+ * One app with the local provider and no Replicate for the bad-input test and the deadline case
+ * (an app start is about 1.2 s of CPU): its jobs never finish and fail at 5 s, which neither
+ * test's other requests depend on; each test signs up its own people.
+ */
+let slowApp: TestApp
+t.before(async () => {
+  slowApp = await startApp(t, { env: { ...fast, LOCAL_PROVIDER_DURATION_MS: '600000', GENERATION_TIMEOUT: '5' } })
+})
+
 t.test('bad input and ownership', async (t) => {
-  const svc = await startApp(t, { env: fast })
+  const svc = slowApp
   const { client } = makeClient(svc.url)
   const owner = await signUp(client, uniqueEmail())
   const other = await signUp(makeClient(svc.url).client, uniqueEmail())
@@ -208,7 +218,7 @@ t.test('a job survives a restart in the middle of polling; a deadline fails and 
     t.equal(resumed.status, 'succeeded', 'the only runner takes up at once the job its crashed run held, not after the lease')
   }
 
-  const slow = await startApp(t, { env: { ...fast, LOCAL_PROVIDER_DURATION_MS: '600000', GENERATION_TIMEOUT: '5' } })
+  const slow = slowApp
   const u2 = await signUp(makeClient(slow.url).client, uniqueEmail())
   const late = await generate(slow, u2.token, { prompt: { text: 'never done' } })
   const timedOut = await waitJob(slow, u2.token, late.body.id, ['failed', 'succeeded'], 20_000)

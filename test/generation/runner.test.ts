@@ -7,7 +7,7 @@ import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { eq } from 'drizzle-orm'
 import { startApp, type TestApp } from '../helpers/app.js'
-import { replicateServer, TOKEN } from '../helpers/replicate-server.js'
+import { replicateServer, TOKEN, type Prediction } from '../helpers/replicate-server.js'
 import { creditUser, signUpAdmin } from '../helpers/admin.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { eventually } from '../helpers/mqtt.js'
@@ -82,6 +82,19 @@ async function setup(t: { teardown(fn: () => unknown): void }, env: Record<strin
   return { svc, replicate, user, generate, job, balance }
 }
 
+/**
+ * One app for the tests that need no setting of their own (each app start is about 1.2 s of CPU):
+ * their jobs are told apart by prompt, each ends before the next test starts, and what the peer
+ * holds back (create, output) is switched per test.
+ */
+let shared: Awaited<ReturnType<typeof setup>>
+t.before(async () => {
+  shared = await setup(t, {})
+})
+
+const predictionOf = (replicate: { predictions: Map<string, Prediction> }, prompt: string) =>
+  [...replicate.predictions.values()].find((p) => p.prompt === prompt)
+
 const row = async (svc: TestApp, id: string) => (await svc.app.database.db.select().from(generationJob).where(eq(generationJob.id, id)))[0]!
 
 t.test('backoff doubles from the base and stops at the cap', async (t) => {
@@ -93,10 +106,10 @@ t.test('backoff doubles from the base and stops at the cap', async (t) => {
 })
 
 t.test('Retry-After is waited for; the backoff between polls never exceeds the cap', async (t) => {
-  const { svc, replicate, generate, job } = await setup(t, {})
+  const { svc, replicate, generate, job } = shared
   const id = await generate('throttle-2 then hold')
-  await eventually(async () => [...replicate.predictions.values()].some((p) => p.polls.length >= 4), 20_000)
-  const p = [...replicate.predictions.values()].find((x) => x.prompt.startsWith('throttle-2'))!
+  await eventually(async () => (predictionOf(replicate, 'throttle-2 then hold')?.polls.length ?? 0) >= 4, 20_000)
+  const p = predictionOf(replicate, 'throttle-2 then hold')!
   const gap = p.polls[1]! - p.polls[0]!
   t.ok(gap >= 1900, `no poll before Retry-After (2 s) ran out: the next came after ${gap} ms`)
   const r = await row(svc, id)
@@ -146,21 +159,21 @@ t.test('a paid job at its deadline fails, is refunded and canceled at the provid
 })
 
 t.test('a cancel while the provider is still starting the job stops it there too', async (t) => {
-  const { replicate, generate, user, svc, job } = await setup(t, {})
+  const { replicate, generate, user, svc, job } = shared
   const id = await generate('wait-create please')
-  await eventually(async () => replicate.predictions.size === 1)
+  await eventually(async () => predictionOf(replicate, 'wait-create please'))
   const canceled = await fetch(`${svc.url}/api/generate/${id}/cancel`, { method: 'POST', headers: hdr(user.token) })
   t.equal(canceled.status, 200)
   t.equal((await job(id)).status, 'canceled')
   replicate.state.createReleased = true
-  const prediction = [...replicate.predictions.values()][0]!
+  const prediction = predictionOf(replicate, 'wait-create please')!
   await eventually(async () => replicate.seen.cancels.includes(prediction.id), 10_000)
   t.pass('the prediction created after the cancel was canceled at the provider')
   t.equal((await job(id)).status, 'canceled', 'and the job stays canceled')
 })
 
 t.test('jobs of a provider this instance lacks end at their deadline, refunded', async (t) => {
-  const { svc, user, balance, job } = await setup(t, {})
+  const { svc, user, balance, job } = shared
   const before = await balance()
   const db = svc.app.database.db
   const id = randomUUID()
@@ -199,8 +212,10 @@ t.test('jobs of a provider this instance lacks end at their deadline, refunded',
 })
 
 t.test('a job whose output is being stored is held briefly and renewed, not for its whole deadline', async (t) => {
-  const { svc, replicate, generate, job } = await setup(t, { GENERATION_TIMEOUT: '600' })
+  // GENERATION_TIMEOUT is the default 600 s: the lease must end long before it.
+  const { svc, replicate, generate, job } = shared
   replicate.state.outputReleased = false
+  replicate.state.outputRequested = false
   const id = await generate('a slow download')
   await eventually(async () => replicate.state.outputRequested, 20_000)
   const held = await row(svc, id)
@@ -216,7 +231,7 @@ t.test('a job whose output is being stored is held briefly and renewed, not for 
 })
 
 t.test('a job taken up again after its runner stored the image keeps that one image', async (t) => {
-  const { svc, generate, job } = await setup(t, {})
+  const { svc, generate, job } = shared
   const id = await generate('stored once')
   await eventually(async () => (await job(id)).status === 'succeeded', 20_000)
   t.equal((await row(svc, id)).imageId, imageIdForJob(id), 'the image id is derived from the job')
