@@ -7,6 +7,7 @@ import t from 'tap'
 import { request } from 'node:http'
 import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Outcome = { status?: number; code?: string; error?: string }
 
@@ -58,6 +59,6 @@ t.test('a body over the limit gets a 413 the client reads, however it sends it',
     const outcome = await slowPost(`${svc.url}${path}`, headers, 3 * 1024 * 1024, chunked)
     t.same(outcome, { status: 413, code: 'PAYLOAD_TOO_LARGE' }, `${what}: 413 PAYLOAD_TOO_LARGE, read by the client`)
   }
-  const after = await fetch(`${svc.url}/api/prompts`, { method: 'POST', headers: json, body: JSON.stringify({ text: 'small' }) })
+  const after = await appFetch(`${svc.url}/api/prompts`, { method: 'POST', headers: json, body: JSON.stringify({ text: 'small' }) })
   t.equal(after.status, 201, 'and the service goes on serving')
 })
