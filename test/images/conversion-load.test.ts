@@ -12,7 +12,6 @@ import { jsonCall } from '../helpers/http.js'
 import { uploadImage } from '../helpers/uploads.js'
 import { drawnPng } from './pixels.js'
 import { eventually } from '../helpers/mqtt.js'
-import { appFetch } from '../helpers/app-fetch.js'
 
 const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', IMAGE_WORKERS: '1' } })
 /** The largest e-paper display served (3200×1800, E Ink's largest panel): the most dithering one send can cost. */
@@ -59,7 +58,7 @@ function latenciesFromAnotherThread(url: string, token: string, durationMs: numb
     const pending = []
     const timer = setInterval(() => {
       const t0 = performance.now()
-      pending.push(appFetch(url, { headers: { authorization: 'Bearer ' + token } }).then(async (res) => {
+      pending.push(fetch(url, { headers: { authorization: 'Bearer ' + token } }).then(async (res) => {
         await res.arrayBuffer()
         out.push(res.status === 200 ? performance.now() - t0 : -1)
       }))
