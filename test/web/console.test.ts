@@ -370,7 +370,7 @@ t.test('in Chromium', { skip }, async (t) => {
     t.equal(await b.page.getByRole('button', { name: 'Delete…' }).count(), 0, 'the member sees no delete button')
     t.equal(await b.page.getByRole('button', { name: 'Identify' }).count(), 0, 'nor commands or settings')
     const refused = await b.page.evaluate(async (deviceId) => {
-      const res = await appFetch('/api/device/delete', {
+      const res = await fetch('/api/device/delete', {
         method: 'DELETE',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ deviceId }),
@@ -380,7 +380,7 @@ t.test('in Chromium', { skip }, async (t) => {
     t.equal(refused.status, 403, 'and the API refuses the member a delete anyway')
     t.match(refused.body, { code: String })
     const command = await b.page.evaluate(async (deviceId) => {
-      const res = await appFetch(`/api/device/${deviceId}/command`, {
+      const res = await fetch(`/api/device/${deviceId}/command`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ command: 'identify' }),
