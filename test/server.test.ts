@@ -11,6 +11,7 @@ import { childBacking, startServiceProcess } from './helpers/child.js'
 import { makeClient, signUp, uniqueEmail } from './helpers/client.js'
 import { pairDevice } from './helpers/devices.js'
 import { uploadPng } from './helpers/uploads.js'
+import { appFetch } from './helpers/app-fetch.js'
 
 let dataDir: string
 /** The database and Redis settings for the child: a fresh database in PostgreSQL mode. */
@@ -45,10 +46,10 @@ t.test('starts, logs its real address, serves, and exits 0 on SIGTERM', async (t
   const used = await srv.waitFor(/\(database: [^)]*\)/)
   t.equal(used, process.env.DATABASE_URL ? '(database: postgres, redis)' : '(database: pglite)', 'on the configured database')
 
-  const ok = await fetch(`http://127.0.0.1:${port}/ok`)
+  const ok = await appFetch(`http://127.0.0.1:${port}/ok`)
   t.equal(ok.status, 200, 'the started service answers')
   t.same(await ok.json(), { ok: true })
-  const session = await fetch(`http://127.0.0.1:${port}/get-session`)
+  const session = await appFetch(`http://127.0.0.1:${port}/get-session`)
   t.equal(session.status, 401)
   t.equal(((await session.json()) as { code: string }).code, 'UNAUTHORIZED')
 
@@ -58,7 +59,7 @@ t.test('starts, logs its real address, serves, and exits 0 on SIGTERM', async (t
   const { token } = await signUp(makeClient(base).client, uniqueEmail('server'))
   const dev = await pairDevice({ url: base }, token)
   const key = await uploadPng(base, token, '#336699')
-  const sent = await fetch(`${base}/api/upload/send`, {
+  const sent = await appFetch(`${base}/api/upload/send`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ key, deviceId: dev.deviceId }),
@@ -71,7 +72,7 @@ t.test('starts, logs its real address, serves, and exits 0 on SIGTERM', async (t
   t.equal(run.code, 0, 'exit code 0 after SIGTERM')
   t.match(run.output, /SIGTERM received, shutting down/)
   t.notMatch(run.output, /"level":(50|60)/, 'no error or fatal log lines')
-  await t.rejects(fetch(`http://127.0.0.1:${port}/ok`), 'the port is released')
+  await t.rejects(appFetch(`http://127.0.0.1:${port}/ok`), 'the port is released')
 })
 
 t.test('LOG_FORMAT=pretty: one readable line per entry (what a terminal gets by default)', async (t) => {
@@ -89,7 +90,7 @@ t.test('Ctrl-C (SIGINT) shuts down cleanly too', async (t) => {
   const port = await freePort()
   const srv = startServer({ PORT: String(port) }, /public URL/)
   await srv.ready
-  t.equal((await fetch(`http://127.0.0.1:${port}/ok`)).status, 200)
+  t.equal((await appFetch(`http://127.0.0.1:${port}/ok`)).status, 200)
   srv.child.kill('SIGINT')
   const run = await srv.closed
   t.equal(run.code, 0, 'exit code 0 after SIGINT')
@@ -150,7 +151,7 @@ t.test('NODE_ENV=production without AUTH_SECRET or BASE_URL: exits 78 naming eac
   t.match(run.output, /BASE_URL is not set/)
   t.notMatch(run.output, /^\s+at /m, 'no stack trace')
   t.notMatch(run.output, /HTTP listening on/)
-  await t.rejects(fetch(`http://127.0.0.1:${port}/ok`), 'nothing listens')
+  await t.rejects(appFetch(`http://127.0.0.1:${port}/ok`), 'nothing listens')
 })
 
 t.test('NODE_ENV=production with the checklist short of SMTP: starts, warns, and takes SIGHUP without exiting', async (t) => {
@@ -173,7 +174,7 @@ t.test('NODE_ENV=production with the checklist short of SMTP: starts, warns, and
   t.match(await srv.waitFor(/production checklist: SMTP_URL is not set[^"]*/), /only written to DATA_DIR\/outbox/)
   srv.child.kill('SIGHUP')
   await srv.waitFor(/SIGHUP received: nothing to reload/)
-  t.equal((await fetch(`http://127.0.0.1:${port}/ok`)).status, 200, 'still serving after SIGHUP')
+  t.equal((await appFetch(`http://127.0.0.1:${port}/ok`)).status, 200, 'still serving after SIGHUP')
   srv.child.kill('SIGTERM')
   const run = await srv.closed
   t.equal(run.code, 0)

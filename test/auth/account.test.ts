@@ -6,6 +6,7 @@ import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail, type Client, type CookieJar } from '../helpers/client.js'
 import { countMail, waitForMail } from '../helpers/outbox.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const PASSWORD = 'correct-horse-battery'
 const SESSION_COOKIE = 'better-auth.session_token'
@@ -37,14 +38,14 @@ async function signIn(email: string, password: string) {
 
 /** The interface's root GET /get-session with a Bearer token. */
 async function rootSession(token: string): Promise<{ status: number; body: RootSession & ErrorBody }> {
-  const res = await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
+  const res = await appFetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
   return { status: res.status, body: (await res.json()) as RootSession & ErrorBody }
 }
 
 async function rootPost(path: string, body: unknown, token?: string) {
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (token) headers.authorization = `Bearer ${token}`
-  const res = await fetch(`${svc.url}${path}`, { method: 'POST', headers, body: JSON.stringify(body), redirect: 'manual' })
+  const res = await appFetch(`${svc.url}${path}`, { method: 'POST', headers, body: JSON.stringify(body), redirect: 'manual' })
   const text = await res.text()
   return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : null) as Record<string, unknown> & ErrorBody }
 }
@@ -70,7 +71,7 @@ function rawPost(url: string, body: unknown): Promise<{ status: number; body: st
 
 /** Opens a link from an e-mail as a browser would, without following the redirect. */
 function open(link: string, headers: Record<string, string> = {}) {
-  return fetch(link, { redirect: 'manual', headers })
+  return appFetch(link, { redirect: 'manual', headers })
 }
 
 /** The session token inside a Set-Cookie of a response, if any. */
@@ -484,7 +485,7 @@ t.test('e-mail verification', async (t) => {
   const b = await person('verify-root')
   const bMail = await waitForMail(svc.dataDir, b.email, 'verify-email')
   const bToken = new URL(bMail.link!).searchParams.get('token')!
-  const rootVerify = await fetch(`${svc.url}/verify-email?token=${encodeURIComponent(bToken)}`)
+  const rootVerify = await appFetch(`${svc.url}/verify-email?token=${encodeURIComponent(bToken)}`)
   t.equal(rootVerify.status, 200, 'root GET /verify-email verifies')
   t.same(await rootVerify.json(), { status: true, user: null })
   t.equal((await rootSession(b.token)).body.user.email_verified, true)
@@ -566,7 +567,7 @@ t.test('list accounts and root POST /account-info', async (t) => {
   t.same(credential.scopes, [])
   t.notOk('password' in credential, 'no password hash is exposed')
 
-  const root = await fetch(`${svc.url}/list-accounts`, { headers: { authorization: `Bearer ${a.token}` } })
+  const root = await appFetch(`${svc.url}/list-accounts`, { headers: { authorization: `Bearer ${a.token}` } })
   t.equal(root.status, 200, 'root GET /list-accounts')
   const rootBody = (await root.json()) as Array<{ id: string; providerId: string }>
   t.same(
@@ -742,7 +743,7 @@ t.test('every Table C root path answers', async (t) => {
       ...(c.auth ? auth : {}),
       ...(c.origin ? { origin: svc.url } : {}),
     }
-    const res = await fetch(`${svc.url}${c.path}`, {
+    const res = await appFetch(`${svc.url}${c.path}`, {
       method: c.method,
       headers,
       body: c.body !== undefined ? JSON.stringify(c.body) : undefined,
@@ -769,7 +770,7 @@ t.test('every Table C root path answers', async (t) => {
   t.equal((await rootSession(a.token)).status, 401, 'revoke-sessions revoked the token')
 
   const fresh = await signIn(a.email, a.password)
-  const out = await fetch(`${svc.url}/sign-out`, { method: 'POST', headers: { authorization: `Bearer ${fresh.token}` } })
+  const out = await appFetch(`${svc.url}/sign-out`, { method: 'POST', headers: { authorization: `Bearer ${fresh.token}` } })
   t.equal(out.status, 200, 'POST /sign-out answers 200')
   t.same(await out.json(), { success: true })
   t.equal((await rootSession(fresh.token!)).status, 401, 'and signs the token out')
@@ -783,6 +784,6 @@ t.test('every Table C root path answers', async (t) => {
   t.equal(noOrigin.status, 403, 'a fetch with Sec-Fetch-Mode but no Origin is refused (CSRF protection)')
   t.equal(noOrigin.body.code, 'MISSING_OR_NULL_ORIGIN')
 
-  const notHere = await fetch(`${svc.url}/no-such-account-path`)
+  const notHere = await appFetch(`${svc.url}/no-such-account-path`)
   t.equal(notHere.status, 404, 'an unknown root path is a 404, unlike every Table C path')
 })

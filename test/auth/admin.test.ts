@@ -4,6 +4,7 @@ import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail, type Client } from '../helpers/client.js'
 import { waitForMail } from '../helpers/outbox.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const PASSWORD = 'correct-horse-battery'
 const BOSS = 'boss@example.com'
@@ -37,7 +38,7 @@ function refused(t: Tap, res: { error: ClientError }, status: number, code: stri
 }
 
 async function rootSession(token: string) {
-  const res = await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
+  const res = await appFetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
   const body = (await res.json()) as {
     session: { user_id: string; token: string; impersonated_by: string | null }
     user: { id: string; email: string; name: string; role: string; email_verified: boolean; banned: boolean; ban_reason: string | null }
@@ -47,7 +48,7 @@ async function rootSession(token: string) {
 }
 
 async function rootSignIn(email: string, password: string) {
-  const res = await fetch(`${svc.url}/sign-in/email`, {
+  const res = await appFetch(`${svc.url}/sign-in/email`, {
     method: 'POST',
     // Node's fetch sends Sec-Fetch-Mode, so Better Auth's sign-in CSRF check wants an Origin, as from a browser.
     headers: { 'content-type': 'application/json', origin: svc.url },
@@ -60,7 +61,7 @@ async function rootSignIn(email: string, password: string) {
 async function verifyEmail(email: string) {
   const mail = await waitForMail(svc.dataDir, email, 'verify-email')
   t.ok(mail.link, 'verification mail carries a link')
-  const res = await fetch(mail.link!, { redirect: 'manual' })
+  const res = await appFetch(mail.link!, { redirect: 'manual' })
   return res.status
 }
 
@@ -199,7 +200,7 @@ t.test('create-user, get-user, set-role, update-user, list-users', async (t) => 
 
 t.test('sign-up cannot choose a role', async (t) => {
   const email = uniqueEmail('climber')
-  const res = await fetch(`${svc.url}/sign-up/email`, {
+  const res = await appFetch(`${svc.url}/sign-up/email`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', origin: svc.url },
     body: JSON.stringify({ email, password: PASSWORD, name: 'Climber', role: 'admin' }),
@@ -395,7 +396,7 @@ t.test('has-permission: admin yes, plain user no', async (t) => {
   )
   t.equal(adminImp.success, false)
 
-  const anon = await fetch(`${svc.url}/api/auth/admin/has-permission`, {
+  const anon = await appFetch(`${svc.url}/api/auth/admin/has-permission`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ permissions: { user: ['ban'] } }),
@@ -429,7 +430,7 @@ t.test('a plain user calling admin endpoints gets 403 {message, code}', async (t
     ['POST', '/admin/remove-user', { userId: victim.userId }],
   ]
   for (const [method, path, body] of calls) {
-    const res = await fetch(`${svc.url}/api/auth${path}`, { method, headers: auth, body: body ? JSON.stringify(body) : undefined })
+    const res = await appFetch(`${svc.url}/api/auth${path}`, { method, headers: auth, body: body ? JSON.stringify(body) : undefined })
     t.equal(res.status, 403, `${method} ${path}: 403`)
     t.match(res.headers.get('content-type'), /application\/json/)
     const err = (await res.json()) as { message: string; code: string }
@@ -453,7 +454,7 @@ t.test('a plain user calling admin endpoints gets 403 {message, code}', async (t
   t.equal((await rootSession(token)).body.user.role, 'user', 'the plain user is still a plain user')
 
   // Without any session the admin endpoints are 401.
-  const anon = await fetch(`${svc.url}/api/auth/admin/list-users`)
+  const anon = await appFetch(`${svc.url}/api/auth/admin/list-users`)
   t.equal(anon.status, 401)
   t.type(((await anon.json()) as { message: string }).message, 'string')
 })

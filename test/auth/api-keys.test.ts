@@ -8,12 +8,13 @@ import { signUpAdmin } from '../helpers/admin.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { apikey } from '../../src/db/schema.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const BOSS = 'keys-boss@example.com'
 const svc = await startApp(t, { env: { ADMIN_EMAILS: BOSS, DEVICE_POLL_INTERVAL: '0' } })
 
 const withKey = (key: string, path: string, init: RequestInit = {}) =>
-  fetch(`${svc.url}${path}`, { ...init, headers: { 'x-api-key': key, 'content-type': 'application/json', ...(init.headers ?? {}) } })
+  appFetch(`${svc.url}${path}`, { ...init, headers: { 'x-api-key': key, 'content-type': 'application/json', ...(init.headers ?? {}) } })
 
 t.test('a key made by its user acts as that user on the device API', async (t) => {
   const { client } = makeClient(svc.url)
@@ -60,7 +61,7 @@ t.test('a key made by its user acts as that user on the device API', async (t) =
   t.equal((await withKey(otherKey, `/api/device/${dev.deviceId}`)).status, 404)
 
   t.equal((await withKey('dps_not-a-real-key-at-all-0000000000000000', '/api/device')).status, 401, 'an unknown key')
-  t.equal((await fetch(`${svc.url}/api/device`)).status, 401, 'no credential at all')
+  t.equal((await appFetch(`${svc.url}/api/device`)).status, 401, 'no credential at all')
 
   // Disabled, then deleted: refused.
   t.notOk((await client.apiKey.update({ keyId: created.data!.id, enabled: false })).error)
@@ -75,7 +76,7 @@ t.test('a banned account is refused with its keys; a key is limited on its own',
   const user = await signUp(client, uniqueEmail('key-banned'))
   const key = (await client.apiKey.create({ name: 'soon useless' })).data!.key
   t.equal((await withKey(key, '/api/device')).status, 200)
-  const ban = await fetch(`${svc.url}/api/auth/admin/ban-user`, {
+  const ban = await appFetch(`${svc.url}/api/auth/admin/ban-user`, {
     method: 'POST',
     headers: { authorization: `Bearer ${admin.token}`, 'content-type': 'application/json', origin: svc.url },
     body: JSON.stringify({ userId: user.userId }),

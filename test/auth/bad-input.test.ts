@@ -5,6 +5,7 @@ import { createHmac } from 'node:crypto'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { countMail, waitForMail } from '../helpers/outbox.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0]
 type ErrorBody = { message: string; code: string; [k: string]: unknown }
@@ -32,7 +33,7 @@ t.before(async () => {
 async function call(label: string, path: string, init: RequestInit & { noOrigin?: boolean } = {}) {
   const headers = new Headers(init.headers)
   if (!init.noOrigin && !headers.has('origin')) headers.set('origin', svc.url)
-  const res = await fetch(svc.url + path, { ...init, headers, redirect: 'manual' })
+  const res = await appFetch(svc.url + path, { ...init, headers, redirect: 'manual' })
   seen.push({ label, status: res.status })
   return res
 }

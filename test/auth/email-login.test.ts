@@ -6,6 +6,7 @@ import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail, type Client, type CookieJar } from '../helpers/client.js'
 import { countMail, waitForMail } from '../helpers/outbox.js'
 import type { Mail } from '../../src/mail/mailer.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const PASSWORD = 'correct-horse-battery'
 const SESSION_COOKIE = 'better-auth.session_token'
@@ -30,13 +31,13 @@ async function person(prefix: string): Promise<Person> {
 async function verifiedPerson(prefix: string): Promise<Person> {
   const p = await person(prefix)
   const mail = await waitForMail(svc.dataDir, p.email, 'verify-email')
-  const res = await fetch(mail.link!, { redirect: 'manual' })
+  const res = await appFetch(mail.link!, { redirect: 'manual' })
   if (res.status !== 302) throw new Error(`verification link answered ${res.status}`)
   return p
 }
 
 async function rootSession(headers: Record<string, string>): Promise<{ status: number; body: RootSession }> {
-  const res = await fetch(`${svc.url}/get-session`, { headers })
+  const res = await appFetch(`${svc.url}/get-session`, { headers })
   return { status: res.status, body: (await res.json()) as RootSession }
 }
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
@@ -85,7 +86,7 @@ t.test('magic link signs an existing account in; the link works once', async (t)
   t.match(link.searchParams.get('token'), /^[A-Za-z]{32}$/)
   t.equal(link.searchParams.get('callbackURL'), '/dashboard')
 
-  const opened = await fetch(mail.link!, { redirect: 'manual' })
+  const opened = await appFetch(mail.link!, { redirect: 'manual' })
   t.equal(opened.status, 302, 'the link redirects')
   t.equal(opened.headers.get('location'), `${svc.url}/dashboard`, 'to the callback page')
   const cookie = sessionCookie(opened)
@@ -103,13 +104,13 @@ t.test('magic link signs an existing account in; the link works once', async (t)
   t.equal((await rootSession(bearer(p.token))).status, 200, 'earlier sessions of a verified account are kept')
   t.equal((await passwordSignIn(p.email, PASSWORD)).error, null, 'and so is its password')
 
-  const again = await fetch(mail.link!, { redirect: 'manual' })
+  const again = await appFetch(mail.link!, { redirect: 'manual' })
   t.equal(again.status, 302, 'a second use redirects')
   t.equal(again.headers.get('location'), `${svc.url}/dashboard?error=INVALID_TOKEN`, 'with an error')
   t.equal(sessionCookie(again), undefined, 'and signs nobody in')
   t.equal(again.headers.get('set-auth-token'), null)
 
-  const forged = await fetch(`${svc.url}/api/auth/magic-link/verify?token=${'x'.repeat(32)}&callbackURL=%2Fdashboard`, {
+  const forged = await appFetch(`${svc.url}/api/auth/magic-link/verify?token=${'x'.repeat(32)}&callbackURL=%2Fdashboard`, {
     redirect: 'manual',
   })
   t.equal(forged.headers.get('location'), `${svc.url}/dashboard?error=INVALID_TOKEN`, 'a made-up token is refused')
@@ -147,7 +148,7 @@ t.test('magic link for a new address creates the account', async (t) => {
     t.same(res.data, { status: true })
   })
   t.equal(mail.to, email, 'the link goes to the new address')
-  const opened = await fetch(mail.link!, { redirect: 'manual' })
+  const opened = await appFetch(mail.link!, { redirect: 'manual' })
   t.equal(opened.status, 302)
   t.equal(opened.headers.get('location'), `${svc.url}/welcome`, 'a new user lands on the welcome page')
   const token = opened.headers.get('set-auth-token')!
@@ -162,7 +163,7 @@ t.test('magic link for a new address creates the account', async (t) => {
   const second = await mailFrom(email, 'magic-link', () =>
     client.signIn.magicLink({ email, callbackURL: '/dashboard', newUserCallbackURL: '/welcome' }),
   )
-  const back = await fetch(second.link!, { redirect: 'manual' })
+  const back = await appFetch(second.link!, { redirect: 'manual' })
   t.equal(back.headers.get('location'), `${svc.url}/dashboard`, 'a returning user lands on the callback page')
   const again = await rootSession(bearer(back.headers.get('set-auth-token')!))
   t.equal(again.body.user.id, root.body.user.id, 'the same account')
@@ -174,7 +175,7 @@ t.test('magic link to an unverified account takes over only what the mailbox own
   const p = await person('magic-unverified')
   const { client } = makeClient(svc.url)
   const mail = await mailFrom(p.email, 'magic-link', () => client.signIn.magicLink({ email: p.email, callbackURL: '/' }))
-  const opened = await fetch(mail.link!, { redirect: 'manual' })
+  const opened = await appFetch(mail.link!, { redirect: 'manual' })
   t.equal(opened.status, 302)
   const token = opened.headers.get('set-auth-token')!
   const root = await rootSession(bearer(token))

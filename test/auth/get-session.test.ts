@@ -1,6 +1,7 @@
 import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
 
@@ -45,7 +46,7 @@ t.test('root /get-session returns the documented Session and User shape', async 
   const email = uniqueEmail()
   const { token, userId } = await signUp(client, email)
 
-  const res = await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}`, 'user-agent': 'companion-app/1.0' } })
+  const res = await appFetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}`, 'user-agent': 'companion-app/1.0' } })
   t.equal(res.status, 200)
   t.match(res.headers.get('content-type'), /application\/json/)
   const body = (await res.json()) as { session: Record<string, unknown>; user: Record<string, unknown> }
@@ -84,7 +85,7 @@ t.test('root /get-session returns the documented Session and User shape', async 
 
 t.test('root /get-session without or with a bad token is 401 {message, code}', async (t) => {
   for (const headers of [{}, { authorization: 'Bearer not-a-token' }, { authorization: 'Basic abc' }] as Array<Record<string, string>>) {
-    const res = await fetch(`${svc.url}/get-session`, { headers })
+    const res = await appFetch(`${svc.url}/get-session`, { headers })
     t.equal(res.status, 401, JSON.stringify(headers))
     const body = (await res.json()) as { message: string; code: string }
     t.equal(body.code, 'UNAUTHORIZED')
@@ -95,20 +96,20 @@ t.test('root /get-session without or with a bad token is 401 {message, code}', a
 t.test('signed-out and revoked tokens stop working at once', async (t) => {
   const { client } = makeClient(svc.url)
   const { token } = await signUp(client, uniqueEmail())
-  const ok = await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
+  const ok = await appFetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
   t.equal(ok.status, 200)
-  const out = await fetch(`${svc.url}/sign-out`, {
+  const out = await appFetch(`${svc.url}/sign-out`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
   })
   t.equal(out.status, 200, 'sign-out with an empty JSON body works')
   t.same(await out.json(), { success: true })
-  const after = await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
+  const after = await appFetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
   t.equal(after.status, 401)
 })
 
 t.test('balance is never settable by the user', async (t) => {
-  const signup = await fetch(`${svc.url}/sign-up/email`, {
+  const signup = await appFetch(`${svc.url}/sign-up/email`, {
     method: 'POST',
     // Node's fetch sends Sec-Fetch-Mode, so Better Auth's CSRF check wants an Origin, as from a browser.
     headers: { 'content-type': 'application/json', origin: svc.url },
@@ -117,18 +118,18 @@ t.test('balance is never settable by the user', async (t) => {
   t.equal(signup.status, 200, 'sign-up succeeds')
   const created = (await signup.json()) as { token: string; user: { balance: string } }
   t.equal(Number(created.user.balance), 0, 'sign-up ignores a balance field')
-  const own = await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${created.token}` } })
+  const own = await appFetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${created.token}` } })
   t.equal(Number(((await own.json()) as { user: { balance: string } }).user.balance), 0, 'stored balance is 0')
   const { client } = makeClient(svc.url)
   const { token } = await signUp(client, uniqueEmail())
-  const upd = await fetch(`${svc.url}/update-user`, {
+  const upd = await appFetch(`${svc.url}/update-user`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ balance: '999', name: 'Renamed' }),
   })
   t.equal(upd.status, 400, 'update-user refuses balance')
   t.equal(((await upd.json()) as { code: string }).code.length > 0, true)
-  const res = await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
+  const res = await appFetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
   const body = (await res.json()) as { user: { balance: string; name: string } }
   t.equal(Number(body.user.balance), 0)
 })

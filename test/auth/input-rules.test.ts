@@ -11,6 +11,7 @@ import { waitForMail } from '../helpers/outbox.js'
 import { expireVerifications, storedVerifications } from '../helpers/verification.js'
 import { creditLedger } from '../../src/credits/tables.js'
 import { user as userTable } from '../../src/db/schema.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Body = { message: string; code: string; [k: string]: unknown }
 
@@ -29,7 +30,7 @@ async function call(label: string, method: string, path: string, body?: unknown,
   const headers: Record<string, string> = { origin: svc.url }
   if (body !== undefined) headers['content-type'] = 'application/json'
   if (token) headers.authorization = `Bearer ${token}`
-  const res = await fetch(svc.url + path, {
+  const res = await appFetch(svc.url + path, {
     method,
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -314,7 +315,7 @@ t.test('a NUL character is refused everywhere before it reaches the database', a
   for (const [label, method, path, body] of cases) {
     await refused(t, await call(label, method, path, body, token), 400, 'INVALID_CHARACTER')
   }
-  const form = await fetch(`${svc.url}/api/auth/callback/github`, {
+  const form = await appFetch(`${svc.url}/api/auth/callback/github`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: 'state=a%00&code=abc',

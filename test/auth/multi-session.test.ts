@@ -3,6 +3,7 @@
 import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const PASSWORD = 'correct-horse-battery'
 let svc: TestApp
@@ -12,7 +13,7 @@ t.before(async () => {
 })
 
 async function rootSession(token: string) {
-  const res = await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
+  const res = await appFetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
   return { status: res.status, body: (await res.json()) as { user?: { id: string; email: string }; code?: string } }
 }
 

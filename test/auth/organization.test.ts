@@ -5,6 +5,7 @@ import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail, type Client } from '../helpers/client.js'
 import { waitForMail } from '../helpers/outbox.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type ClientError = { message?: string; code?: string; status: number } | null
 type Tap = Pick<typeof t, 'equal' | 'type' | 'ok' | 'match'>
@@ -47,11 +48,11 @@ async function person(prefix: string, name: string): Promise<Person> {
 /** Opens the verification link of the person's newest verification mail. */
 async function verify(p: Person) {
   const mail = await waitForMail(svc.dataDir, p.email, 'verify-email')
-  await fetch(mail.link!, { redirect: 'manual' })
+  await appFetch(mail.link!, { redirect: 'manual' })
 }
 
 async function rootSession(token: string) {
-  const res = await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
+  const res = await appFetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
   return { status: res.status, body: (await res.json()) as { session: { active_organization_id: string | null; user_id: string } } }
 }
 

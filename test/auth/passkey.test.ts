@@ -4,6 +4,7 @@ import t from 'tap'
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail, type Client } from '../helpers/client.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0]
 
@@ -209,20 +210,20 @@ t.test('registration options for a signed-in user', async (t) => {
 })
 
 t.test('unauthenticated calls are 401 {message, code}', async (t) => {
-  await expectError(t, await fetch(`${svc.url}/api/auth/passkey/generate-register-options`), 401)
-  await expectError(t, await fetch(`${svc.url}/api/auth/passkey/list-user-passkeys`), 401)
+  await expectError(t, await appFetch(`${svc.url}/api/auth/passkey/generate-register-options`), 401)
+  await expectError(t, await appFetch(`${svc.url}/api/auth/passkey/list-user-passkeys`), 401)
   await expectError(
     t,
-    await fetch(`${svc.url}/api/auth/passkey/generate-register-options`, { headers: { authorization: 'Bearer not-a-session' } }),
+    await appFetch(`${svc.url}/api/auth/passkey/generate-register-options`, { headers: { authorization: 'Bearer not-a-session' } }),
     401,
   )
-  const verify = await fetch(`${svc.url}/api/auth/passkey/verify-registration`, {
+  const verify = await appFetch(`${svc.url}/api/auth/passkey/verify-registration`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', origin: svc.url },
     body: JSON.stringify({ response: {} }),
   })
   await expectError(t, verify, 401)
-  const del = await fetch(`${svc.url}/api/auth/passkey/delete-passkey`, {
+  const del = await appFetch(`${svc.url}/api/auth/passkey/delete-passkey`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', origin: svc.url },
     body: JSON.stringify({ id: 'whatever' }),
@@ -316,7 +317,7 @@ t.test('full registration and sign-in with a software authenticator', async (t) 
   // The session is a real one: the cookie jar and the bearer token both work.
   const viaCookie = await fresh.getSession()
   t.equal(viaCookie.data?.user.email, email, 'signed in through the passkey')
-  const viaBearer = await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
+  const viaBearer = await appFetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
   t.equal(viaBearer.status, 200)
   t.equal(((await viaBearer.json()) as { user: { id: string } }).user.id, userId)
 

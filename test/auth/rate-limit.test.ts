@@ -9,13 +9,14 @@
 import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0]
 
 const PASSWORD = 'correct-horse-battery'
 
 async function post(svc: TestApp, path: string, body: unknown, headers: Record<string, string> = {}) {
-  return fetch(svc.url + path, {
+  return appFetch(svc.url + path, {
     method: 'POST',
     // Origin: what a browser page of the service would send (Node's fetch sends Sec-Fetch-Mode).
     headers: { 'content-type': 'application/json', origin: svc.url, ...headers },
@@ -71,11 +72,11 @@ t.test('strict sign-in limit (5 per 60 s) keyed on the socket address', async (t
 
   await t.test('other endpoints are not blocked by the sign-in limit', async (t) => {
     for (const path of ['/ok', '/api/auth/ok']) {
-      const res = await fetch(svc.url + path)
+      const res = await appFetch(svc.url + path)
       t.equal(res.status, 200, `GET ${path}`)
       t.same(await res.json(), { ok: true })
     }
-    const session = await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
+    const session = await appFetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })
     t.equal(session.status, 200, 'an existing session keeps working')
     t.equal(((await session.json()) as { user: { email: string } }).user.email, email)
     // Sign-up has its own bucket (one use so far).
@@ -127,12 +128,12 @@ t.test('with TRUST_PROXY=true each forwarded address has its own bucket', async 
 
   await t.test('the app-wide limit per forwarded address', async (t) => {
     for (let i = 0; i < 4; i++) {
-      const res = await fetch(`${svc.url}/get-session`, { headers: from('198.51.100.3') })
+      const res = await appFetch(`${svc.url}/get-session`, { headers: from('198.51.100.3') })
       t.equal(res.status, 401, `request ${i + 1} from 198.51.100.3`)
       await res.body?.cancel()
     }
-    await expect429(t, await fetch(`${svc.url}/get-session`, { headers: from('198.51.100.3') }), 60)
-    const other = await fetch(`${svc.url}/get-session`, { headers: from('198.51.100.4') })
+    await expect429(t, await appFetch(`${svc.url}/get-session`, { headers: from('198.51.100.3') }), 60)
+    const other = await appFetch(`${svc.url}/get-session`, { headers: from('198.51.100.4') })
     t.equal(other.status, 401, 'another forwarded address has its own bucket')
     await other.body?.cancel()
   })
@@ -141,18 +142,18 @@ t.test('with TRUST_PROXY=true each forwarded address has its own bucket', async 
 t.test('the app-wide limit on routes outside Better Auth', async (t) => {
   const svc = await startApp(t, { env: { RATE_LIMIT_MAX: '3', RATE_LIMIT_WINDOW: '60' } })
   for (let i = 0; i < 3; i++) {
-    const res = await fetch(`${svc.url}/get-session`)
+    const res = await appFetch(`${svc.url}/get-session`)
     t.equal(res.status, 401, `request ${i + 1} is answered normally`)
     await res.body?.cancel()
   }
-  const limited = await fetch(`${svc.url}/get-session`)
+  const limited = await appFetch(`${svc.url}/get-session`)
   const body = await expect429(t, limited, 60)
   t.match(body.message, /retry in \d+ seconds/i)
   t.same(Object.keys(body).sort(), ['code', 'message'], 'nothing but message and code')
 
   // The same address is limited everywhere, including the forwarded Better Auth routes...
   for (const path of ['/error', '/ok', '/api/auth/ok']) {
-    const res = await fetch(svc.url + path)
+    const res = await appFetch(svc.url + path)
     await expect429(t, res, 60)
   }
   // ...and a client-sent forwarding header does not escape it (no proxy is trusted).
@@ -161,7 +162,7 @@ t.test('the app-wide limit on routes outside Better Auth', async (t) => {
     { 'x-dps-client-ip': '203.0.113.21' },
     { 'x-real-ip': '203.0.113.22' },
   ] as Array<Record<string, string>>) {
-    const res = await fetch(`${svc.url}/get-session`, { headers })
+    const res = await appFetch(`${svc.url}/get-session`, { headers })
     t.equal(res.status, 429, `${JSON.stringify(headers)} is still limited`)
     await res.body?.cancel()
   }

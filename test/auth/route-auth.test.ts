@@ -8,6 +8,7 @@ import type { Auth } from '../../src/auth/auth.js'
 import { installRouteAuth } from '../../src/auth/route-auth.js'
 import type { Database } from '../../src/db/client.js'
 import { startApp } from '../helpers/app.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Operation = { security?: Array<Record<string, string[]>>; requestBody?: unknown }
 
@@ -20,7 +21,7 @@ const bodies: Array<{ name: string; type: string; body: string }> = [
 
 t.test('every operation that needs a credential answers 401 to an anonymous request, whatever its body', async (t) => {
   const svc = await startApp(t, { env: { MQTT_AUTH_SECRET: 'a-hook-secret-of-some-length' } })
-  const doc = (await (await fetch(`${svc.url}/api/openapi.json`)).json()) as { paths: Record<string, Record<string, Operation>> }
+  const doc = (await (await appFetch(`${svc.url}/api/openapi.json`)).json()) as { paths: Record<string, Record<string, Operation>> }
   const wrong: string[] = []
   let checked = 0
   for (const [path, item] of Object.entries(doc.paths)) {
@@ -31,7 +32,7 @@ t.test('every operation that needs a credential answers 401 to an anonymous requ
       const url = svc.url + path.replace(/\{[^}]+\}/g, 'x')
       const withBody = !['get', 'head', 'delete'].includes(method) || op.requestBody !== undefined
       for (const b of withBody ? bodies : [bodies[0]!]) {
-        const res = await fetch(url, {
+        const res = await appFetch(url, {
           method: method.toUpperCase(),
           headers: withBody ? { 'content-type': b.type } : {},
           body: withBody ? b.body : undefined,

@@ -7,11 +7,12 @@ import { startApp } from '../helpers/app.js'
 import { signUpAdmin } from '../helpers/admin.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { reachable, redisUrl } from '../helpers/services.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const status = async (url: string, token: string) =>
-  (await fetch(`${url}/get-session`, { headers: { authorization: `Bearer ${token}` } })).status
+  (await appFetch(`${url}/get-session`, { headers: { authorization: `Bearer ${token}` } })).status
 const post = (url: string, path: string, token: string, body: object = {}) =>
-  fetch(`${url}${path}`, {
+  appFetch(`${url}${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', origin: url },
     body: JSON.stringify(body),
@@ -32,7 +33,7 @@ t.test('same instance: sign-out, revoke, ban and password change are refused at 
   const email = uniqueEmail()
   const b = await signUp(makeClient(svc.url).client, email)
   const other = (await (
-    await fetch(`${svc.url}/sign-in/email`, {
+    await appFetch(`${svc.url}/sign-in/email`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', origin: svc.url },
       body: JSON.stringify({ email, password: 'correct-horse-battery' }),
@@ -69,7 +70,7 @@ t.test('sign-ins, sign-ups and code requests leave cached sessions in place', as
   const cached = svc.app.sessionCache.size
   t.ok(cached > 0, 'the session is cached')
   const anon = (path: string, body: object) =>
-    fetch(`${svc.url}${path}`, {
+    appFetch(`${svc.url}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', origin: svc.url },
       body: JSON.stringify(body),
@@ -81,7 +82,7 @@ t.test('sign-ins, sign-ups and code requests leave cached sessions in place', as
   t.equal(svc.app.sessionCache.size, cached, 'none of them cleared the cache')
   t.equal((await post(svc.url, '/update-user', a.token, { name: 'Renamed' })).status, 200)
   t.equal(svc.app.sessionCache.size, 0, 'an account change clears it')
-  const renamed = (await (await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${a.token}` } })).json()) as {
+  const renamed = (await (await appFetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${a.token}` } })).json()) as {
     user: { name: string }
   }
   t.equal(renamed.user.name, 'Renamed', 'and the next read shows the change')

@@ -5,6 +5,7 @@ import { eq } from 'drizzle-orm'
 import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { account } from '../../src/db/schema.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 t.test('social providers come from the environment', async (t) => {
   const svc = await startApp(t, {
@@ -18,7 +19,7 @@ t.test('social providers come from the environment', async (t) => {
     },
   })
   const ask = (provider: string) =>
-    fetch(`${svc.url}/api/auth/sign-in/social`, {
+    appFetch(`${svc.url}/api/auth/sign-in/social`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', origin: svc.url },
       body: JSON.stringify({ provider, callbackURL: '/' }),
@@ -46,7 +47,7 @@ t.test('social providers come from the environment', async (t) => {
 
   // Apple (and any form_post provider) calls back with a form body: it must reach Better Auth
   // (not a 415), which turns it into its GET callback; that refuses the forged state.
-  const cb = await fetch(`${svc.url}/api/auth/callback/github`, {
+  const cb = await appFetch(`${svc.url}/api/auth/callback/github`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: 'state=forged&code=abc',
@@ -56,7 +57,7 @@ t.test('social providers come from the environment', async (t) => {
   const next = new URL(cb.headers.get('location') as string)
   t.equal(next.pathname, '/api/auth/callback/github')
   t.equal(next.searchParams.get('code'), 'abc', 'the form fields were read')
-  const refused = await fetch(next, { redirect: 'manual' })
+  const refused = await appFetch(next, { redirect: 'manual' })
   t.equal(refused.status, 302)
   t.match(refused.headers.get('location'), /error/, 'the forged state is refused')
 })

@@ -10,6 +10,7 @@ import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { connect, eventually, mqttUrl, subackCodes } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
 const owner = await signUp(makeClient(svc.url).client, uniqueEmail('app-owner'))
@@ -73,7 +74,7 @@ t.test('an app whose session is revoked loses its MQTT connection', async (t) =>
   t.teardown(() => live.end(true))
   const doomed = await asApp(other.token)
   const closed = new Promise<void>((resolve) => doomed.once('close', () => resolve()))
-  const res = await fetch(`${svc.url}/sign-out`, {
+  const res = await appFetch(`${svc.url}/sign-out`, {
     method: 'POST',
     headers: { authorization: `Bearer ${other.token}`, 'content-type': 'application/json', origin: svc.url },
     body: '{}',

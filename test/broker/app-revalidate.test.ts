@@ -12,6 +12,7 @@ import { makeClient, signUp, uniqueEmail, type CookieJar, type Client } from '..
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { connect, mqttUrl, subackCodes, subscribe } from '../helpers/mqtt.js'
 import { createOrganization, joinOrganization } from '../helpers/organizations.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
 const wsUrl = `${svc.url.replace(/^http/, 'ws')}/mqtt`
@@ -118,7 +119,7 @@ t.test('remove-member closes the member’s TCP and WebSocket connections watchi
     [128, 128],
     'a new SUBSCRIBE to the organization’s device is refused',
   )
-  const http = await fetch(`${svc.url}/api/device/${w.dev.deviceId}`, { headers: { authorization: `Bearer ${w.member.token}` } })
+  const http = await appFetch(`${svc.url}/api/device/${w.dev.deviceId}`, { headers: { authorization: `Bearer ${w.member.token}` } })
   t.equal(http.status, 404, 'as HTTP answers')
 })
 
@@ -160,7 +161,7 @@ t.test('deleting a device closes the connections watching it, on every path to i
   const tcpClosed = closedWithin(w.tcp)
   const wsClosed = closedWithin(w.ws)
   const ownerClosed = closedWithin(w.ownerApp)
-  const res = await fetch(`${svc.url}/api/device/delete`, {
+  const res = await appFetch(`${svc.url}/api/device/delete`, {
     method: 'DELETE',
     headers: { authorization: `Bearer ${w.owner.token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ deviceId: w.dev.deviceId }),

@@ -6,6 +6,7 @@ import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 let svc: TestApp
 let token: string
@@ -35,7 +36,7 @@ async function refusal(attempt: Promise<unknown>): Promise<{ code: number | unde
 }
 
 async function api(method: string, path: string, body?: unknown, bearer = token) {
-  const res = await fetch(`${svc.url}${path}`, {
+  const res = await appFetch(`${svc.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${bearer}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     body: body ? JSON.stringify(body) : undefined,
@@ -133,7 +134,7 @@ t.test('a companion app connects with its session token; a bad token is refused'
   const other = await signUp(client, uniqueEmail('mqtt-auth-out'))
   const before = await connect(mqttUrl(svc), { clientId: `app-out-${Date.now()}`, username: 'user', password: other.token })
   await close(before)
-  const out = await fetch(`${svc.url}/api/auth/sign-out`, {
+  const out = await appFetch(`${svc.url}/api/auth/sign-out`, {
     method: 'POST',
     headers: { authorization: `Bearer ${other.token}`, origin: svc.url },
   })

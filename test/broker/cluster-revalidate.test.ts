@@ -13,6 +13,7 @@ import { clusterSkip, startCluster } from '../helpers/cluster.js'
 import { pairDevice } from '../helpers/devices.js'
 import { connect, mqttUrl, subackCodes, subscribe } from '../helpers/mqtt.js'
 import { createOrganization, joinOrganization } from '../helpers/organizations.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const skip = await clusterSkip()
 /** How long a connection may stay open after the change that ends its access: a bound for a hang. */
@@ -81,7 +82,7 @@ t.test('remove-member on one node closes the member’s apps on the other', { sk
 })
 
 async function deleteDevice(node: TestApp, token: string, deviceId: string): Promise<number> {
-  const res = await fetch(`${node.url}/api/device/delete`, {
+  const res = await appFetch(`${node.url}/api/device/delete`, {
     method: 'DELETE',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ deviceId }),

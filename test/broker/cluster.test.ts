@@ -6,6 +6,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { clusterSkip, startCluster } from '../helpers/cluster.js'
 import { pairDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const skip = await clusterSkip()
 const cluster = startCluster
@@ -38,7 +39,7 @@ t.test('two instances on one Redis', { skip }, async (t) => {
   )
 
   const closed = new Promise<void>((resolve) => onB.once('close', () => resolve()))
-  const res = await fetch(`${a.url}/api/device/disconnect`, {
+  const res = await appFetch(`${a.url}/api/device/disconnect`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ deviceId: dev.deviceId }),
@@ -57,11 +58,11 @@ t.test('a takeover across instances and the shared offline queue cap', { skip },
   const events = async () =>
     (
       (await (
-        await fetch(`${a.url}/api/device/${dev.deviceId}/events?limit=50`, { headers: { authorization: `Bearer ${token}` } })
+        await appFetch(`${a.url}/api/device/${dev.deviceId}/events?limit=50`, { headers: { authorization: `Bearer ${token}` } })
       ).json()) as { events: Array<{ type: string; data: Record<string, unknown> }> }
     ).events
   const detail = async () =>
-    (await (await fetch(`${a.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+    (await (await appFetch(`${a.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
       isActive: boolean
     }
 

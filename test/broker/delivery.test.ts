@@ -6,6 +6,7 @@ import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Cmd = { commandId: string; command: string; args: Record<string, unknown>; issuedAt: string }
 type Config = {
@@ -64,7 +65,7 @@ function connectRecording(dev: PairedDevice, opts: IClientOptions = {}) {
 }
 
 async function api<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(`${svc.url}${path}`, {
+  const res = await appFetch(`${svc.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     body: body ? JSON.stringify(body) : undefined,
@@ -182,7 +183,7 @@ t.test('a clean session gets nothing sent while it was away', async (t) => {
 t.test('commands need the owner and a known command', async (t) => {
   const dev = await pairDevice(svc, token)
   const stranger = await signUp(makeClient(svc.url).client, uniqueEmail('delivery-stranger'))
-  const res = await fetch(`${svc.url}/api/device/${dev.deviceId}/command`, {
+  const res = await appFetch(`${svc.url}/api/device/${dev.deviceId}/command`, {
     method: 'POST',
     headers: { authorization: `Bearer ${stranger.token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ command: 'reboot' }),

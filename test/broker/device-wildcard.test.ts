@@ -7,6 +7,7 @@ import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { close, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 t.test('devices/{own}/# is granted and delivers only what the device may subscribe to by name', async (t) => {
   const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
@@ -34,7 +35,7 @@ t.test('devices/{own}/# is granted and delivers only what the device may subscri
   again.on('message', (topic) => seen.push(topic))
   await new Promise((resolve) => again.once('connect', resolve))
   t.teardown(() => again.end(true))
-  const res = await fetch(`${svc.url}/api/prompts`, {
+  const res = await appFetch(`${svc.url}/api/prompts`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ text: 'through the wildcard', deviceId: dev.deviceId }),
@@ -42,7 +43,7 @@ t.test('devices/{own}/# is granted and delivers only what the device may subscri
   t.equal(res.status, 201)
   await eventually(async () => seen.includes(dev.topics.prompt!))
   const events = await (
-    await fetch(`${svc.url}/api/device/${dev.deviceId}/events?limit=10`, { headers: { authorization: `Bearer ${token}` } })
+    await appFetch(`${svc.url}/api/device/${dev.deviceId}/events?limit=10`, { headers: { authorization: `Bearer ${token}` } })
   ).json()
   t.ok(
     (events as { events: Array<{ type: string }> }).events.some((e) => e.type === 'device.connected'),

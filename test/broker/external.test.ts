@@ -7,6 +7,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { eventually, nextMessage } from '../helpers/mqtt.js'
 import { mosquittoUrl } from '../helpers/services.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const broker = await mosquittoUrl()
 const HOOK_SECRET = 'hook-secret-0123456789'
@@ -22,7 +23,7 @@ t.test('external broker mode', { skip: broker ? false : 'no Mosquitto on 127.0.0
   t.teardown(() => watcher.endAsync())
   await watcher.subscribeAsync(`devices/${dev.deviceId}/cmd`, { qos: 1 })
   const arrives = nextMessage<{ command: string }>(watcher, `devices/${dev.deviceId}/cmd`)
-  const res = await fetch(`${svc.url}/api/device/${dev.deviceId}/command`, {
+  const res = await appFetch(`${svc.url}/api/device/${dev.deviceId}/command`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ command: 'refresh' }),
@@ -35,7 +36,9 @@ t.test('external broker mode', { skip: broker ? false : 'no Mosquitto on 127.0.0
     qos: 1,
   })
   const synced = await eventually(async () => {
-    const d = (await (await fetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+    const d = (await (
+      await appFetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })
+    ).json()) as {
       isSynced: boolean
     }
     return d.isSynced ? d : null
@@ -43,7 +46,7 @@ t.test('external broker mode', { skip: broker ? false : 'no Mosquitto on 127.0.0
   t.equal(synced.isSynced, true, 'status from the external broker marks the device synced')
 
   const hook = (body: object, secret = HOOK_SECRET) =>
-    fetch(`${svc.url}/api/device/mqtt-auth`, {
+    appFetch(`${svc.url}/api/device/mqtt-auth`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
       body: JSON.stringify(body),
@@ -129,7 +132,7 @@ t.test('external broker mode', { skip: broker ? false : 'no Mosquitto on 127.0.0
   )
 
   // Revocations count: a signed-out app and a disconnected device lose access.
-  await fetch(`${svc.url}/sign-out`, {
+  await appFetch(`${svc.url}/sign-out`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', origin: svc.url },
     body: '{}',
@@ -152,7 +155,7 @@ t.test(
     const dev = await pairDevice(svc, token)
     const api = async <T>(method: string, path: string, body?: unknown) =>
       (await (
-        await fetch(`${svc.url}${path}`, {
+        await appFetch(`${svc.url}${path}`, {
           method,
           headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
           body: body ? JSON.stringify(body) : undefined,

@@ -12,6 +12,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { connectBytes as connectPacket, remainingLength } from '../helpers/memory-mqtt.js'
 import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const MAX_PACKET = 2048
 
@@ -33,7 +34,7 @@ t.teardown(() => bystanderClient?.end(true))
 const asDevice = (dev: PairedDevice) => connect(mqttUrl(svc), { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })
 
 async function api<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(`${svc.url}${path}`, {
+  const res = await appFetch(`${svc.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     body: body ? JSON.stringify(body) : undefined,

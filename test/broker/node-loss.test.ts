@@ -16,6 +16,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
 import { postgresUrl, redisUrl } from '../helpers/services.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const redis = await redisUrl()
 const postgres = await postgresUrl()
@@ -61,7 +62,7 @@ t.test('a node that dies: its devices go offline on the survivor, once, and no f
 
   const { token } = await signUp(makeClient(b.url).client, uniqueEmail('node-loss'))
   const api = async <T>(path: string) =>
-    (await (await fetch(`${b.url}${path}`, { headers: { authorization: `Bearer ${token}` } })).json()) as T
+    (await (await appFetch(`${b.url}${path}`, { headers: { authorization: `Bearer ${token}` } })).json()) as T
   const events = async (id: string) => (await api<{ events: EventRecord[] }>(`/api/device/${id}/events?limit=50`)).events
   const active = async (id: string) => (await api<{ isActive: boolean }>(`/api/device/${id}`)).isActive
   const [stays, movesOver, bystander] = [await pairDevice(b, token), await pairDevice(b, token), await pairDevice(b, token)]

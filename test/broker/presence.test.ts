@@ -9,6 +9,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { connectBytes } from '../helpers/memory-mqtt.js'
 import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Ev = { id: string; type: string; deviceId: string; userId: string | null; data: Record<string, unknown>; created_at: string }
 type Detail = { isActive: boolean; last_seen_at: string | null }
@@ -28,7 +29,7 @@ let appSeq = 0
 const asApp = () => connect(mqttUrl(svc), { clientId: `presence-app-${process.pid}-${++appSeq}`, username: 'user', password: token })
 
 async function get<T>(path: string): Promise<T> {
-  const res = await fetch(`${svc.url}${path}`, { headers: { authorization: `Bearer ${token}` } })
+  const res = await appFetch(`${svc.url}${path}`, { headers: { authorization: `Bearer ${token}` } })
   if (res.status !== 200) throw new Error(`${path} → ${res.status}`)
   return (await res.json()) as T
 }
@@ -251,7 +252,7 @@ t.test('disconnect over HTTP ends the live session within a second', async (t) =
   const flag = closedFlag(c)
   const [connected] = await presenceCount(dev.deviceId, 1)
 
-  const res = await fetch(`${svc.url}/api/device/disconnect`, {
+  const res = await appFetch(`${svc.url}/api/device/disconnect`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ deviceId: dev.deviceId }),
@@ -346,7 +347,7 @@ t.test('a restart after a crash: devices the node still showed connected are rec
     password: dev.password,
   })
   await eventually(async () => {
-    const res = await fetch(`${node.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${owner.token}` } })
+    const res = await appFetch(`${node.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${owner.token}` } })
     return ((await res.json()) as Detail).isActive
   })
   const db = node.app.database.db
@@ -379,7 +380,7 @@ t.test('a restart after a crash: devices the node still showed connected are rec
   const [row] = await restarted.app.database.db.select().from(deviceTable).where(eq(deviceTable.id, dev.deviceId))
   t.equal(row?.isActive, false, 'recorded offline before the node accepts connections')
   t.equal(row?.connectionId, null)
-  const res = await fetch(`${restarted.url}/api/device/${dev.deviceId}/events?limit=5`, {
+  const res = await appFetch(`${restarted.url}/api/device/${dev.deviceId}/events?limit=5`, {
     headers: { authorization: `Bearer ${owner.token}` },
   })
   const [latest] = ((await res.json()) as { events: Ev[] }).events
@@ -410,7 +411,7 @@ t.test('a new session after the broker lost the old one gets the commands it nev
   const url = () => `mqtt://127.0.0.1:${node.app.mqttPort}`
   const persistent = { clientId: dev.deviceId, username: dev.deviceId, password: dev.password, clean: false }
   const send = async (svcUrl: string, command: string) => {
-    const res = await fetch(`${svcUrl}/api/device/${dev.deviceId}/command`, {
+    const res = await appFetch(`${svcUrl}/api/device/${dev.deviceId}/command`, {
       method: 'POST',
       headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ command }),

@@ -15,6 +15,7 @@ import { rabbitManagement } from '../../src/mqtt/rabbitmq-management.js'
 import { deleteQueues, RABBIT, rabbitmqMissing, setUpRabbitMQ, rabbitServiceEnv } from '../helpers/rabbitmq.js'
 import { ACL_MATRIX } from '../helpers/acl-matrix.js'
 import { signUpAdmin } from '../helpers/admin.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const missing = await rabbitmqMissing()
 if (missing && process.env.CI) t.fail(`CI must run the RabbitMQ tests: ${missing}`)
@@ -78,7 +79,7 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
   t.test('the hook answers RabbitMQ only', async (t) => {
     const form = new URLSearchParams({ username: 'x', password: 'y', client_id: 'x' }).toString()
     const call = (authorization?: string) =>
-      fetch(`${svc.url}/api/device/rabbitmq/user`, {
+      appFetch(`${svc.url}/api/device/rabbitmq/user`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded', ...(authorization ? { authorization } : {}) },
         body: form,
@@ -259,7 +260,7 @@ t.test('RabbitMQ as the external broker', { skip: missing && !process.env.CI ? m
     const c = await asDevice(dev)
     const closed = new Promise<void>((resolve) => c.once('close', () => resolve()))
     const admin = await signUpAdmin(svc, ADMIN_EMAIL)
-    const res = await fetch(`${svc.url}/api/auth/admin/remove-user`, {
+    const res = await appFetch(`${svc.url}/api/auth/admin/remove-user`, {
       method: 'POST',
       headers: { authorization: `Bearer ${admin.token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ userId: leaving.userId }),

@@ -6,6 +6,7 @@ import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Ev = { type: string; data: Record<string, unknown> }
 
@@ -29,7 +30,7 @@ t.test('closing the service disconnects devices with reason server_shutdown', as
   }
   t.teardown(() => clients.forEach((c) => c.end(true)))
   const get = async <T>(base: string, path: string) =>
-    (await (await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } })).json()) as T
+    (await (await appFetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } })).json()) as T
   for (const dev of devs) await eventually(async () => (await get<{ isActive: boolean }>(svc.url, `/api/device/${dev.deviceId}`)).isActive)
   const connectedIds = await Promise.all(
     devs.map(

@@ -3,6 +3,7 @@ import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 t.test('a paired device connects, gets a command, acks it, and presence is recorded', async (t) => {
   const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
@@ -18,7 +19,7 @@ t.test('a paired device connects, gets a command, acks it, and presence is recor
   t.equal(await subscribe(c, `devices/+/cmd`).catch(() => 128), 128, 'wildcard over devices refused')
 
   const msg = nextMessage<{ commandId: string; command: string }>(c, `devices/${dev.deviceId}/cmd`)
-  const res = await fetch(`${svc.url}/api/device/${dev.deviceId}/command`, {
+  const res = await appFetch(`${svc.url}/api/device/${dev.deviceId}/command`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ command: 'identify' }),
@@ -31,7 +32,7 @@ t.test('a paired device connects, gets a command, acks it, and presence is recor
   c.publish(`devices/${dev.deviceId}/up/ack`, JSON.stringify({ commandId, ok: true }), { qos: 1 })
 
   const events = await eventually(async () => {
-    const r = await fetch(`${svc.url}/api/device/${dev.deviceId}/events?limit=50`, { headers: { authorization: `Bearer ${token}` } })
+    const r = await appFetch(`${svc.url}/api/device/${dev.deviceId}/events?limit=50`, { headers: { authorization: `Bearer ${token}` } })
     const body = (await r.json()) as { events: Array<{ type: string; data: Record<string, unknown> }> }
     return body.events.some((e) => e.type === 'device.ack') ? body.events : null
   })
@@ -40,18 +41,20 @@ t.test('a paired device connects, gets a command, acks it, and presence is recor
   t.equal(ack?.data.matched, true)
 
   const detail = (await (
-    await fetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })
+    await appFetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })
   ).json()) as { isActive: boolean }
   t.equal(detail.isActive, true)
   await close(c)
   await eventually(async () => {
-    const d = (await (await fetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+    const d = (await (
+      await appFetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })
+    ).json()) as {
       isActive: boolean
     }
     return !d.isActive
   })
   const after = (await (
-    await fetch(`${svc.url}/api/device/${dev.deviceId}/events?limit=1`, { headers: { authorization: `Bearer ${token}` } })
+    await appFetch(`${svc.url}/api/device/${dev.deviceId}/events?limit=1`, { headers: { authorization: `Bearer ${token}` } })
   ).json()) as {
     events: Array<{ type: string; data: { reason: string } }>
   }

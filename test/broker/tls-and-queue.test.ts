@@ -7,6 +7,7 @@ import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { close, connect, mqttUrl, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 /** A self-signed certificate for localhost: its own CA. */
 const selfSigned = () =>
@@ -106,7 +107,7 @@ t.test('MQTT_HOST and MQTT_TLS_HOST bind the MQTT listeners apart from HOST', as
     'nor TLS on MQTT_HOST',
   )
   await close(await connect(`mqtts://127.0.0.3:${svc.app.mqttTlsPort}`, { ...opts, ca: pems.cert, servername: 'localhost' }))
-  t.equal((await fetch(`${svc.url}/ok`)).status, 200, 'HTTP stays where it was')
+  t.equal((await appFetch(`${svc.url}/ok`)).status, 200, 'HTTP stays where it was')
 })
 
 t.test('an offline device keeps at most MQTT_OFFLINE_QUEUE_LIMIT messages', async (t) => {

@@ -7,6 +7,7 @@ import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 let svc: TestApp
 let token: string
@@ -83,7 +84,7 @@ t.test('a device over WebSocket connects, gets commands and reports', async (t) 
   const c = await connect(wsUrl, { clientId: dev.deviceId, username: dev.deviceId, password: dev.password })
   t.teardown(() => c.end(true))
   const connected = await eventually(async () => {
-    const r = await fetch(`${svc.url}/api/device/${dev.deviceId}/events?limit=20`, { headers: { authorization: `Bearer ${token}` } })
+    const r = await appFetch(`${svc.url}/api/device/${dev.deviceId}/events?limit=20`, { headers: { authorization: `Bearer ${token}` } })
     const body = (await r.json()) as { events: Array<{ type: string; data: Record<string, unknown> }> }
     return body.events.find((e) => e.type === 'device.connected')
   })
@@ -96,7 +97,7 @@ t.test('a device over WebSocket connects, gets commands and reports', async (t) 
   t.equal(await granted(c, 'devices/+/cmd'), 128)
 
   const cmd = nextMessage<{ commandId: string; command: string }>(c, dev.topics.cmd!)
-  const res = await fetch(`${svc.url}/api/device/${dev.deviceId}/command`, {
+  const res = await appFetch(`${svc.url}/api/device/${dev.deviceId}/command`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ command: 'refresh' }),
@@ -114,7 +115,7 @@ t.test('a device over WebSocket connects, gets commands and reports', async (t) 
     ),
   )
   await eventually(async () => {
-    const r = await fetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })
+    const r = await appFetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: { authorization: `Bearer ${token}` } })
     const d = (await r.json()) as { isSynced: boolean; isActive: boolean }
     return d.isSynced && d.isActive
   })
@@ -157,7 +158,7 @@ t.test('garbage on a WebSocket closes only that connection', async (t) => {
 })
 
 t.test('a browser page signs in to the broker with its session cookie, and only a page of this service may', async (t) => {
-  const signIn = await fetch(`${svc.url}/api/auth/sign-in/email`, {
+  const signIn = await appFetch(`${svc.url}/api/auth/sign-in/email`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', origin: svc.url },
     body: JSON.stringify({ email, password: 'correct-horse-battery' }),
@@ -184,7 +185,7 @@ t.test('a browser page signs in to the broker with its session cookie, and only 
   t.equal(await refusalCode(asBrowser({ origin: svc.url })), 4, 'no cookie and no password: bad user name or password')
   t.equal(await refusalCode(asBrowser({ cookie: 'better-auth.session_token=forged.value', origin: svc.url })), 4, 'a forged cookie')
 
-  const signOut = await fetch(`${svc.url}/api/auth/sign-out`, {
+  const signOut = await appFetch(`${svc.url}/api/auth/sign-out`, {
     method: 'POST',
     headers: { cookie, origin: svc.url, 'content-type': 'application/json' },
     body: '{}',
@@ -220,7 +221,7 @@ t.test('behind a trusted proxy the forwarded address is the WebSocket client: it
       t.pass('a second client behind the proxy has its own connection rate')
       await t.rejects(connect(url, from('203.0.113.7')), 'while the first one is over its rate')
       const events = await eventually(async () => {
-        const res = await fetch(`${s.url}/api/device/${dev.deviceId}/events`, { headers: { authorization: `Bearer ${owner}` } })
+        const res = await appFetch(`${s.url}/api/device/${dev.deviceId}/events`, { headers: { authorization: `Bearer ${owner}` } })
         const body = (await res.json()) as { events: Array<{ type: string; data: { remoteAddress?: string } }> }
         const seen = body.events.filter((e) => e.type === 'device.connected').map((e) => e.data.remoteAddress)
         return seen.length >= 2 ? seen : undefined

@@ -10,6 +10,7 @@ import { newSigningKeyPem } from '../../src/firmware/signing.js'
 import { freshPostgres, startApp } from '../helpers/app.js'
 import { startServiceProcess } from '../helpers/child.js'
 import { postgresUrl, redisUrl } from '../helpers/services.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const redis = await redisUrl()
 const postgres = await postgresUrl()
@@ -34,9 +35,9 @@ t.test('a node joins only with the same secret, database and object store', { sk
     })
 
   const a = await node('node-a')
-  t.equal((await fetch(`${a.url}/ok`)).status, 200, 'the first node starts')
+  t.equal((await appFetch(`${a.url}/ok`)).status, 200, 'the first node starts')
   const b = await node('node-b')
-  t.equal((await fetch(`${b.url}/ok`)).status, 200, 'a node with the same secret, database and store joins')
+  t.equal((await appFetch(`${b.url}/ok`)).status, 200, 'a node with the same secret, database and store joins')
 
   await t.rejects(
     node('node-c', { AUTH_SECRET: randomBytes(32).toString('base64url') }),
@@ -61,7 +62,7 @@ t.test('a node joins only with the same secret, database and object store', { sk
     { name: 'ConfigError', message: /object store is not the one the other nodes use.*S3_/ },
     'another object store is refused',
   )
-  t.equal((await fetch(`${a.url}/ok`)).status, 200, 'the cluster keeps serving')
+  t.equal((await appFetch(`${a.url}/ok`)).status, 200, 'the cluster keeps serving')
 })
 
 // PORT 0: neither node is called over HTTP, and a port picked in advance can be taken before a

@@ -11,6 +11,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { jsonCall } from '../helpers/http.js'
 import { close, connect, eventually, mqttUrl } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 let now = Date.parse('2026-06-01T12:00:00Z')
 const clock = () => new Date(now)
@@ -32,7 +33,7 @@ t.test('device logs: both ways in, filters and paging, and every limit counted',
   const read = async (query = '') => (await jsonCall(svc.url, `/api/device/${dev.deviceId}/logs${query}`, { token })).body
   const countsNow = async () => (await read()).counts as Counts
   const post = (body: unknown, secret = dev.password, id = dev.deviceId) =>
-    fetch(`${svc.url}/api/device/${id}/logs`, {
+    appFetch(`${svc.url}/api/device/${id}/logs`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
       body: typeof body === 'string' ? body : JSON.stringify(body),

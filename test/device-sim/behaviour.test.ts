@@ -13,6 +13,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { eventually, mqttUrl } from '../helpers/mqtt.js'
 import { call, nextEvent, tempDir } from './helpers.js'
 import { event } from '../../src/events/tables.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
 const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('sim-behaviour'))
@@ -72,7 +73,7 @@ t.test('an image whose bytes do not match its sha256 is refused and reported', a
   let shown = false
   dev.on('image', () => (shown = true))
   // A real image URL of this service, announced with a digest that is not its own.
-  const demo = (await (await fetch(`${svc.url}/api/demo?palette=bw`)).json()) as {
+  const demo = (await (await appFetch(`${svc.url}/api/demo?palette=bw`)).json()) as {
     result: { images: Array<{ url: string; format: string; bytes?: number }> }
   }
   const bmp = demo.result.images.find((i) => i.format === 'bmp1')!

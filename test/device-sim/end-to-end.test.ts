@@ -12,6 +12,7 @@ import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { eventually, mqttUrl } from '../helpers/mqtt.js'
 import { call, nextEvent, tempDir, type DeviceDetail, type EventRecord } from './helpers.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex')
 
@@ -89,7 +90,7 @@ t.test('a simulated device pairs, is claimed, and shows a generated image', asyn
   const onDisk = await readFile(image.file!)
   t.equal(onDisk.length, 48062, 'an 800×480 1-bit BMP is 48,062 bytes')
   t.equal(sha256(onDisk), image.message.sha256, 'the file on disk matches the sha256 in the message')
-  const served = Buffer.from(await (await fetch(image.message.url)).arrayBuffer())
+  const served = Buffer.from(await (await appFetch(image.message.url)).arrayBuffer())
   t.ok(served.equals(onDisk), 'and is exactly what the service serves')
   t.equal(sim.shownImageId, image.message.imageId)
   // What the device reports is in its detail: the image it shows, its battery, and in sync.
@@ -117,7 +118,7 @@ t.test('a simulated device pairs, is claimed, and shows a generated image', asyn
     return r.body.status === 'succeeded' ? r.body : null
   })
   const pngUrl = done.result!.images.find((i) => i.format === 'png1')!.url
-  const png = await sharp(Buffer.from(await (await fetch(pngUrl)).arrayBuffer()))
+  const png = await sharp(Buffer.from(await (await appFetch(pngUrl)).arrayBuffer()))
     .removeAlpha()
     .toColourspace('srgb')
     .raw()

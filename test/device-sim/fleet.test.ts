@@ -10,6 +10,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { eventually, mqttUrl } from '../helpers/mqtt.js'
 import { call, nextEvent, tempDir, type DeviceDetail } from './helpers.js'
 import { join } from 'node:path'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const COUNT = 50
 
@@ -124,14 +125,14 @@ t.test('the development auto-approve switch pairs a fleet without anyone claimin
 t.test('without the switch a new device waits to be claimed', async (t) => {
   const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const init = (await (
-    await fetch(`${svc.url}/api/device/init`, {
+    await appFetch(`${svc.url}/api/device/init`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ display: { width: 800, height: 480, palette: 'bw' } }),
     })
   ).json()) as { deviceId: string; deviceCode: string }
   const rec = (await (
-    await fetch(`${svc.url}/api/device/get-init-device`, {
+    await appFetch(`${svc.url}/api/device/get-init-device`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ deviceId: init.deviceId, deviceCode: init.deviceCode }),

@@ -9,6 +9,7 @@ import { makeClient, signUp, uniqueEmail, type Client } from '../helpers/client.
 import { waitForMail } from '../helpers/outbox.js'
 import { PIN_ALPHABET } from '../../src/devices/codes.js'
 import { device } from '../../src/devices/tables.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Tap = Pick<typeof t, 'equal' | 'type' | 'ok' | 'match' | 'same' | 'not'>
 type Person = { client: Client; token: string; id: string; email: string }
@@ -220,7 +221,7 @@ t.test('organizations: owner, admin, member and outsider', async (t) => {
     const inv = await olive.client.organization.inviteMember({ email: p.email, role, organizationId: orgId })
     t.equal(inv.error, null, `invite ${role}`)
     const verifyMail = await waitForMail(svc.dataDir, p.email, 'verify-email')
-    await fetch(verifyMail.link!, { redirect: 'manual' })
+    await appFetch(verifyMail.link!, { redirect: 'manual' })
     const mail = await waitForMail(svc.dataDir, p.email, 'invitation')
     const invitationId = new URL(mail.link!).pathname.split('/').pop()!
     const accepted = await p.client.organization.acceptInvitation({ invitationId })

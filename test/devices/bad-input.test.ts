@@ -7,6 +7,7 @@ import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { device, deviceInit } from '../../src/devices/tables.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
@@ -33,7 +34,7 @@ async function send(method: string, path: string, c: Case, token?: string): Prom
   else if ('body' in c) body = JSON.stringify(c.body)
   const contentType = c.contentType === undefined ? (body === undefined ? undefined : 'application/json') : c.contentType
   if (contentType) headers['content-type'] = contentType
-  const res = await fetch(`${svc.url}${path}`, { method, headers, body })
+  const res = await appFetch(`${svc.url}${path}`, { method, headers, body })
   const text = await res.text()
   let parsed: Json = text
   try {
@@ -142,7 +143,7 @@ t.test('device routes ignore fields they do not know (a newer firmware pairs wit
   })
   t.equal(poll.status, 200, 'a poll with unknown fields')
   t.equal(poll.body.status, 'pending', 'and they change nothing')
-  const doc = (await (await fetch(`${svc.url}/api/openapi.json`)).json()) as {
+  const doc = (await (await appFetch(`${svc.url}/api/openapi.json`)).json()) as {
     paths: Record<string, { post: { requestBody: { content: { 'application/json': { schema: { additionalProperties?: boolean } } } } } }>
   }
   for (const path of ['/api/device/init', '/api/device/get-init-device']) {

@@ -10,6 +10,7 @@ import { jsonCall, type CallOptions } from '../helpers/http.js'
 import { uploadPng } from '../helpers/uploads.js'
 import { DITHER_METHODS } from '../../src/images/profiles.js'
 import { checkerboardShare, decodeBmpIndices } from '../images/pixels.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 let svc: TestApp
 let token: string
@@ -43,7 +44,7 @@ async function sentTexture(deviceId: string): Promise<number> {
   const key = await uploadPng(svc.url, token, { r: 128, g: 128, b: 128 }, 256, 256)
   const sent = await api('/api/upload/send', { token, body: { key, deviceId } })
   if (sent.status !== 200) throw new Error(`send: ${sent.status} ${JSON.stringify(sent.body)}`)
-  const bmp = Buffer.from(await (await fetch(sent.body.image.url as string)).arrayBuffer())
+  const bmp = Buffer.from(await (await appFetch(sent.body.image.url as string)).arrayBuffer())
   return checkerboardShare(decodeBmpIndices(bmp).indices, 256, 256)
 }
 

@@ -17,6 +17,7 @@ import { prompt } from '../../src/prompts/tables.js'
 import { generationJob } from '../../src/generation/tables.js'
 import { image } from '../../src/images/tables.js'
 import { memoryCounters, redisCounters, type Counters } from '../../src/http/counters.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Tap = Pick<typeof t, 'equal' | 'type' | 'ok' | 'match' | 'same' | 'not'>
 
@@ -194,7 +195,9 @@ t.test('delete removes what hangs off a device and leaves no event behind', asyn
   t.ok((await db.select().from(image).where(eq(image.deviceId, paired.deviceId))).length > 0, 'the device has an image')
 
   const jwt = (
-    (await (await fetch(`${svc.url}/api/auth/token`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as { token: string }
+    (await (await appFetch(`${svc.url}/api/auth/token`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as {
+      token: string
+    }
   ).token
   const del = await api('/api/device/delete', { method: 'DELETE', token: jwt, body: { deviceId: paired.deviceId } })
   t.equal(del.status, 200)
@@ -235,7 +238,9 @@ t.test('device lists page without skipping rows, by organization and with a JWT'
   const org = await api('/api/auth/organization/create', { token: owner.token, body: { name: 'List Org', slug: `list-${Date.now()}` } })
   await pairDevice(svc, owner.token, { name: 'Org frame', organizationId: org.body.id })
   const jwt = (
-    (await (await fetch(`${svc.url}/api/auth/token`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as { token: string }
+    (await (await appFetch(`${svc.url}/api/auth/token`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as {
+      token: string
+    }
   ).token
   const viaJwt = await api(`/api/device?organizationId=${org.body.id}`, { token: jwt })
   t.equal(viaJwt.status, 200)

@@ -11,6 +11,7 @@ import { jsonCall, type Json, type Res } from '../helpers/http.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { device, deviceInit } from '../../src/devices/tables.js'
 import { event } from '../../src/events/tables.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Tap = Pick<typeof t, 'equal' | 'type' | 'ok' | 'match' | 'same' | 'not'>
 
@@ -137,10 +138,10 @@ t.test('the full flow: init, validate, credentials once, list/get/patch, disconn
   t.ok(exp >= before + 3600_000 - 1000 && exp <= after + 3600_000 + 1000, 'expires_at is one hour after now')
   t.equal(codes.expires_in, 3600)
   t.equal(codes.interval, 0, 'interval as configured')
-  const page = await fetch(codes.verification_uri_complete, { headers: { accept: 'text/html' }, redirect: 'manual' })
+  const page = await appFetch(codes.verification_uri_complete, { headers: { accept: 'text/html' }, redirect: 'manual' })
   t.equal(page.status, 302, "the link leads to the console's pairing screen")
   t.equal(page.headers.get('location'), `/pair?code=${codes.pinCode}`, 'with the code')
-  const older = await fetch(`${svc.url}/device?user_code=${codes.userCode}`, { redirect: 'manual' })
+  const older = await appFetch(`${svc.url}/device?user_code=${codes.userCode}`, { redirect: 'manual' })
   t.equal(older.headers.get('location'), `/pair?userCode=${codes.userCode}`, 'an older link with the UUID still leads there')
 
   // 2. Before anyone claims it, the device sees a pending record with no device fields yet.

@@ -12,6 +12,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { jsonCall } from '../helpers/http.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 let now = Date.now()
 const clock = () => new Date(now)
@@ -68,11 +69,11 @@ const trmnlPolling: Transport = {
   async pair(svc, token) {
     // A MAC of its own: a second frame of the same owner with the same MAC would take the first one's place.
     const mac = [...randomBytes(6)].map((b) => b.toString(16).padStart(2, '0').toUpperCase()).join(':')
-    const setup = await (await fetch(`${svc.url}/api/setup`, { headers: { ID: mac, 'FW-Version': '1.8.14', Model: 'og' } })).json()
+    const setup = await (await appFetch(`${svc.url}/api/setup`, { headers: { ID: mac, 'FW-Version': '1.8.14', Model: 'og' } })).json()
     const claimed = await jsonCall(svc.url, '/api/device/validate', { token, body: { pinCode: setup.friendly_id, name: 'Hall' } })
     if (claimed.status !== 200) throw new Error(`claim: ${claimed.status}`)
     const poll = async () => {
-      const res = await fetch(`${svc.url}/api/display`, {
+      const res = await appFetch(`${svc.url}/api/display`, {
         headers: { ID: mac, 'Access-Token': setup.api_key, 'FW-Version': '1.8.14', Model: 'og', Width: '800', Height: '480' },
       })
       if (res.status !== 200) throw new Error(`poll: ${res.status}`)
@@ -139,7 +140,7 @@ t.test('one device layer, every transport', async (t) => {
       const form = new FormData()
       form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'grey.png')
       const up = await (
-        await fetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
+        await appFetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
       ).json()
       const sent = await jsonCall(svc.url, '/api/upload/send', { token, body: { key: up.key, deviceId: frame.deviceId } })
       t.equal(sent.status, 200)

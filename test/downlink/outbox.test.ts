@@ -11,6 +11,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
 import { createOutbox, outboxRepository } from '../../src/downlink/outbox.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Message = { topic: string; body: Record<string, unknown> }
 type Downlink = { messages: Array<{ seq: number; kind: string; status: string }> }
@@ -22,7 +23,7 @@ async function setup(t: Parameters<typeof startApp>[0], env: Record<string, stri
   const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', ...env } })
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('outbox'))
   const api = async <T>(method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${svc.url}${path}`, {
+    const res = await appFetch(`${svc.url}${path}`, {
       method,
       headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
       body: body ? JSON.stringify(body) : undefined,

@@ -10,6 +10,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { close, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
 import { ownRedisUnavailable, startOwnRedis } from '../helpers/redis-server.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const KINDS = ['prompt', 'image', 'config', 'cmd'] as const
 const missing = ownRedisUnavailable()
@@ -41,7 +42,7 @@ t.test('prompts keep their order per frame across a Redis restart that lost ever
   })
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('redis-restart'))
   const post = async (deviceId: string, text: string) => {
-    const res = await fetch(`${svc.url}/api/prompts`, {
+    const res = await appFetch(`${svc.url}/api/prompts`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ text, deviceId }),

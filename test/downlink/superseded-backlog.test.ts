@@ -8,6 +8,7 @@ import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { close, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Message = { topic: string; body: Record<string, unknown> }
 const KINDS = ['prompt', 'image', 'config', 'cmd'] as const
@@ -39,7 +40,7 @@ t.test('a waking frame gets the newest config and image, not the ones they repla
   const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0' } })
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('backlog'))
   const api = (method: string, path: string, body?: unknown) =>
-    fetch(`${svc.url}${path}`, {
+    appFetch(`${svc.url}${path}`, {
       method,
       headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
       body: body ? JSON.stringify(body) : undefined,

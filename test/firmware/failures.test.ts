@@ -12,6 +12,7 @@ import { pairDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
 import { nextEvent } from '../device-sim/helpers.js'
 import { api, enroll, firmwareWorld, frames, upload } from './helpers.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Counts = { offered: number; pending: number; succeeded: number; failed: number; withdrawn: number }
 
@@ -167,14 +168,14 @@ t.test('a pin may go down; a rollout never offers an older version', async (t) =
   t.match(offers[0], { version: '1.5.0', sha256: old.sha256, size: old.size, signature: old.signature, releaseId: old.id })
 
   // The offer's link downloads the image; the device can get a fresh link with its secret.
-  const image = Buffer.from(await (await fetch(offers[0]!.url!)).arrayBuffer())
+  const image = Buffer.from(await (await appFetch(offers[0]!.url!)).arrayBuffer())
   t.equal(image.length, old.size)
-  const fresh = await fetch(`${w.svc.url}/api/device/${dev.deviceId}/firmware/offer`, {
+  const fresh = await appFetch(`${w.svc.url}/api/device/${dev.deviceId}/firmware/offer`, {
     headers: { authorization: `Bearer ${dev.password}` },
   })
   t.equal(fresh.status, 200)
   t.match(await fresh.json(), { version: '1.5.0', url: /^http/ })
-  const wrong = await fetch(`${w.svc.url}/api/device/${dev.deviceId}/firmware/offer`, { headers: { authorization: 'Bearer nope' } })
+  const wrong = await appFetch(`${w.svc.url}/api/device/${dev.deviceId}/firmware/offer`, { headers: { authorization: 'Bearer nope' } })
   t.equal(wrong.status, 401)
 
   // Installed: the next status reports it, which is the success.
@@ -264,5 +265,5 @@ t.test('a service that comes back with another signing key refuses to start', as
     'a lost key file or a wrong FIRMWARE_SIGNING_KEY is refused, not used',
   )
   const again = await startApp(t, { reuse })
-  t.equal((await fetch(`${again.url}/ok`)).status, 200, 'with its own key it starts')
+  t.equal((await appFetch(`${again.url}/ok`)).status, 200, 'with its own key it starts')
 })

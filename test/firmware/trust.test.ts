@@ -7,6 +7,7 @@ import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { api, enroll, firmwareWorld, frames, upload } from './helpers.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Offer = { seq: number; version: string | null; url?: string }
 
@@ -57,7 +58,7 @@ t.test("six devices a plain user declares as a model neither get its release nor
     c.publish(d.topics.status!, JSON.stringify(status), { qos: 1 })
   }
   for (const d of fakes) {
-    const res = await fetch(`${svc.url}/api/device/${d.deviceId}/firmware/offer`, { headers: { authorization: `Bearer ${d.password}` } })
+    const res = await appFetch(`${svc.url}/api/device/${d.deviceId}/firmware/offer`, { headers: { authorization: `Bearer ${d.password}` } })
     t.equal(res.status, 404, 'no download link for a device nobody enrolled')
   }
   await new Promise((r) => setTimeout(r, 500))
@@ -76,16 +77,16 @@ t.test("six devices a plain user declares as a model neither get its release nor
   )
 
   // The fleet's own link works; taken out of the fleet, a device's untaken offer and link go.
-  const link = await fetch(`${svc.url}/api/device/${quiet[0]!.deviceId}/firmware/offer`, {
+  const link = await appFetch(`${svc.url}/api/device/${quiet[0]!.deviceId}/firmware/offer`, {
     headers: { authorization: `Bearer ${quiet[0]!.password}` },
   })
   t.equal(link.status, 200)
-  const image = await fetch(((await link.json()) as { url: string }).url)
+  const image = await appFetch(((await link.json()) as { url: string }).url)
   t.equal(Number((await image.arrayBuffer()).byteLength), release.size, 'an enrolled device downloads the image')
   const out = await api(svc, admin, 'PUT', `/api/admin/devices/${quiet[0]!.deviceId}/firmware`, { fleet: false })
   t.match(out.body, { fleet: false, offer: { state: 'withdrawn' } })
   await eventually(async () => offers.get(quiet[0]!.deviceId)!.at(-1)?.version === null)
-  const gone = await fetch(`${svc.url}/api/device/${quiet[0]!.deviceId}/firmware/offer`, {
+  const gone = await appFetch(`${svc.url}/api/device/${quiet[0]!.deviceId}/firmware/offer`, {
     headers: { authorization: `Bearer ${quiet[0]!.password}` },
   })
   t.equal(gone.status, 404)

@@ -6,6 +6,7 @@
 import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Schema = { type?: string | string[]; properties?: Record<string, Schema>; $ref?: string; items?: Schema }
 type Operation = {
@@ -126,7 +127,7 @@ async function run(svc: TestApp, probes: Probe[], auth: () => Promise<Record<str
     while (next < probes.length) {
       const p = probes[next++]!
       const headers = { origin: svc.url, ...(await auth()), ...p.headers }
-      const res = await fetch(svc.url + p.path, {
+      const res = await appFetch(svc.url + p.path, {
         method: p.method,
         headers,
         body: p.body as BodyInit | undefined,
@@ -164,7 +165,7 @@ t.test('no operation answers a 5xx or an error without {message, code}, whatever
   })
   const email = uniqueEmail('fuzz')
   let token = (await signUp(makeClient(svc.url).client, email, PASSWORD)).token
-  const doc = (await (await fetch(`${svc.url}/api/openapi.json`)).json()) as Parameters<typeof probesFor>[0]
+  const doc = (await (await appFetch(`${svc.url}/api/openapi.json`)).json()) as Parameters<typeof probesFor>[0]
   const probes = probesFor(doc)
   const problems: string[] = []
 
@@ -174,9 +175,9 @@ t.test('no operation answers a 5xx or an error without {message, code}, whatever
   let checking: Promise<void> | undefined
   const session = async () => {
     checking ??= (async () => {
-      const ok = (await fetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })).status === 200
+      const ok = (await appFetch(`${svc.url}/get-session`, { headers: { authorization: `Bearer ${token}` } })).status === 200
       if (!ok) {
-        const res = await fetch(`${svc.url}/sign-in/email`, {
+        const res = await appFetch(`${svc.url}/sign-in/email`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', origin: svc.url },
           body: JSON.stringify({ email, password: PASSWORD }),
@@ -191,7 +192,7 @@ t.test('no operation answers a 5xx or an error without {message, code}, whatever
 
   t.ok(probes.length > 1000, `${probes.length * 2} requests over ${Object.keys(doc.paths).length} paths`)
   t.same(problems, [], 'no 5xx, every error with {message, code}')
-  const after = await fetch(`${svc.url}/api/openapi.json`)
+  const after = await appFetch(`${svc.url}/api/openapi.json`)
   t.equal(after.status, 200, 'the service still answers')
   await after.body?.cancel()
 })

@@ -13,6 +13,7 @@ import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { connect, eventually, mqttUrl, nextMessage, subackCodes, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 t.test('abuse over MQTT: bounded, answered, and the service keeps serving', async (t) => {
   const svc = await startApp(t, {
@@ -20,7 +21,7 @@ t.test('abuse over MQTT: bounded, answered, and the service keeps serving', asyn
   })
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('mqtt-fuzz'))
   const dev = await pairDevice(svc, token)
-  const http = async () => (await fetch(`${svc.url}/api/device`, { headers: { authorization: `Bearer ${token}` } })).status
+  const http = async () => (await appFetch(`${svc.url}/api/device`, { headers: { authorization: `Bearer ${token}` } })).status
   const events = async () => {
     const [row] = await svc.app.database.db.select({ n: count() }).from(event).where(eq(event.deviceId, dev.deviceId))
     return Number(row!.n)
@@ -132,7 +133,7 @@ t.test('abuse over MQTT: bounded, answered, and the service keeps serving', asyn
   t.teardown(() => again.end(true))
   await subscribe(again, dev.topics.cmd!)
   const cmd = nextMessage<{ command: string }>(again, dev.topics.cmd!)
-  const sent = await fetch(`${svc.url}/api/device/${dev.deviceId}/command`, {
+  const sent = await appFetch(`${svc.url}/api/device/${dev.deviceId}/command`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ command: 'identify' }),

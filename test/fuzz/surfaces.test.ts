@@ -12,6 +12,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { connect, eventually, mqttUrl } from '../helpers/mqtt.js'
 import { uploadPng } from '../helpers/uploads.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const CONCURRENCY = 6
 const ADMIN = 'fuzz-admin@example.com'
@@ -84,7 +85,9 @@ async function run(base: string, probes: Probe[], problems: string[]) {
     while (next < probes.length) {
       const p = probes[next++]!
       const where = `${p.method} ${p.path.slice(0, 70)} (${p.label.slice(0, 80)})`
-      const res = await fetch(base + p.path, { method: p.method, headers: p.headers, body: p.body as BodyInit }).catch((err: Error) => err)
+      const res = await appFetch(base + p.path, { method: p.method, headers: p.headers, body: p.body as BodyInit }).catch(
+        (err: Error) => err,
+      )
       if (res instanceof Error) {
         problems.push(`${where}: no answer (${res.message})`)
         continue
@@ -258,20 +261,20 @@ t.test('firmware uploads, log batches, playlists and schedules: no 5xx, every er
   const key = await uploadPng(svc.url, token, '#446688')
   const user = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
   const post = async (path: string, body: unknown, method = 'POST') => {
-    const res = await fetch(svc.url + path, { method, headers: user, body: JSON.stringify(body) })
+    const res = await appFetch(svc.url + path, { method, headers: user, body: JSON.stringify(body) })
     const json = (await res.json()) as Record<string, unknown>
     if (res.status >= 300) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`)
     return json
   }
   const playlist = await post('/api/playlists', { name: 'Fuzz', mode: 'sequential', itemSeconds: 600, items: [{ kind: 'upload', key }] })
   await post(`/api/playlists/${playlist.id}/items`, { item: { kind: 'upload', key }, position: 0 })
-  const full = (await (await fetch(`${svc.url}/api/playlists/${playlist.id}`, { headers: user })).json()) as {
+  const full = (await (await appFetch(`${svc.url}/api/playlists/${playlist.id}`, { headers: user })).json()) as {
     items: Array<{ id: string }>
   }
   const itemIds = full.items.map((i) => i.id)
 
   // The documented examples, on this account's real ids, each field replaced in turn.
-  const doc = (await (await fetch(`${svc.url}/api/openapi.json`)).json()) as {
+  const doc = (await (await appFetch(`${svc.url}/api/openapi.json`)).json()) as {
     paths: Record<
       string,
       Record<string, { requestBody?: { content?: Record<string, { example?: unknown; schema?: { examples?: unknown[] } }> } }>
@@ -296,7 +299,7 @@ t.test('firmware uploads, log batches, playlists and schedules: no 5xx, every er
     const example = media?.example ?? media?.schema?.examples?.[0]
     t.ok(example, `${method.toUpperCase()} ${docPath} has an example to start from`)
     const start = JSON.parse(real(JSON.stringify(example)))
-    const ok = await fetch(svc.url + path, { method: method.toUpperCase(), headers: user, body: JSON.stringify(start) })
+    const ok = await appFetch(svc.url + path, { method: method.toUpperCase(), headers: user, body: JSON.stringify(start) })
     t.ok(ok.status < 300, `${method.toUpperCase()} ${docPath}: the example itself is accepted on real ids (${ok.status})`)
     for (const m of mutations(start)) probes.push({ label: m.label, method: method.toUpperCase(), path, headers: user, body: m.body })
   }
@@ -349,7 +352,7 @@ t.test('firmware uploads, log batches, playlists and schedules: no 5xx, every er
   t.teardown(() => device.end(true))
   type Counts = { droppedInvalid: number; droppedSize: number }
   const counts = async () => {
-    const res = await fetch(`${svc.url}/api/device/${dev.deviceId}/logs?limit=1`, { headers: { authorization: `Bearer ${token}` } })
+    const res = await appFetch(`${svc.url}/api/device/${dev.deviceId}/logs?limit=1`, { headers: { authorization: `Bearer ${token}` } })
     if (res.status !== 200) throw new Error(`logs: ${res.status}`)
     const c = ((await res.json()) as { counts: Counts }).counts
     return c.droppedInvalid + c.droppedSize
@@ -367,17 +370,17 @@ t.test('firmware uploads, log batches, playlists and schedules: no 5xx, every er
   form.append('version', '9.9.9')
   form.append('channel', 'beta')
   form.append('file', new Blob([new Uint8Array(512).fill(9)]), 'fw.bin')
-  const release = await fetch(`${svc.url}/api/admin/firmware`, {
+  const release = await appFetch(`${svc.url}/api/admin/firmware`, {
     method: 'POST',
     headers: { authorization: `Bearer ${admin.token}` },
     body: form,
   })
   t.equal(release.status, 201, 'a well-formed release still uploads')
-  const schedule = await fetch(`${svc.url}/api/device/${dev.deviceId}/schedule`, {
+  const schedule = await appFetch(`${svc.url}/api/device/${dev.deviceId}/schedule`, {
     method: 'PUT',
     headers: user,
     body: JSON.stringify({ timeZone: 'UTC', rules: [{ playlistId: playlist.id, days: ['mon'], from: '00:00', to: '23:59' }], sleep: [] }),
   })
   t.ok(schedule.status < 300, `a well-formed schedule still saves (${schedule.status})`)
-  t.equal((await fetch(`${svc.url}/api/device/${randomUUID()}`, { headers: { authorization: `Bearer ${token}` } })).status, 404)
+  t.equal((await appFetch(`${svc.url}/api/device/${randomUUID()}`, { headers: { authorization: `Bearer ${token}` } })).status, 404)
 })

@@ -8,6 +8,7 @@ import t from 'tap'
 import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { jsonCall } from '../helpers/http.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 /** Header values: prototype names, numbers the parsers trip on, sizes, and bytes a header may carry. */
 const BAD: string[] = [
@@ -59,7 +60,7 @@ t.test('every TRMNL header, fuzzed: no 5xx, firmware-safe answers, devices still
   const svc = await startApp(t, { env: { DEVICE_POLL_INTERVAL: '0', RATE_LIMIT_MAX: '100000' } })
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('fuzz-trmnl'))
   const setup = async (mac: string) =>
-    (await (await fetch(`${svc.url}/api/setup`, { headers: { ID: mac, 'FW-Version': '1.8.14', Model: 'og' } })).json()) as {
+    (await (await appFetch(`${svc.url}/api/setup`, { headers: { ID: mac, 'FW-Version': '1.8.14', Model: 'og' } })).json()) as {
       api_key: string
       friendly_id: string
     }
@@ -109,10 +110,10 @@ t.test('every TRMNL header, fuzzed: no 5xx, firmware-safe answers, devices still
       ] as const) {
         const headers = { ...base(mac, key), [header]: value }
         const label = `${who} ${header}=${JSON.stringify(value.slice(0, 20))}`
-        await check(`display ${label}`, await fetch(`${svc.url}/api/display`, { headers }))
+        await check(`display ${label}`, await appFetch(`${svc.url}/api/display`, { headers }))
         await check(
           `log ${label}`,
-          await fetch(`${svc.url}/api/log`, {
+          await appFetch(`${svc.url}/api/log`, {
             method: 'POST',
             headers: { ...headers, 'content-type': 'application/json' },
             body: JSON.stringify({ logs: [{ message: 'fuzz', level: value, created_at: 1_780_000_000 }] }),
@@ -139,7 +140,7 @@ t.test('every TRMNL header, fuzzed: no 5xx, firmware-safe answers, devices still
     ['Model', 'x'],
   ]) {
     const headers = { ID: 'A0:B7:65:1C:3D:03', 'FW-Version': '1.8.14', Model: 'og', [header!]: value! }
-    await check(`setup ${header}=${value!.slice(0, 20)}`, await fetch(`${svc.url}/api/setup`, { headers }))
+    await check(`setup ${header}=${value!.slice(0, 20)}`, await appFetch(`${svc.url}/api/setup`, { headers }))
     requests++
   }
   t.same(problems, [], `${requests} requests`)
@@ -151,5 +152,9 @@ t.test('every TRMNL header, fuzzed: no 5xx, firmware-safe answers, devices still
     status: 200,
     body: { display: { width: 800, height: 480 } },
   })
-  t.equal((await fetch(`${svc.url}/api/display`, { headers: base(claimedMac, claimed.api_key) })).status, 200, 'and the frame still polls')
+  t.equal(
+    (await appFetch(`${svc.url}/api/display`, { headers: base(claimedMac, claimed.api_key) })).status,
+    200,
+    'and the frame still polls',
+  )
 })

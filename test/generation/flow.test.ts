@@ -9,6 +9,7 @@ import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const json = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' })
 
@@ -24,7 +25,7 @@ t.test('prompt → generation → image on the device', async (t) => {
   await subscribe(c, `devices/${dev.deviceId}/#`)
 
   const promptMsg = nextMessage<{ promptId: string; text: string }>(c, `devices/${dev.deviceId}/prompt`)
-  const created = await fetch(`${svc.url}/api/prompts`, {
+  const created = await appFetch(`${svc.url}/api/prompts`, {
     method: 'POST',
     headers: json(token),
     body: JSON.stringify({ text: 'a lighthouse', template: 'line-art', deviceId: dev.deviceId }),
@@ -44,7 +45,7 @@ t.test('prompt → generation → image on the device', async (t) => {
     bytes: number
     sha256: string
   }>(c, `devices/${dev.deviceId}/image`, 20_000)
-  const started = await fetch(`${svc.url}/api/generate`, {
+  const started = await appFetch(`${svc.url}/api/generate`, {
     method: 'POST',
     headers: json(token),
     body: JSON.stringify({ promptId: prompt.id, deviceId: dev.deviceId }),
@@ -56,7 +57,7 @@ t.test('prompt → generation → image on the device', async (t) => {
 
   const seen = new Set<string>()
   const done = await eventually(async () => {
-    const r = (await (await fetch(`${svc.url}/api/generate/${job.id}`, { headers: json(token) })).json()) as {
+    const r = (await (await appFetch(`${svc.url}/api/generate/${job.id}`, { headers: json(token) })).json()) as {
       status: string
       progress: number
       result: { images: Array<{ format: string; url: string }> } | null
@@ -73,7 +74,7 @@ t.test('prompt → generation → image on the device', async (t) => {
   t.equal(msg.width, 800)
   t.equal(msg.height, 480)
   t.equal(msg.bytes, 48062, 'an 800×480 1-bit BMP is 48,062 bytes')
-  const file = await fetch(msg.url)
+  const file = await appFetch(msg.url)
   t.equal(file.status, 200)
   t.equal(file.headers.get('content-type'), 'image/bmp')
   t.match(file.headers.get('cache-control'), /immutable/)
@@ -82,16 +83,16 @@ t.test('prompt → generation → image on the device', async (t) => {
   t.equal(createHash('sha256').update(body).digest('hex'), msg.sha256, 'the URL serves the bytes the message describes')
   t.equal(body.subarray(0, 2).toString('latin1'), 'BM')
 
-  const detail = (await (await fetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: json(token) })).json()) as { isSynced: boolean }
+  const detail = (await (await appFetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: json(token) })).json()) as { isSynced: boolean }
   t.equal(detail.isSynced, false, 'out of sync until the device shows the new image')
   c.publish(`devices/${dev.deviceId}/up/status`, JSON.stringify({ battery: 90, configVersion: 1, shownImageId: msg.imageId }), { qos: 1 })
   await eventually(async () => {
-    const d = (await (await fetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: json(token) })).json()) as { isSynced: boolean }
+    const d = (await (await appFetch(`${svc.url}/api/device/${dev.deviceId}`, { headers: json(token) })).json()) as { isSynced: boolean }
     return d.isSynced
   })
   t.pass('synced after it reports the image')
 
-  const list = (await (await fetch(`${svc.url}/api/prompts/device/${dev.deviceId}`, { headers: json(token) })).json()) as {
+  const list = (await (await appFetch(`${svc.url}/api/prompts/device/${dev.deviceId}`, { headers: json(token) })).json()) as {
     prompts: Array<{ id: string }>
   }
   t.equal(list.prompts[0]?.id, prompt.id)
@@ -99,7 +100,7 @@ t.test('prompt → generation → image on the device', async (t) => {
 
 t.test('GET /api/demo runs the pipeline without an account', async (t) => {
   const svc = await startApp(t)
-  const res = await fetch(`${svc.url}/api/demo?palette=spectra6`)
+  const res = await appFetch(`${svc.url}/api/demo?palette=spectra6`)
   t.equal(res.status, 200)
   const body = (await res.json()) as {
     prompt: string
@@ -109,23 +110,23 @@ t.test('GET /api/demo runs the pipeline without an account', async (t) => {
   t.equal(body.cached, false)
   t.equal(body.result.images[0]?.format, 'png-spectra6')
   t.equal(body.result.images[0]?.width, 800)
-  const original = Buffer.from(await (await fetch(body.result.original.url)).arrayBuffer())
+  const original = Buffer.from(await (await appFetch(body.result.original.url)).arrayBuffer())
   const generated = await renderLocalImage({ prompt: body.prompt, width: 800, height: 480, seed: seedFor(`${body.prompt}\n`) })
   t.equal(
     createHash('sha256').update(original).digest('hex'),
     createHash('sha256').update(generated).digest('hex'),
     "the demo's picture is the local model's for that prompt at the display's size (its caption not cropped away), as POST /api/generate draws it",
   )
-  const png = await fetch(body.result.images[0]!.url)
+  const png = await appFetch(body.result.images[0]!.url)
   t.equal(png.headers.get('content-type'), 'image/png')
-  const again = (await (await fetch(`${svc.url}/api/demo?palette=spectra6`)).json()) as { cached: boolean; result: { imageId: string } }
+  const again = (await (await appFetch(`${svc.url}/api/demo?palette=spectra6`)).json()) as { cached: boolean; result: { imageId: string } }
   t.equal(again.cached, true, 'the same demo reuses its files')
   // Open to anyone: 20 a minute per address, then 429 with Retry-After.
   const statuses: number[] = []
-  for (let i = 0; i < 20; i++) statuses.push((await fetch(`${svc.url}/api/demo?palette=spectra6`)).status)
+  for (let i = 0; i < 20; i++) statuses.push((await appFetch(`${svc.url}/api/demo?palette=spectra6`)).status)
   const limited = statuses.indexOf(429)
   t.equal(limited, 18, 'the 21st demo request of the minute is refused (two were made above)')
-  const refused = await fetch(`${svc.url}/api/demo?palette=spectra6`)
+  const refused = await appFetch(`${svc.url}/api/demo?palette=spectra6`)
   t.equal(refused.status, 429)
   t.ok(Number(refused.headers.get('retry-after')) > 0, 'with Retry-After')
   t.equal(((await refused.json()) as { code: string }).code, 'TOO_MANY_REQUESTS')
@@ -133,9 +134,9 @@ t.test('GET /api/demo runs the pipeline without an account', async (t) => {
 
 t.test('DEMO_ENABLED=false: a public server has no open demo', async (t) => {
   const svc = await startApp(t, { env: { DEMO_ENABLED: 'false' } })
-  const res = await fetch(`${svc.url}/api/demo`)
+  const res = await appFetch(`${svc.url}/api/demo`)
   t.equal(res.status, 404)
   t.match(await res.json(), { code: 'NOT_FOUND' })
-  const doc = (await (await fetch(`${svc.url}/docs/json`)).json()) as { paths: Record<string, unknown> }
+  const doc = (await (await appFetch(`${svc.url}/docs/json`)).json()) as { paths: Record<string, unknown> }
   t.notOk('/api/demo' in doc.paths, 'nor does its API document list one')
 })

@@ -12,6 +12,7 @@ import { eq } from 'drizzle-orm'
 import { prompt } from '../../src/prompts/tables.js'
 import { generationJob } from '../../src/generation/tables.js'
 import { openDatabase } from '../../src/db/client.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 /**
  * The first poll of each prediction is throttled (429 + Retry-After 1); then "slow" stays
@@ -39,13 +40,13 @@ const fast = { GENERATION_POLL_BASE_MS: '50', GENERATION_POLL_MAX_MS: '400', GEN
 const hdr = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' })
 
 async function generate(svc: TestApp, token: string, body: object) {
-  const res = await fetch(`${svc.url}/api/generate`, { method: 'POST', headers: hdr(token), body: JSON.stringify(body) })
+  const res = await appFetch(`${svc.url}/api/generate`, { method: 'POST', headers: hdr(token), body: JSON.stringify(body) })
   return { status: res.status, body: (await res.json()) as { id: string; status: string; code?: string; price: string } }
 }
 
 async function waitJob(svc: TestApp, token: string, id: string, until: string[], timeoutMs = 20_000) {
   return eventually(async () => {
-    const r = (await (await fetch(`${svc.url}/api/generate/${id}`, { headers: hdr(token) })).json()) as {
+    const r = (await (await appFetch(`${svc.url}/api/generate/${id}`, { headers: hdr(token) })).json()) as {
       status: string
       error: { code: string } | null
       result: unknown
@@ -55,7 +56,7 @@ async function waitJob(svc: TestApp, token: string, id: string, until: string[],
 }
 
 async function balance(svc: TestApp, token: string): Promise<string> {
-  return ((await (await fetch(`${svc.url}/api/credits`, { headers: hdr(token) })).json()) as { balance: string }).balance
+  return ((await (await appFetch(`${svc.url}/api/credits`, { headers: hdr(token) })).json()) as { balance: string }).balance
 }
 
 t.test('paid jobs: debit, Retry-After, success, failure refund, 402, cancel refund, no double spend', async (t) => {
@@ -95,12 +96,12 @@ t.test('paid jobs: debit, Retry-After, success, failure refund, 402, cancel refu
 
   const slow = await generate(svc, user.token, { prompt: { text: 'slow one' }, model: 'flux-schnell' })
   await eventually(async () => [...replicate.predictions.values()].some((p) => p.prompt === 'slow one' && p.polls.length > 0))
-  const canceled = await fetch(`${svc.url}/api/generate/${slow.body.id}/cancel`, { method: 'POST', headers: hdr(user.token) })
+  const canceled = await appFetch(`${svc.url}/api/generate/${slow.body.id}/cancel`, { method: 'POST', headers: hdr(user.token) })
   t.equal(canceled.status, 200)
   t.equal(((await canceled.json()) as { status: string }).status, 'canceled')
   t.ok(replicate.seen.cancels.length >= 1, 'the provider was asked to cancel')
   t.equal(Number(await balance(svc, user.token)), 1.5, 'refunded on cancel')
-  const again = await fetch(`${svc.url}/api/generate/${slow.body.id}/cancel`, { method: 'POST', headers: hdr(user.token) })
+  const again = await appFetch(`${svc.url}/api/generate/${slow.body.id}/cancel`, { method: 'POST', headers: hdr(user.token) })
   t.equal(again.status, 409)
 
   // Balance for one job at 1.00: two concurrent starts, exactly one passes.
@@ -112,7 +113,7 @@ t.test('paid jobs: debit, Retry-After, success, failure refund, 402, cancel refu
   ])
   t.same([a.status, b.status].sort(), [202, 402], 'one job starts, the other gets 402')
   t.equal(Number(await balance(svc, racer.token)), 0, 'never below zero')
-  const ledger = (await (await fetch(`${svc.url}/api/credits`, { headers: hdr(racer.token) })).json()) as {
+  const ledger = (await (await appFetch(`${svc.url}/api/credits`, { headers: hdr(racer.token) })).json()) as {
     ledger: Array<{ amount: string; reason: string }>
   }
   t.same(
@@ -168,11 +169,11 @@ t.test('bad input and ownership', async (t) => {
   }
   const mine = await generate(svc, owner.token, { prompt: { text: 'mine' } })
   t.equal(mine.status, 202)
-  const peek = await fetch(`${svc.url}/api/generate/${mine.body.id}`, { headers: hdr(other.token) })
+  const peek = await appFetch(`${svc.url}/api/generate/${mine.body.id}`, { headers: hdr(other.token) })
   t.equal(peek.status, 404, "someone else's job is not found")
-  t.equal((await fetch(`${svc.url}/api/generate/${randomUUID()}`, { headers: hdr(owner.token) })).status, 404, 'unknown job id')
-  t.equal((await fetch(`${svc.url}/api/generate/${mine.body.id}`)).status, 401, 'no session')
-  const prompts = await fetch(`${svc.url}/api/prompts`, {
+  t.equal((await appFetch(`${svc.url}/api/generate/${randomUUID()}`, { headers: hdr(owner.token) })).status, 404, 'unknown job id')
+  t.equal((await appFetch(`${svc.url}/api/generate/${mine.body.id}`)).status, 401, 'no session')
+  const prompts = await appFetch(`${svc.url}/api/prompts`, {
     method: 'POST',
     headers: hdr(owner.token),
     body: JSON.stringify({ text: 'x', template: 'nope' }),

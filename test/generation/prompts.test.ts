@@ -12,6 +12,7 @@ import { close, connect, eventually, mqttUrl, nextMessage, subscribe } from '../
 import { createLocalProvider } from '../../src/generation/providers/local.js'
 import { seedFor } from '../../src/generation/providers/local.js'
 import { event } from '../../src/events/tables.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 let svc: TestApp
 
@@ -36,7 +37,7 @@ async function call<T = Record<string, unknown>>(
   token?: string,
   body?: unknown,
 ): Promise<{ status: number; body: T & { code?: string } }> {
-  const res = await fetch(`${svc.url}${path}`, {
+  const res = await appFetch(`${svc.url}${path}`, {
     method,
     headers: token ? hdr(token) : { 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -241,16 +242,16 @@ t.test('small images travel inline when the display asks; each delivery is an Ev
   const inline = Buffer.from(msg.data!, 'base64')
   t.equal(inline.length, msg.bytes)
   t.equal(createHash('sha256').update(inline).digest('hex'), msg.sha256, 'and match its digest')
-  const served = await fetch(msg.url)
+  const served = await appFetch(msg.url)
   const etag = served.headers.get('etag')
   t.equal(Buffer.compare(Buffer.from(await served.arrayBuffer()), inline), 0, 'the URL serves the same bytes')
   t.equal(etag, `"${msg.sha256}"`, 'the ETag is the digest')
-  const revalidated = await fetch(msg.url, { headers: { 'if-none-match': etag! } })
+  const revalidated = await appFetch(msg.url, { headers: { 'if-none-match': etag! } })
   t.equal(revalidated.status, 304, 'a cached copy is confirmed without the bytes')
-  const original = await fetch(msg.url.replace(/\/[^/]+$/, '/original'))
+  const original = await appFetch(msg.url.replace(/\/[^/]+$/, '/original'))
   t.equal(original.status, 200)
   t.equal(original.headers.get('content-type'), 'image/png', 'the original as the provider made it')
-  t.equal((await fetch(msg.url.replace(/\/[^/]+$/, '/png-spectra6'))).status, 404, 'a format this display was not sent does not exist')
+  t.equal((await appFetch(msg.url.replace(/\/[^/]+$/, '/png-spectra6'))).status, 404, 'a format this display was not sent does not exist')
   const events = await eventually(async () => {
     const rows = await svc.app.database.db.select().from(event).where(eq(event.deviceId, id))
     return rows.some((e) => e.type === 'device.image') ? rows : null

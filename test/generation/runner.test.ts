@@ -17,6 +17,7 @@ import { image } from '../../src/images/tables.js'
 import { imageIdForJob } from '../../src/generation/service.js'
 import { insertJob } from '../../src/generation/repository.js'
 import { debit } from '../../src/credits/repository.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 /**
  * The prompt says how a prediction behaves: "hold" stays processing until released,
@@ -64,7 +65,7 @@ async function setup(t: { teardown(fn: () => unknown): void }, env: Record<strin
   const user = await signUp(makeClient(svc.url).client, uniqueEmail())
   await creditUser(svc, admin.token, user.userId, '20')
   const generate = async (text: string) => {
-    const res = await fetch(`${svc.url}/api/generate`, {
+    const res = await appFetch(`${svc.url}/api/generate`, {
       method: 'POST',
       headers: hdr(user.token),
       body: JSON.stringify({ prompt: { text }, model: 'flux-schnell' }),
@@ -73,12 +74,12 @@ async function setup(t: { teardown(fn: () => unknown): void }, env: Record<strin
     return ((await res.json()) as { id: string }).id
   }
   const job = async (id: string) =>
-    (await (await fetch(`${svc.url}/api/generate/${id}`, { headers: hdr(user.token) })).json()) as {
+    (await (await appFetch(`${svc.url}/api/generate/${id}`, { headers: hdr(user.token) })).json()) as {
       status: string
       error: { code: string } | null
     }
   const balance = async () =>
-    Number(((await (await fetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as { balance: string }).balance)
+    Number(((await (await appFetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as { balance: string }).balance)
   return { svc, replicate, user, generate, job, balance }
 }
 
@@ -148,7 +149,7 @@ t.test('a paid job at its deadline fails, is refunded and canceled at the provid
   t.equal(await balance(), before, 'both refunded')
   const heldPrediction = [...replicate.predictions.values()].find((p) => p.prompt === 'hold forever')!
   t.ok(replicate.seen.cancels.includes(heldPrediction.id), 'the provider was asked to cancel')
-  const { ledger } = (await (await fetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as {
+  const { ledger } = (await (await appFetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as {
     ledger: Array<{ reason: string; jobId: string | null; amount: string }>
   }
   for (const id of [held, throttled])
@@ -162,7 +163,7 @@ t.test('a cancel while the provider is still starting the job stops it there too
   const { replicate, generate, user, svc, job } = shared
   const id = await generate('wait-create please')
   await eventually(async () => predictionOf(replicate, 'wait-create please'))
-  const canceled = await fetch(`${svc.url}/api/generate/${id}/cancel`, { method: 'POST', headers: hdr(user.token) })
+  const canceled = await appFetch(`${svc.url}/api/generate/${id}/cancel`, { method: 'POST', headers: hdr(user.token) })
   t.equal(canceled.status, 200)
   t.equal((await job(id)).status, 'canceled')
   replicate.state.createReleased = true
@@ -195,7 +196,7 @@ t.test('jobs of a provider this instance lacks end at their deadline, refunded',
   await eventually(async () => (await job(id)).status === 'failed', 10_000)
   t.equal((await job(id)).error?.code, 'PROVIDER_NOT_CONFIGURED')
   t.equal(await balance(), before, 'refunded')
-  const { ledger } = (await (await fetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as {
+  const { ledger } = (await (await appFetch(`${svc.url}/api/credits`, { headers: hdr(user.token) })).json()) as {
     ledger: Array<{ reason: string; jobId: string | null; amount: string }>
   }
   t.same(
@@ -254,7 +255,7 @@ t.test('a provider whose answer is ready at once is polled in the same step, not
     env: { LOCAL_PROVIDER_DURATION_MS: '0', GENERATION_POLL_BASE_MS: '60000', GENERATION_POLL_MAX_MS: '60000', GENERATION_TICK_MS: '250' },
   })
   const user = await signUp(makeClient(svc.url).client, uniqueEmail())
-  const res = await fetch(`${svc.url}/api/generate`, {
+  const res = await appFetch(`${svc.url}/api/generate`, {
     method: 'POST',
     headers: hdr(user.token),
     body: JSON.stringify({ prompt: { text: 'a lighthouse at noon' }, model: 'local' }),

@@ -1,6 +1,6 @@
 // Builds the real app for a test file: its own data folder and migrated database (a fresh
 // PostgreSQL database when DATABASE_URL is set), its own Redis key prefix when REDIS_URL is set,
-// listening on a free loopback port.
+// listening on a free loopback port; the helpers call it by inject unless `sockets` is set.
 import { randomBytes } from 'node:crypto'
 import { execFile } from 'node:child_process'
 import { cpSync } from 'node:fs'
@@ -15,6 +15,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { migrationsFolder, openDatabase, type DatabaseHandle } from '../../src/db/client.js'
+import { registerApp } from './app-fetch.js'
 
 const execFileAsync = promisify(execFile)
 
@@ -141,6 +142,11 @@ export type StartOptions = {
   reuse?: { dataDir: string; databaseUrl?: string; redisPrefix?: string }
   /** An empty folder (the caller's, and the caller removes it) to use as DATA_DIR. */
   dataDir?: string
+  /**
+   * Every call over a real socket, for a file whose subject is the socket (streaming, body limits
+   * over the wire, draining); otherwise the helpers call this app by inject (test/helpers/app-fetch.ts).
+   */
+  sockets?: boolean
 }
 
 export async function startApp(t: Tap, opts: StartOptions = {}): Promise<TestApp> {
@@ -184,6 +190,8 @@ export async function startApp(t: Tap, opts: StartOptions = {}): Promise<TestApp
     }
     // Before listen: a failed listen must still close the broker and database the app opened.
     t.teardown(close)
+    // Before listen too: registering adds a hook, which a started app no longer takes.
+    if (!opts.sockets) registerApp(`http://127.0.0.1:${port}`, app)
     try {
       await app.listen({ port, host: '127.0.0.1' })
     } catch (err) {

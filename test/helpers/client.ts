@@ -1,9 +1,11 @@
 // The official Better Auth client, as a companion app would use it, with a cookie jar so
-// cookie-based flows (multi-session) work in Node the way they do in a browser.
+// cookie-based flows (multi-session) work in Node the way they do in a browser. By inject when
+// the URL is an app of this process.
 import { createAuthClient } from 'better-auth/client'
 import { adminClient, emailOTPClient, jwtClient, magicLinkClient, multiSessionClient, organizationClient } from 'better-auth/client/plugins'
 import { passkeyClient } from '@better-auth/passkey/client'
 import { apiKeyClient } from '@better-auth/api-key/client'
+import { appFetch } from './app-fetch.js'
 
 export class CookieJar {
   private readonly cookies = new Map<string, string>()
@@ -29,14 +31,15 @@ export class CookieJar {
   }
 }
 
-export function makeClient(url: string, opts: { jar?: CookieJar } = {}) {
+/** `socket`: over a real socket even when `url` is an app of this process (test/helpers/app-fetch.ts). */
+export function makeClient(url: string, opts: { jar?: CookieJar; socket?: boolean } = {}) {
   const jar = opts.jar ?? new CookieJar()
   const fetchWithJar = async (input: RequestInfo | URL, init?: RequestInit) => {
     const headers = new Headers(init?.headers)
     if (jar.size) headers.set('cookie', jar.header())
     // What a browser would send; Better Auth checks it on cookie-authenticated writes.
     headers.set('origin', url)
-    const res = await fetch(input, { ...init, headers, redirect: 'manual' })
+    const res = await (opts.socket ? fetch : appFetch)(input, { ...init, headers, redirect: 'manual' })
     jar.store(res)
     return res
   }

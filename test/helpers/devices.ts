@@ -1,11 +1,12 @@
 // Pairs a device through the real HTTP flow, as a device and its owner would.
 import { DEFAULT_DISPLAY } from '../../src/images/profiles.js'
 import type { TestApp } from './app.js'
+import { appFetch } from './app-fetch.js'
 
 export type PairedDevice = { deviceId: string; password: string; clientId: string; topics: Record<string, string>; mqttUrl: string }
 
 async function post(url: string, body: unknown, token?: string) {
-  const res = await fetch(url, {
+  const res = await appFetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
     body: JSON.stringify(body),

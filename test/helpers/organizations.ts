@@ -3,6 +3,7 @@
 import type { TestApp } from './app.js'
 import type { Client } from './client.js'
 import { waitForMail } from './outbox.js'
+import { appFetch } from './app-fetch.js'
 
 export type Member = { client: Client; email: string }
 
@@ -23,7 +24,7 @@ export async function joinOrganization(
   const invited = await owner.organization.inviteMember({ email: who.email, role, organizationId })
   if (invited.error) throw new Error(`invite: ${invited.error.message}`)
   const mail = await waitForMail(svc.dataDir, who.email, 'verify-email').catch(() => undefined)
-  if (mail?.link) await fetch(mail.link, { redirect: 'manual' })
+  if (mail?.link) await appFetch(mail.link, { redirect: 'manual' })
   const accepted = await who.client.organization.acceptInvitation({ invitationId: invited.data!.id })
   if (accepted.error) throw new Error(`accept: ${accepted.error.message}`)
   return accepted.data!.member.id

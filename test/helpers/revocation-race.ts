@@ -8,6 +8,7 @@ import type { Test } from 'tap'
 import { startApp, type TestApp } from './app.js'
 import { signUpAdmin } from './admin.js'
 import { makeClient, signUp, uniqueEmail } from './client.js'
+import { appFetch } from './app-fetch.js'
 
 const TRIALS = 20
 const IN_FLIGHT = 12
@@ -18,7 +19,7 @@ export type Kind = 'sign-out' | 'revoke-session' | 'ban' | 'change-password' | '
 const PASSWORD = 'correct-horse-battery'
 
 const post = (svc: TestApp, path: string, token: string, body: object = {}) =>
-  fetch(`${svc.url}${path}`, {
+  appFetch(`${svc.url}${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', origin: svc.url },
     body: JSON.stringify(body),
@@ -26,7 +27,7 @@ const post = (svc: TestApp, path: string, token: string, body: object = {}) =>
 
 /** The request an attacker holding the token keeps sending; alternates between our routes and get-session. */
 const probe = (svc: TestApp, token: string, n: number) =>
-  fetch(`${svc.url}${n % 3 === 2 ? '/get-session' : '/api/device'}`, { headers: { authorization: `Bearer ${token}` } }).then(
+  appFetch(`${svc.url}${n % 3 === 2 ? '/get-session' : '/api/device'}`, { headers: { authorization: `Bearer ${token}` } }).then(
     async (res) => {
       // get-session answers 401 for a session it does not know (our route), Better Auth's own would say null.
       await res.arrayBuffer()
@@ -40,7 +41,7 @@ async function trial(svc: TestApp, admin: { token: string }, kind: Kind): Promis
   // The session the attacker holds: for revoke-session and change-password a second one, revoked by the first.
   let held = victim.token
   if (kind === 'revoke-session' || kind === 'change-password') {
-    const res = await fetch(`${svc.url}/sign-in/email`, {
+    const res = await appFetch(`${svc.url}/sign-in/email`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', origin: svc.url },
       body: JSON.stringify({ email, password: PASSWORD }),

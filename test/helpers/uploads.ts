@@ -1,5 +1,6 @@
 // An image uploaded as a user would (POST /api/upload, multipart): a plain PNG of one colour.
 import sharp from 'sharp'
+import { appFetch } from './app-fetch.js'
 
 type Colour = string | { r: number; g: number; b: number }
 
@@ -15,7 +16,7 @@ export async function uploadPng(baseUrl: string, token: string, background: Colo
 export async function uploadImage(baseUrl: string, token: string, png: Buffer): Promise<string> {
   const form = new FormData()
   form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'photo.png')
-  const res = await fetch(`${baseUrl}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
+  const res = await appFetch(`${baseUrl}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
   if (res.status !== 201) throw new Error(`upload: ${res.status} ${await res.text()}`)
   return ((await res.json()) as { key: string }).key
 }

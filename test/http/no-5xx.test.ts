@@ -9,6 +9,7 @@ import { crc32 } from 'node:zlib'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { signUpAdmin } from '../helpers/admin.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 let svc: TestApp
 let user: { token: string; userId: string }
@@ -25,7 +26,7 @@ async function send(path: string, init: { method?: string; token?: string; body?
   const headers: Record<string, string> = { origin: svc.url }
   if (init.token) headers.authorization = `Bearer ${init.token}`
   if (init.type) headers['content-type'] = init.type
-  const res = await fetch(svc.url + path, { method: init.method ?? 'POST', headers, body: init.body })
+  const res = await appFetch(svc.url + path, { method: init.method ?? 'POST', headers, body: init.body })
   const text = await res.text()
   let body: { message?: unknown; code?: unknown } = {}
   try {

@@ -4,6 +4,7 @@
 import t from 'tap'
 import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const TRUSTED = 'https://app.example'
 const FOREIGN = 'https://evil.example'
@@ -18,7 +19,7 @@ t.test('origins, preflights and token forms', async (t) => {
 
   t.test('a cookie-carrying write from a foreign site is refused on our routes', async (t) => {
     const cancel = (headers: Record<string, string>) =>
-      fetch(`${svc.url}/api/generate/00000000-0000-4000-8000-000000000000/cancel`, {
+      appFetch(`${svc.url}/api/generate/00000000-0000-4000-8000-000000000000/cancel`, {
         method: 'POST',
         headers: { 'content-type': 'text/plain', ...headers },
         body: '',
@@ -40,7 +41,7 @@ t.test('origins, preflights and token forms', async (t) => {
       t.equal(body.code, 'FORBIDDEN_ORIGIN', label)
       t.type(body.message, 'string')
     }
-    const deleted = await fetch(`${svc.url}/api/device/delete`, {
+    const deleted = await appFetch(`${svc.url}/api/device/delete`, {
       method: 'DELETE',
       headers: { cookie, 'content-type': 'application/json' },
       body: JSON.stringify({ deviceId: 'x' }),
@@ -48,7 +49,7 @@ t.test('origins, preflights and token forms', async (t) => {
     t.equal(deleted.status, 403, 'a DELETE with the cookie and no Origin')
     t.equal((await deleted.json()).code, 'FORBIDDEN_ORIGIN')
     // Better Auth's own answer to the same, for comparison.
-    const theirs = await fetch(`${svc.url}/api/auth/update-user`, {
+    const theirs = await appFetch(`${svc.url}/api/auth/update-user`, {
       method: 'POST',
       headers: { cookie, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'Renamed' }),
@@ -74,11 +75,11 @@ t.test('origins, preflights and token forms', async (t) => {
 
     const form = new FormData()
     form.append('file', new Blob([new Uint8Array([0x89, 0x50, 0x4e, 0x47])], { type: 'image/png' }), 'a.png')
-    const upload = await fetch(`${svc.url}/api/upload`, { method: 'POST', headers: { cookie, origin: FOREIGN }, body: form })
+    const upload = await appFetch(`${svc.url}/api/upload`, { method: 'POST', headers: { cookie, origin: FOREIGN }, body: form })
     t.equal(upload.status, 403, 'a multipart upload from a foreign site with the cookie')
     t.equal((await upload.json()).code, 'FORBIDDEN_ORIGIN')
 
-    const read = await fetch(`${svc.url}/api/device`, { headers: { cookie, origin: FOREIGN } })
+    const read = await appFetch(`${svc.url}/api/device`, { headers: { cookie, origin: FOREIGN } })
     t.equal(read.status, 200, 'reads are not writes: CORS keeps their answers from the foreign page')
   })
 
@@ -96,7 +97,7 @@ t.test('origins, preflights and token forms', async (t) => {
       ['Better Auth’s error page', '/api/auth/error?error=oops', {}],
     ] as const
     for (const [label, path, headers] of pages) {
-      const res = await fetch(`${svc.url}${path}`, { headers, redirect: 'manual' })
+      const res = await appFetch(`${svc.url}${path}`, { headers, redirect: 'manual' })
       await res.arrayBuffer()
       t.match(res.headers.get('content-type'), /^text\/html/, `${label}: an HTML answer (${res.status})`)
       t.equal(res.headers.get('x-frame-options'), 'DENY', `${label}: X-Frame-Options DENY`)
@@ -107,13 +108,13 @@ t.test('origins, preflights and token forms', async (t) => {
   })
 
   t.test('a trusted origin may preflight every operation of the document', async (t) => {
-    const doc = (await (await fetch(`${svc.url}/api/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> }
+    const doc = (await (await appFetch(`${svc.url}/api/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> }
     let checked = 0
     for (const [path, ops] of Object.entries(doc.paths)) {
       const concrete = path.replace(/\{[^}]+\}/g, 'x')
       for (const method of Object.keys(ops)) {
         if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue
-        const res = await fetch(`${svc.url}${concrete}`, {
+        const res = await appFetch(`${svc.url}${concrete}`, {
           method: 'OPTIONS',
           headers: {
             origin: TRUSTED,
@@ -131,7 +132,7 @@ t.test('origins, preflights and token forms', async (t) => {
       }
     }
     t.ok(checked > 100, `${checked} operations preflighted`)
-    const foreign = await fetch(`${svc.url}/api/device/delete`, {
+    const foreign = await appFetch(`${svc.url}/api/device/delete`, {
       method: 'OPTIONS',
       headers: { origin: FOREIGN, 'access-control-request-method': 'DELETE' },
     })
@@ -140,7 +141,7 @@ t.test('origins, preflights and token forms', async (t) => {
 
   t.test('revoke-session takes the signed token (set-auth-token) and refuses a forged one', async (t) => {
     const signIn = async () => {
-      const res = await fetch(`${svc.url}/api/auth/sign-in/email`, {
+      const res = await appFetch(`${svc.url}/api/auth/sign-in/email`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', origin: svc.url },
         body: JSON.stringify({ email, password: 'correct-horse-battery' }),
@@ -149,9 +150,9 @@ t.test('origins, preflights and token forms', async (t) => {
       return { bare: (await res.json()).token as string, signed: res.headers.get('set-auth-token')! }
     }
     const session = async (credential: string) =>
-      (await (await fetch(`${svc.url}/api/auth/get-session`, { headers: { authorization: `Bearer ${credential}` } })).json()) as unknown
+      (await (await appFetch(`${svc.url}/api/auth/get-session`, { headers: { authorization: `Bearer ${credential}` } })).json()) as unknown
     const revoke = (tokenValue: string, path = '/api/auth/revoke-session') =>
-      fetch(`${svc.url}${path}`, {
+      appFetch(`${svc.url}${path}`, {
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         body: JSON.stringify({ token: tokenValue }),

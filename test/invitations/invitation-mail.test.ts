@@ -7,6 +7,7 @@ import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { CookieJar, makeClient, signUp, uniqueEmail, type Client } from '../helpers/client.js'
 import { startSmtp, type ReceivedMail, type SmtpInbox } from '../helpers/smtp.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Person = { client: Client; jar: CookieJar; token: string; id: string; email: string }
 
@@ -46,7 +47,7 @@ async function invite(
 }
 
 async function page(link: string, jar?: CookieJar) {
-  const res = await fetch(link, { headers: jar?.size ? { cookie: jar.header() } : {} })
+  const res = await appFetch(link, { headers: jar?.size ? { cookie: jar.header() } : {} })
   return { status: res.status, type: res.headers.get('content-type'), html: await res.text() }
 }
 
@@ -55,14 +56,14 @@ async function accept(invitationId: string, auth: { token?: string; jar?: Cookie
   if (auth.token) headers.authorization = `Bearer ${auth.token}`
   if (auth.jar) headers.cookie = auth.jar.header()
   if (auth.origin) headers.origin = auth.origin
-  const res = await fetch(`${svc.url}/api/invitations/accept`, { method: 'POST', headers, body: JSON.stringify({ invitationId }) })
+  const res = await appFetch(`${svc.url}/api/invitations/accept`, { method: 'POST', headers, body: JSON.stringify({ invitationId }) })
   return { status: res.status, body: (await res.json()) as Record<string, unknown> & { code?: string; message?: string } }
 }
 
 /** Follows the newest verification link mailed to the person, as they would from their inbox. */
 async function verifyByMail(p: Person) {
   const mail = await smtp.waitFor(p.email, /verify/i)
-  const res = await fetch(mail.text.match(/https?:\/\/\S+/)![0], { redirect: 'manual', headers: { cookie: p.jar.header() } })
+  const res = await appFetch(mail.text.match(/https?:\/\/\S+/)![0], { redirect: 'manual', headers: { cookie: p.jar.header() } })
   p.jar.store(res)
 }
 
@@ -144,14 +145,14 @@ t.test('a newcomer signs in from the page by e-mailed link and accepts', async (
   // What the page's "E-mail me a sign-in link" button sends.
   const before = smtp.received.length
   const jar = new CookieJar()
-  const sent = await fetch(`${svc.url}/api/auth/sign-in/magic-link`, {
+  const sent = await appFetch(`${svc.url}/api/auth/sign-in/magic-link`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', origin: svc.url },
     body: JSON.stringify({ email, callbackURL: `/accept-invitation/${inv.id}` }),
   })
   t.equal(sent.status, 200)
   const mail = await smtp.waitFor(email, /sign-in link/i, before)
-  const opened = await fetch(mail.text.match(/https?:\/\/\S+/)![0], { redirect: 'manual' })
+  const opened = await appFetch(mail.text.match(/https?:\/\/\S+/)![0], { redirect: 'manual' })
   jar.store(opened)
   t.equal(opened.status, 302)
   t.equal(

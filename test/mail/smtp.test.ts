@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { SMTPServer } from 'smtp-server'
 import { freePort, startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Received = { mailFrom: string; rcptTo: string[]; raw: string }
 
@@ -108,7 +109,7 @@ t.test('sign-up sends the verification message over SMTP', async (t) => {
   t.equal(url.pathname, '/api/auth/verify-email')
 
   // Following it verifies the address.
-  const res = await fetch(url, { redirect: 'manual' })
+  const res = await appFetch(url, { redirect: 'manual' })
   t.equal(res.status, 302)
   const session = await client.getSession({ query: { disableCookieCache: true } })
   t.equal(session.data?.user.emailVerified, true, 'the link from the SMTP message verified the account')
@@ -133,7 +134,7 @@ t.test('a password reset arrives over SMTP and its link works', async (t) => {
   const link = new URL(msg.text.match(/https?:\/\/\S+/)![0])
   t.equal(link.origin, svc.url)
   t.match(link.pathname, /^\/api\/auth\/reset-password\/[^/]+$/)
-  const opened = await fetch(link, { redirect: 'manual' })
+  const opened = await appFetch(link, { redirect: 'manual' })
   t.equal(opened.status, 302, 'the link opens the reset page')
   const landing = new URL(opened.headers.get('location')!, svc.url)
   t.equal(landing.pathname, '/reset')

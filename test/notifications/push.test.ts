@@ -16,6 +16,7 @@ import { startPushService, type PushService, type TestSubscription } from '../he
 import webpush from 'web-push'
 import { serviceSetting } from '../../src/settings/tables.js'
 import { generateVapidKeys } from '../../src/notifications/vapid.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Person = { token: string; id: string; email: string }
 type Report = {
@@ -63,7 +64,7 @@ t.before(async () => {
   admin = await person('admin', ADMIN)
   // ADMIN_EMAILS takes effect once the address is verified.
   const mail = await waitForMail(svc.dataDir, ADMIN, 'verify-email')
-  await fetch(mail.link!, { redirect: 'manual' })
+  await appFetch(mail.link!, { redirect: 'manual' })
 })
 
 async function person(prefix: string, email = uniqueEmail(prefix)): Promise<Person> {
@@ -80,7 +81,7 @@ async function api<T = Record<string, unknown>>(
   const headers: Record<string, string> = {}
   if (who) headers.authorization = `Bearer ${who.token}`
   if (body !== undefined) headers['content-type'] = 'application/json'
-  const res = await fetch(`${svc.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
+  const res = await appFetch(`${svc.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
   return { status: res.status, body: (await res.json()) as T }
 }
 
@@ -314,15 +315,21 @@ t.test('who may notify whom', async (t) => {
 
 t.test('a Better Auth JWT is accepted like the session it came from', async (t) => {
   const jwt = (
-    (await (await fetch(`${svc.url}/api/auth/token`, { headers: { authorization: `Bearer ${alice.token}` } })).json()) as { token: string }
+    (await (await appFetch(`${svc.url}/api/auth/token`, { headers: { authorization: `Bearer ${alice.token}` } })).json()) as {
+      token: string
+    }
   ).token
-  const res = await fetch(`${svc.url}/api/notifications/subscriptions`, { headers: { authorization: `Bearer ${jwt}` } })
+  const res = await appFetch(`${svc.url}/api/notifications/subscriptions`, { headers: { authorization: `Bearer ${jwt}` } })
   t.equal(res.status, 200)
-  const prefs = await fetch(`${svc.url}/api/notifications/preferences`, { headers: { authorization: `Bearer ${jwt}` } })
+  const prefs = await appFetch(`${svc.url}/api/notifications/preferences`, { headers: { authorization: `Bearer ${jwt}` } })
   t.equal(prefs.status, 200)
-  const upload = await fetch(`${svc.url}/api/upload/url?key=uploads/${alice.id}/none.png`, { headers: { authorization: `Bearer ${jwt}` } })
+  const upload = await appFetch(`${svc.url}/api/upload/url?key=uploads/${alice.id}/none.png`, {
+    headers: { authorization: `Bearer ${jwt}` },
+  })
   t.equal(upload.status, 404, 'uploads take it too (no such upload: 404, not 401)')
-  const forged = await fetch(`${svc.url}/api/notifications/subscriptions`, { headers: { authorization: `Bearer ${jwt.slice(0, -4)}AAAA` } })
+  const forged = await appFetch(`${svc.url}/api/notifications/subscriptions`, {
+    headers: { authorization: `Bearer ${jwt.slice(0, -4)}AAAA` },
+  })
   t.equal(forged.status, 401)
 })
 
@@ -481,7 +488,7 @@ t.test('generated VAPID keys are kept: same key after a restart, private key sea
   const reuse = { dataDir: svc.dataDir, databaseUrl: svc.config.databaseUrl, redisPrefix: svc.config.redisPrefix }
   await svc.close()
   const again = await startApp(t, { reuse, env: { PUSH_CA_FILE: push.caFile, PUSH_ENDPOINT_HOSTS: '127.0.0.1' } })
-  const res = await fetch(`${again.url}/api/notifications/vapid-public-key`)
+  const res = await appFetch(`${again.url}/api/notifications/vapid-public-key`)
   t.equal(
     ((await res.json()) as { publicKey: string }).publicKey,
     vapidKey,
@@ -492,7 +499,7 @@ t.test('generated VAPID keys are kept: same key after a restart, private key sea
   // Sessions live in the database, so bob's token from before the restart still works.
   const token = bob.token
   const before = push.requestsFor('bob-browser').length
-  const sent = await fetch(`${again.url}/api/notifications/send`, {
+  const sent = await appFetch(`${again.url}/api/notifications/send`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify({ title: 'After restart', body: 'still signed' }),
@@ -515,17 +522,17 @@ t.test('VAPID keys from the configuration are used as given', async (t) => {
       VAPID_SUBJECT: 'https://ops.example.com/contact',
     },
   })
-  const res = await fetch(`${configured.url}/api/notifications/vapid-public-key`)
+  const res = await appFetch(`${configured.url}/api/notifications/vapid-public-key`)
   t.equal(((await res.json()) as { publicKey: string }).publicKey, keys.publicKey)
   const { token } = await signUp(makeClient(configured.url).client, uniqueEmail('vapid-config'))
   const sub = push.subscribe('configured-keys')
-  const subRes = await fetch(`${configured.url}/api/notifications/subscriptions`, {
+  const subRes = await appFetch(`${configured.url}/api/notifications/subscriptions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify(sub),
   })
   t.equal(subRes.status, 201)
-  await fetch(`${configured.url}/api/notifications/send`, {
+  await appFetch(`${configured.url}/api/notifications/send`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify({ title: 'Configured', body: 'keys' }),

@@ -8,6 +8,7 @@ import type { components, paths } from '../../clients/api-types.js'
 import { DOCUMENT_FILE, TYPES_FILE, liveDocument, renderClientFiles } from '../../scripts/openapi-types.js'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { uniqueEmail } from '../helpers/client.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 let svc: TestApp
 
@@ -31,7 +32,7 @@ t.test('the checked-in document and types match what the service serves', async 
   // database and leaves its Verification record out of its document): then the script's own
   // in-process app is asked instead.
   const embedded = !svc.config.databaseUrl && !svc.config.redisUrl
-  const document = embedded ? await (await fetch(`${svc.url}/api/openapi.json`)).json() : await liveDocument()
+  const document = embedded ? await (await appFetch(`${svc.url}/api/openapi.json`)).json() : await liveDocument()
   const fresh = await renderClientFiles(document)
   for (const [file, generated] of [
     [DOCUMENT_FILE, fresh.json],

@@ -8,6 +8,7 @@ import type { OpenApiDocument } from '../../src/openapi/types.js'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { CookieJar, uniqueEmail } from '../helpers/client.js'
 import { close, connect, nextMessage, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 let svc: TestApp
 
@@ -28,7 +29,7 @@ const foreignUrls = (text: string, origin: string) =>
 
 for (const page of ['/docs', '/docs/']) {
   t.test(`${page} and every asset it references are served by this service`, async (t) => {
-    const res = await fetch(`${svc.url}${page}`)
+    const res = await appFetch(`${svc.url}${page}`)
     t.equal(res.status, 200)
     t.match(res.headers.get('content-type'), /^text\/html/)
     const html = await res.text()
@@ -49,7 +50,7 @@ for (const page of ['/docs', '/docs/']) {
     for (const ref of refs) {
       const url = new URL(ref, `${svc.url}${page}`)
       t.equal(url.origin, svc.url, `${ref} is on this origin`)
-      const asset = await fetch(url)
+      const asset = await appFetch(url)
       t.equal(asset.status, 200, `${url.pathname} served`)
       const type = asset.headers.get('content-type') ?? ''
       const body = await asset.text()
@@ -74,21 +75,21 @@ for (const page of ['/docs', '/docs/']) {
 }
 
 t.test('the page loads the same document as /api/openapi.json, served from this origin', async (t) => {
-  const pageDoc = (await (await fetch(`${svc.url}/docs/json`)).json()) as OpenApiDocument
-  const apiDoc = (await (await fetch(`${svc.url}/api/openapi.json`)).json()) as OpenApiDocument
+  const pageDoc = (await (await appFetch(`${svc.url}/docs/json`)).json()) as OpenApiDocument
+  const apiDoc = (await (await appFetch(`${svc.url}/api/openapi.json`)).json()) as OpenApiDocument
   t.same(pageDoc, apiDoc)
   t.same(
     apiDoc.servers,
     [{ url: '/', description: 'This service (the origin serving this document)' }],
     '"try it" sends to the origin of the page',
   )
-  const yaml = await fetch(`${svc.url}/docs/yaml`)
+  const yaml = await appFetch(`${svc.url}/docs/yaml`)
   t.equal(yaml.status, 200)
   t.match(await yaml.text(), /^openapi: 3\.1\.0$/m)
 })
 
 t.test('from the docs page alone: sign up, pair a device, send it a prompt', async (t) => {
-  const doc = (await (await fetch(`${svc.url}/docs/json`)).json()) as OpenApiDocument
+  const doc = (await (await appFetch(`${svc.url}/docs/json`)).json()) as OpenApiDocument
   // Swagger UI resolves the server URL against the document's URL and sends the browser's cookies.
   const base = new URL(doc.servers![0]!.url, `${svc.url}/docs/json`)
   const jar = new CookieJar()
@@ -96,13 +97,13 @@ t.test('from the docs page alone: sign up, pair a device, send it a prompt', asy
     t.ok(doc.paths[path]?.[method.toLowerCase()], `${method} ${path} is on the page`)
     const headers: Record<string, string> = { 'content-type': 'application/json', origin: svc.url }
     if (jar.size) headers.cookie = jar.header()
-    const res = await fetch(new URL(path.replace(/^\//, ''), base), { method, headers, body: JSON.stringify(body), redirect: 'manual' })
+    const res = await appFetch(new URL(path.replace(/^\//, ''), base), { method, headers, body: JSON.stringify(body), redirect: 'manual' })
     jar.store(res)
     return { status: res.status, body: (await res.json()) as Record<string, any> }
   }
   // The simulator's side: plain HTTP, no account.
   const device = async (path: string, body: unknown) => {
-    const res = await fetch(`${svc.url}${path}`, {
+    const res = await appFetch(`${svc.url}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),

@@ -10,6 +10,7 @@ import { WILDCARD_PARAM, operationIdFor, operationsOf } from '../../src/openapi/
 import type { OpenApiDocument } from '../../src/openapi/types.js'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp as registerUser, uniqueEmail } from '../helpers/client.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Route = { method: string; url: string }
 
@@ -18,7 +19,7 @@ let doc: OpenApiDocument
 
 t.before(async () => {
   svc = await startApp(t)
-  const res = await fetch(`${svc.url}/api/openapi.json`)
+  const res = await appFetch(`${svc.url}/api/openapi.json`)
   t.equal(res.status, 200)
   t.match(res.headers.get('content-type'), /^application\/json/)
   doc = (await res.json()) as OpenApiDocument
@@ -134,7 +135,7 @@ t.test('every Better Auth endpoint is documented under /api/auth, and nothing el
   }
   t.ok(endpoints.length > 90, `${endpoints.length} Better Auth endpoints`)
   // Its own reference page loads assets from a CDN; it is turned off in favour of /docs.
-  const reference = await fetch(`${svc.url}${AUTH_BASE_PATH}/reference`)
+  const reference = await appFetch(`${svc.url}${AUTH_BASE_PATH}/reference`)
   t.equal(reference.status, 404, 'Better Auth reference page is off')
   // Left out on purpose: each refuses whatever is sent in this configuration (checked below).
   const served = endpoints.filter((e) => e.url !== '/reference' && !OFF_HERE.has(`${e.method} ${documentedPath(e.url)}`))
@@ -146,7 +147,7 @@ t.test('every Better Auth endpoint is documented under /api/auth, and nothing el
       `${op}: Better Auth serves it (else it needs no leaving out)`,
     )
     t.notOk(has(method!, `${AUTH_BASE_PATH}${path}`), `${op} is not in the document`)
-    const res = await fetch(`${svc.url}${AUTH_BASE_PATH}${path}`, {
+    const res = await appFetch(`${svc.url}${AUTH_BASE_PATH}${path}`, {
       method,
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ newEmail: 'x@example.com', otp: '123456' }),
@@ -164,7 +165,7 @@ t.test('every Better Auth endpoint is documented under /api/auth, and nothing el
   t.same(extra, [], 'nothing under /api/auth that Better Auth does not serve')
 
   // One documented operation answers as documented through the real pass-through.
-  const ok = await fetch(`${svc.url}${AUTH_BASE_PATH}/ok`)
+  const ok = await appFetch(`${svc.url}${AUTH_BASE_PATH}/ok`)
   t.same(await ok.json(), { ok: true })
 })
 
@@ -196,10 +197,14 @@ t.test("the interface's root paths carry Better Auth's operations", async (t) =>
   t.match(accountInfo?.requestBody, { required: true, content: { 'application/json': { schema: { required: ['accountId'] } } } })
   // What it documents is what it does: no accountId is the documented 400 with the Error body
   // (for a caller with a session: an anonymous one gets 401 before its body is read).
-  const anonymous = await fetch(`${svc.url}/account-info`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+  const anonymous = await appFetch(`${svc.url}/account-info`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+  })
   t.equal(anonymous.status, 401)
   const { token } = await registerUser(makeClient(svc.url).client, uniqueEmail('account-info'))
-  const res = await fetch(`${svc.url}/account-info`, {
+  const res = await appFetch(`${svc.url}/account-info`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: '{}',
@@ -362,7 +367,7 @@ t.test("the interface's record names are component schemas", async (t) => {
 t.test('pages and bytes are documented with their media type', async (t) => {
   t.same(Object.keys(doc.paths['/error']?.get?.responses?.['200']?.content ?? {}), ['text/html'])
   t.same(Object.keys(doc.paths['/docs']?.get?.responses?.['200']?.content ?? {}), ['text/html'])
-  const page = await fetch(`${svc.url}/error?error=oops`)
+  const page = await appFetch(`${svc.url}/error?error=oops`)
   t.match(page.headers.get('content-type'), /^text\/html/, 'and /error does answer HTML')
   t.same(Object.keys(doc.paths['/files/{path}']?.get?.responses?.['200']?.content ?? {}), ['application/octet-stream'])
 })
@@ -373,7 +378,7 @@ t.test('error answers are the Error record', async (t) => {
   const signIn = doc.paths[`${AUTH_BASE_PATH}/sign-in/email`]?.post?.responses ?? {}
   t.same(signIn['401'], { $ref: '#/components/responses/Unauthorized' }, "Better Auth's errors are our Error body")
   // …which is what the mount really answers.
-  const res = await fetch(`${svc.url}${AUTH_BASE_PATH}/sign-in/email`, {
+  const res = await appFetch(`${svc.url}${AUTH_BASE_PATH}/sign-in/email`, {
     method: 'POST',
     // A browser's Origin: Better Auth refuses cross-site-looking requests without one.
     headers: { 'content-type': 'application/json', origin: svc.url },

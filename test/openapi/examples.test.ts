@@ -23,6 +23,7 @@ import { signUpAdmin } from '../helpers/admin.js'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { exampleRecords, photo } from '../helpers/example-records.js'
 import { waitForMail } from '../helpers/outbox.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const ADMIN_EMAIL = 'root@example.com'
 const MQTT_AUTH_SECRET = 'hook-secret-for-the-examples'
@@ -80,7 +81,7 @@ type Step = {
 const as = (who: Actor) => (): Call => ({ as: who })
 
 async function signIn(w: Walk, email: string, password: string): Promise<string> {
-  const res = await fetch(`${w.svc.url}${AUTH_BASE_PATH}/sign-in/email`, {
+  const res = await appFetch(`${w.svc.url}${AUTH_BASE_PATH}/sign-in/email`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', origin: w.svc.url },
     body: JSON.stringify({ email, password }),
@@ -131,7 +132,7 @@ const steps: Step[] = [
     // She follows the link, so her address is verified from here on (as most of what follows needs).
     after: async (w) => {
       const mail = await waitForMail(w.svc.dataDir, ada.email, 'verify-email')
-      const res = await fetch(mail.link as string, { redirect: 'manual' })
+      const res = await appFetch(mail.link as string, { redirect: 'manual' })
       if (res.status >= 400) throw new Error(`verification link answered ${res.status}`)
     },
   },
@@ -226,11 +227,11 @@ const steps: Step[] = [
     op: 'POST /api/log',
     // A TRMNL frame asks to pair and Grace claims it by its code; it then sends its log with its headers.
     prepare: async (w) => {
-      const setup = (await (await fetch(`${w.svc.url}/api/setup`, { headers: { ID: TRMNL_MAC, 'FW-Version': '1.5.2' } })).json()) as {
+      const setup = (await (await appFetch(`${w.svc.url}/api/setup`, { headers: { ID: TRMNL_MAC, 'FW-Version': '1.5.2' } })).json()) as {
         api_key: string
         friendly_id: string
       }
-      const claim = await fetch(`${w.svc.url}/api/device/validate`, {
+      const claim = await appFetch(`${w.svc.url}/api/device/validate`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${await w.token('grace')}` },
         body: JSON.stringify({ pinCode: setup.friendly_id, name: 'Hall TRMNL' }),
@@ -417,7 +418,7 @@ const steps: Step[] = [
     op: 'DELETE /api/device/delete',
     // The interface's credential for it: a JWT.
     prepare: async (w) => {
-      const res = await fetch(`${w.svc.url}${AUTH_BASE_PATH}/token`, { headers: { authorization: `Bearer ${await w.token('grace')}` } })
+      const res = await appFetch(`${w.svc.url}${AUTH_BASE_PATH}/token`, { headers: { authorization: `Bearer ${await w.token('grace')}` } })
       const { token } = (await res.json()) as { token: string }
       return { headers: { authorization: `Bearer ${token}` } }
     },
@@ -490,7 +491,7 @@ function withBodies(doc: OpenApiDocument): Documented[] {
 }
 
 async function fetchDocument(svc: TestApp): Promise<OpenApiDocument> {
-  return (await (await fetch(`${svc.url}/api/openapi.json`)).json()) as OpenApiDocument
+  return (await (await appFetch(`${svc.url}/api/openapi.json`)).json()) as OpenApiDocument
 }
 
 function startExamplesApp(tap: Parameters<typeof startApp>[0]) {
@@ -551,7 +552,7 @@ async function send(w: Walk, d: Documented, call: Call): Promise<Answer> {
     headers['content-type'] = call.bytes.contentType
     body = new Uint8Array(call.bytes.body)
   }
-  const res = await fetch(url, { method: d.method.toUpperCase(), headers, body, redirect: 'manual' })
+  const res = await appFetch(url, { method: d.method.toUpperCase(), headers, body, redirect: 'manual' })
   const text = await res.text()
   let json: Record<string, unknown> | undefined
   try {

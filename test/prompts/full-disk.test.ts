@@ -14,6 +14,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { close, eventually, mqttUrl } from '../helpers/mqtt.js'
 import { uploadPng } from '../helpers/uploads.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 /** Mounting a tmpfs needs root (CI runs as root); elsewhere this test says why it cannot run. */
 function cannotMount(): string | false {
@@ -37,7 +38,7 @@ t.test(
     const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('full-disk'))
     const dev = await pairDevice(svc, token)
     const post = (text: string) =>
-      fetch(`${svc.url}/api/prompts`, {
+      appFetch(`${svc.url}/api/prompts`, {
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         body: JSON.stringify({ text, deviceId: dev.deviceId }),
@@ -83,7 +84,7 @@ t.test(
     t.equal((await post('after')).status, 201, 'space is back: prompts are stored again')
 
     const listed = (await (
-      await fetch(`${svc.url}/api/prompts/device/${dev.deviceId}?limit=100`, { headers: { authorization: `Bearer ${token}` } })
+      await appFetch(`${svc.url}/api/prompts/device/${dev.deviceId}?limit=100`, { headers: { authorization: `Bearer ${token}` } })
     ).json()) as { prompts: Array<{ id: string }> }
     const got: string[] = []
     const again = mqtt.connect(mqttUrl(svc), {

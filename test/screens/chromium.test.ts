@@ -16,6 +16,7 @@ import { startApp } from '../helpers/app.js'
 import { browserMissing } from '../helpers/browser.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { jsonCall } from '../helpers/http.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const missing = browserMissing()
@@ -113,7 +114,7 @@ t.test('a template reaches nothing on the network: a local server sees no reques
   })
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   // The server answers a request that is made (so its silence below means none was).
-  t.equal(await (await fetch(`${base}/check`)).text(), 'secret')
+  t.equal(await (await appFetch(`${base}/check`)).text(), 'secret')
   seen.length = 0
   connections = 0
 
@@ -128,7 +129,7 @@ t.test('a template reaches nothing on the network: a local server sees no reques
     <div style="width:10px;height:10px;background:url('${base}/background')"></div>
     <script src="${base}/script.js"></script>
     <script>
-      fetch('${base}/fetch').catch(() => {});
+      appFetch('${base}/fetch').catch(() => {});
       try { const x = new XMLHttpRequest(); x.open('GET', '${base}/xhr'); x.send() } catch {}
       try { navigator.sendBeacon('${base}/beacon', 'x') } catch {}
       try { new WebSocket('${base.replace('http', 'ws')}/ws') } catch {}
@@ -222,7 +223,7 @@ t.test(
     })
     t.match(recipe, { status: 201, body: { renderer: 'chromium' } }, 'a recipe imported for Chromium')
 
-    const preview = await fetch(`${svc.url}/api/screens/${created.body.id}/preview`, { headers: { authorization: `Bearer ${token}` } })
+    const preview = await appFetch(`${svc.url}/api/screens/${created.body.id}/preview`, { headers: { authorization: `Bearer ${token}` } })
     t.equal(preview.status, 200)
     // The 1-bit 800×480 default panel: the grid's box (100..200, 50..100) black after conversion.
     const g = await grays(Buffer.from(await preview.arrayBuffer()))

@@ -11,6 +11,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { jsonCall } from '../helpers/http.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const TEMPLATE = '<div style="padding:20px;font-size:48px">{{ title }}</div>'
 
@@ -19,7 +20,7 @@ t.test('a draft is previewed as the frame would show it; nothing is saved or sen
   const { token } = await signUp(makeClient(svc.url).client, uniqueEmail('draft'))
   const call = (path: string, opts: Parameters<typeof jsonCall>[2] = {}) => jsonCall(svc.url, path, { token, ...opts })
   const png = async (path: string, body?: unknown, bearer = token) => {
-    const res = await fetch(`${svc.url}${path}`, {
+    const res = await appFetch(`${svc.url}${path}`, {
       method: body === undefined ? 'GET' : 'POST',
       headers: { authorization: `Bearer ${bearer}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),

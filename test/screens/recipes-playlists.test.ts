@@ -10,6 +10,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { jsonCall } from '../helpers/http.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const EXAMPLE = new URL('../../src/screens/recipes/examples/daily-quote/src/', import.meta.url)
 const recipeFiles = () =>
@@ -26,7 +27,7 @@ t.test('a TRMNL recipe imports and renders; a screen plays from a playlist and t
   const imported = await call('/api/screens/recipes', { body: { files: recipeFiles() } })
   t.equal(imported.status, 201)
   t.match(imported.body, { name: 'Daily Quote', token: /^scr_/, css: /\.layout/ })
-  const png = await fetch(`${svc.url}/api/screens/${imported.body.id}/preview`, { headers: { authorization: `Bearer ${token}` } })
+  const png = await appFetch(`${svc.url}/api/screens/${imported.body.id}/preview`, { headers: { authorization: `Bearer ${token}` } })
   t.equal(png.status, 200)
   const pixels = await sharp(Buffer.from(await png.arrayBuffer()))
     .raw()

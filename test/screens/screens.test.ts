@@ -11,6 +11,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { jsonCall } from '../helpers/http.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Image = { imageId: string; sha256: string; width: number; height: number }
 
@@ -51,7 +52,7 @@ t.test('a screen is created, previewed at the frame size and inks, shown, and fo
   t.equal((await call('/api/screens')).body.screens.length, 1)
 
   // The preview: a 1-bit PNG at the device's size.
-  const res = await fetch(`${svc.url}/api/screens/${screen.id}/preview?deviceId=${dev.deviceId}`, {
+  const res = await appFetch(`${svc.url}/api/screens/${screen.id}/preview?deviceId=${dev.deviceId}`, {
     headers: { authorization: `Bearer ${token}` },
   })
   t.equal(res.status, 200)
@@ -61,7 +62,7 @@ t.test('a screen is created, previewed at the frame size and inks, shown, and fo
   const stats = await sharp(
     Buffer.from(
       await (
-        await fetch(`${svc.url}/api/screens/${screen.id}/preview?deviceId=${dev.deviceId}`, {
+        await appFetch(`${svc.url}/api/screens/${screen.id}/preview?deviceId=${dev.deviceId}`, {
           headers: { authorization: `Bearer ${token}` },
         })
       ).arrayBuffer(),

@@ -13,6 +13,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice, type PairedDevice } from '../helpers/devices.js'
 import { jsonCall } from '../helpers/http.js'
 import { close, connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 let now = Date.parse('2026-06-10T09:00:00Z')
 const clock = () => new Date(now)
@@ -90,12 +91,12 @@ t.test('a calendar screen follows its ICS feed on an MQTT frame and a TRMNL fram
   const mqttFrame = await pairDevice(svc, token, { palette: 'bw', width: 800, height: 480 })
   const { c, images } = await listen(svc, mqttFrame)
   t.teardown(() => close(c))
-  const setup = await (await fetch(`${svc.url}/api/setup`, { headers: { ID: MAC, 'FW-Version': '1.8.14', Model: 'og' } })).json()
+  const setup = await (await appFetch(`${svc.url}/api/setup`, { headers: { ID: MAC, 'FW-Version': '1.8.14', Model: 'og' } })).json()
   const claimed = await call('/api/device/validate', { body: { pinCode: setup.friendly_id, name: 'Kitchen' } })
   t.equal(claimed.status, 200)
   const trmnlId = claimed.body.device.id as string
   const poll = async () =>
-    (await (await fetch(`${svc.url}/api/display`, { headers: trmnlHeaders(setup.api_key) })).json()) as { image_url: string }
+    (await (await appFetch(`${svc.url}/api/display`, { headers: trmnlHeaders(setup.api_key) })).json()) as { image_url: string }
   await poll()
 
   const created = await call('/api/screens', {

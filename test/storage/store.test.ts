@@ -6,6 +6,7 @@ import t from 'tap'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { startS3 } from '../helpers/s3.js'
 import type { ObjectStore } from '../../src/storage/store.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Tap = Pick<typeof t, 'test'>
 
@@ -42,7 +43,7 @@ function storeSuite(t: Tap, svc: () => TestApp, checksSignatures: boolean) {
     const body = randomBytes(2048)
     await store().put(key, body, { contentType: 'image/png' })
     const url = await store().presign(key, { method: 'GET', expiresIn: 60 })
-    const res = await fetch(url)
+    const res = await appFetch(url)
     t.equal(res.status, 200)
     t.equal(res.headers.get('content-type'), 'image/png')
     t.ok(Buffer.from(await res.arrayBuffer()).equals(body), 'the same bytes')
@@ -52,17 +53,17 @@ function storeSuite(t: Tap, svc: () => TestApp, checksSignatures: boolean) {
     const sigParam = u.searchParams.has('sig') ? 'sig' : 'X-Amz-Signature'
     const sig = u.searchParams.get(sigParam)!
     u.searchParams.set(sigParam, (sig[0] === 'a' ? 'b' : 'a') + sig.slice(1))
-    t.equal((await fetch(u)).status, 403, 'a tampered signature is refused')
+    t.equal((await appFetch(u)).status, 403, 'a tampered signature is refused')
     const other = new URL(url)
     other.pathname = other.pathname.replace('photo.png', 'other.png')
-    t.equal((await fetch(other)).status, 403, 'a signature is for one key only')
+    t.equal((await appFetch(other)).status, 403, 'a signature is for one key only')
   })
 
   t.test('a presigned PUT uploads directly', async (t) => {
     const key = `${prefix}/direct.webp`
     const body = randomBytes(10_000)
     const url = await store().presign(key, { method: 'PUT', expiresIn: 60, contentType: 'image/webp' })
-    const res = await fetch(url, { method: 'PUT', headers: { 'content-type': 'image/webp' }, body })
+    const res = await appFetch(url, { method: 'PUT', headers: { 'content-type': 'image/webp' }, body })
     t.equal(res.status, 200)
     t.ok(res.headers.get('etag'), 'answers with the ETag')
     const got = await store().get(key)
@@ -72,7 +73,7 @@ function storeSuite(t: Tap, svc: () => TestApp, checksSignatures: boolean) {
     if (!checksSignatures) return
     const getUrl = await store().presign(key, { method: 'GET', expiresIn: 60 })
     t.equal(
-      (await fetch(getUrl, { method: 'PUT', headers: { 'content-type': 'image/webp' }, body: randomBytes(10) })).status,
+      (await appFetch(getUrl, { method: 'PUT', headers: { 'content-type': 'image/webp' }, body: randomBytes(10) })).status,
       403,
       'a GET link cannot upload',
     )
@@ -86,7 +87,7 @@ function storeSuite(t: Tap, svc: () => TestApp, checksSignatures: boolean) {
     await store().delete(key)
     t.equal(await store().get(key), null)
     t.equal(await store().head(key), null)
-    t.equal((await fetch(url)).status, 404, 'its link now answers 404')
+    t.equal((await appFetch(url)).status, 404, 'its link now answers 404')
     await store().delete(key)
     t.pass('deleting a missing object is not an error')
   })
@@ -112,17 +113,17 @@ t.test('filesystem store (DATA_DIR/objects, links served by /files)', async (t) 
     const url = new URL(await svc.app.storage.presign(key, { method: 'GET', expiresIn: 60 }))
     const expired = new URL(url)
     expired.searchParams.set('expires', String(Math.floor(Date.now() / 1000) - 1))
-    const res = await fetch(expired)
+    const res = await appFetch(expired)
     t.equal(res.status, 403)
     t.match(await res.json(), { code: 'URL_EXPIRED' })
     const bare = new URL(url)
     bare.search = ''
-    t.equal((await fetch(bare)).status, 400, 'no signature at all is a bad request')
-    const ok = await fetch(url)
+    t.equal((await appFetch(bare)).status, 400, 'no signature at all is a bad request')
+    const ok = await appFetch(url)
     t.equal(ok.headers.get('x-content-type-options'), 'nosniff')
     t.match(ok.headers.get('cache-control'), /^private, max-age=\d+$/)
     const etag = ok.headers.get('etag')!
-    t.equal((await fetch(url, { headers: { 'if-none-match': etag } })).status, 304, 'revalidation by ETag')
+    t.equal((await appFetch(url, { headers: { 'if-none-match': etag } })).status, 304, 'revalidation by ETag')
   })
 })
 
@@ -136,6 +137,6 @@ t.test('S3 store (s3rver on loopback, configured by S3_*)', async (t) => {
   storeSuite(t, () => svc, false)
 
   t.test('the app serves no /files route in S3 mode', async (t) => {
-    t.equal((await fetch(`${svc.url}/files/x?expires=1&sig=x`)).status, 404)
+    t.equal((await appFetch(`${svc.url}/files/x?expires=1&sig=x`)).status, 404)
   })
 })

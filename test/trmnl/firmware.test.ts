@@ -20,6 +20,7 @@ import {
   safeRefresh,
   setupImageKept,
 } from './firmware-model.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 let now = Date.parse('2026-06-01T12:00:00Z')
 const clock = () => new Date(now)
@@ -41,12 +42,12 @@ const displayHeaders = (board: Board, firmware: string, mac: string, token: stri
 })
 
 async function call(url: string, headers: Record<string, string> = {}, init: RequestInit = {}) {
-  const res = await fetch(url, { ...init, headers })
+  const res = await appFetch(url, { ...init, headers })
   return { status: res.status, text: await res.text(), headers: res.headers }
 }
 
 async function download(url: string, headers: Record<string, string>) {
-  const res = await fetch(url, { headers })
+  const res = await appFetch(url, { headers })
   return { status: res.status, contentType: res.headers.get('content-type') ?? '', bytes: Buffer.from(await res.arrayBuffer()) }
 }
 
@@ -64,7 +65,7 @@ async function halfBlack(width: number, height: number): Promise<Buffer> {
 async function uploadKey(svc: TestApp, token: string, png: Buffer): Promise<string> {
   const form = new FormData()
   form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'p.png')
-  const res = await fetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
+  const res = await appFetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
   return (await res.json()).key
 }
 

@@ -11,6 +11,7 @@ import { startApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { jsonCall } from '../helpers/http.js'
 import { connect, eventually, mqttUrl, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 let now = Date.parse('2026-06-01T12:00:00Z')
 const clock = () => new Date(now)
@@ -39,7 +40,7 @@ t.test('a polling frame is online and offline on devices/{id}/state, with its ev
     env: { DEVICE_POLL_INTERVAL: '0', TRMNL_REFRESH_SECONDS: '600', TRMNL_OFFLINE_MARGIN_SECONDS: '60' },
   })
   const { token: owner } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl-live'))
-  const setup = await (await fetch(`${svc.url}/api/setup`, { headers: { ID: MAC, 'FW-Version': '1.8.14', Model: 'og' } })).json()
+  const setup = await (await appFetch(`${svc.url}/api/setup`, { headers: { ID: MAC, 'FW-Version': '1.8.14', Model: 'og' } })).json()
   const claimed = await jsonCall(svc.url, '/api/device/validate', { token: owner, body: { pinCode: setup.friendly_id, name: 'Hall' } })
   t.equal(claimed.status, 200)
   const deviceId = claimed.body.device.id as string
@@ -50,7 +51,7 @@ t.test('a polling frame is online and offline on devices/{id}/state, with its ev
   await subscribe(app, topicFor(deviceId, 'state'))
   await subscribe(app, topicFor(deviceId, 'events'))
 
-  const poll = await fetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })
+  const poll = await appFetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })
   t.equal(poll.status, 200)
   await eventually(async () => seen.some((m) => m.topic.endsWith('/state') && m.body.online === true))
   t.match(
@@ -67,7 +68,7 @@ t.test('a polling frame is online and offline on devices/{id}/state, with its ev
 
   // Polls while online change nothing apps see.
   const before = seen.length
-  await fetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })
+  await appFetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })
   await new Promise((r) => setTimeout(r, 300))
   t.equal(seen.length, before, 'a poll of a frame already online publishes nothing')
 
@@ -93,10 +94,10 @@ t.test('a polling frame is online and offline on devices/{id}/state, with its ev
 t.test('what is recorded for a polling frame is delivered by the poll that fetches its state', async (t) => {
   const svc = await startApp(t, { clock, env: { DEVICE_POLL_INTERVAL: '0' } })
   const { token: owner } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl-outbox'))
-  const setup = await (await fetch(`${svc.url}/api/setup`, { headers: { ID: MAC, 'FW-Version': '1.8.14', Model: 'og' } })).json()
+  const setup = await (await appFetch(`${svc.url}/api/setup`, { headers: { ID: MAC, 'FW-Version': '1.8.14', Model: 'og' } })).json()
   const claimed = await jsonCall(svc.url, '/api/device/validate', { token: owner, body: { pinCode: setup.friendly_id, name: 'Hall' } })
   const deviceId = claimed.body.device.id as string
-  t.equal((await fetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })).status, 200)
+  t.equal((await appFetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })).status, 200)
 
   const prompt = await jsonCall(svc.url, '/api/prompts', { token: owner, body: { text: 'a lighthouse', deviceId } })
   t.equal(prompt.status, 201)
@@ -112,7 +113,7 @@ t.test('what is recorded for a polling frame is delivered by the poll that fetch
     before.some((m) => m.kind === 'prompt' && m.status === 'pending'),
     'the prompt is recorded, pending until the frame polls',
   )
-  t.equal((await fetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })).status, 200)
+  t.equal((await appFetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })).status, 200)
   const after = await pending()
   t.same(
     after.filter((m) => m.status === 'pending'),
@@ -127,10 +128,10 @@ t.test(
   async (t) => {
     const svc = await startApp(t, { clock, env: { DEVICE_POLL_INTERVAL: '0' } })
     const { token: owner } = await signUp(makeClient(svc.url).client, uniqueEmail('trmnl-dropped'))
-    const setup = await (await fetch(`${svc.url}/api/setup`, { headers: { ID: MAC, 'FW-Version': '1.8.14', Model: 'og' } })).json()
+    const setup = await (await appFetch(`${svc.url}/api/setup`, { headers: { ID: MAC, 'FW-Version': '1.8.14', Model: 'og' } })).json()
     const claimed = await jsonCall(svc.url, '/api/device/validate', { token: owner, body: { pinCode: setup.friendly_id, name: 'Hall' } })
     const deviceId = claimed.body.device.id as string
-    t.equal((await fetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })).status, 200)
+    t.equal((await appFetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })).status, 200)
 
     // What the firmware service stages when it takes an offer back: the poll answers update_firmware: false, which is that.
     await svc.app.deviceLink.publish(deviceId, 'ota', { version: null })
@@ -141,12 +142,12 @@ t.test(
     const form = new FormData()
     form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'black.png')
     const up = await (
-      await fetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${owner}` }, body: form })
+      await appFetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${owner}` }, body: form })
     ).json()
     const sent = await jsonCall(svc.url, '/api/upload/send', { token: owner, body: { key: up.key, deviceId } })
     t.equal(sent.status, 200)
 
-    const answer = await (await fetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })).json()
+    const answer = await (await appFetch(`${svc.url}/api/display`, { headers: headers(setup.api_key) })).json()
     t.match(answer, { update_firmware: false, image_url: new RegExp(`/${sent.body.imageId}/`) })
     const messages = (await jsonCall(svc.url, `/api/device/${deviceId}/downlink?limit=50`, { token: owner })).body.messages as Array<{
       kind: string

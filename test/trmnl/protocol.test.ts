@@ -13,6 +13,7 @@ import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { jsonCall } from '../helpers/http.js'
 import { eventually } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 let now = Date.parse('2026-06-01T12:00:00Z')
 const CACHE_NAME = /^[0-9a-f]{13}-\d{10}$/
@@ -38,7 +39,7 @@ function displayHeaders(token: string, extra: Record<string, string> = {}) {
 }
 
 async function get(svc: TestApp, path: string, headers: Record<string, string>) {
-  const res = await fetch(`${svc.url}${path}`, { headers })
+  const res = await appFetch(`${svc.url}${path}`, { headers })
   const body = await res.json()
   return { status: res.status, body }
 }
@@ -78,7 +79,7 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   t.match(setup.body.api_key, /^[\w-]{32}$/)
   t.match(setup.body.friendly_id, /^[A-Z0-9]{4}-[A-Z0-9]{4}$/, 'friendly_id is the pairing code')
   const key = setup.body.api_key as string
-  const screen = Buffer.from(await (await fetch(setup.body.image_url)).arrayBuffer())
+  const screen = Buffer.from(await (await appFetch(setup.body.image_url)).arrayBuffer())
   checkBmp(t, screen, 800, 480)
   t.ok(screen.subarray(62).includes(0x00), 'the setup screen has something drawn on it')
 
@@ -134,7 +135,7 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   const form = new FormData()
   form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'half.png')
   const up = await (
-    await fetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${owner}` }, body: form })
+    await appFetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${owner}` }, body: form })
   ).json()
   const sent = await jsonCall(svc.url, '/api/upload/send', { token: owner, body: { key: up.key, deviceId } })
   t.equal(sent.status, 200)
@@ -147,7 +148,7 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
     'the same name while the image is the same',
   )
   // The firmware downloads with its ID and Access-Token headers.
-  const bmp = Buffer.from(await (await fetch(shows.body.image_url, { headers: displayHeaders(key) })).arrayBuffer())
+  const bmp = Buffer.from(await (await appFetch(shows.body.image_url, { headers: displayHeaders(key) })).arrayBuffer())
   checkBmp(t, bmp, 800, 480)
   t.equal(bmp.length, 48_062, 'the original model’s 48,062 bytes')
   t.ok(
@@ -164,22 +165,22 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   const newer = (await get(svc, '/api/display', displayHeaders(key, { 'FW-Version': '1.5.2' }))).body
   t.match(newer.filename, CACHE_NAME)
   t.not(newer.filename, shows.body.filename)
-  const asPng = Buffer.from(await (await fetch(newer.image_url, { headers: displayHeaders(key) })).arrayBuffer())
+  const asPng = Buffer.from(await (await appFetch(newer.image_url, { headers: displayHeaders(key) })).arrayBuffer())
   t.same(checkPng(asPng), { width: 800, height: 480, bitDepth: 1 }, 'a 1-bit PNG of the panel size')
   t.equal(asPng[25], 0, 'greyscale (colour type 0): firmware 1.6.6 on inverts a 1-bit palette PNG')
   t.ok(asPng.length < bmp.length, `smaller on the air (${asPng.length} bytes)`)
   await get(svc, '/api/display', displayHeaders(key))
   // The device's own headers fetch it too, but nothing it was not given.
-  const byHeaders = await fetch(`${svc.url}/api/trmnl/images/${deviceId}/${imageId}/bmp1`, { headers: displayHeaders(key) })
+  const byHeaders = await appFetch(`${svc.url}/api/trmnl/images/${deviceId}/${imageId}/bmp1`, { headers: displayHeaders(key) })
   t.equal(byHeaders.status, 200)
-  const other = await fetch(`${svc.url}/api/trmnl/images/${deviceId}/${crypto.randomUUID()}/bmp1`, { headers: displayHeaders(key) })
+  const other = await appFetch(`${svc.url}/api/trmnl/images/${deviceId}/${crypto.randomUUID()}/bmp1`, { headers: displayHeaders(key) })
   t.equal(other.status, 401)
-  const elsewhere = await fetch(`${svc.url}/api/trmnl/images/${crypto.randomUUID()}/${imageId}/bmp1`, { headers: displayHeaders(key) })
+  const elsewhere = await appFetch(`${svc.url}/api/trmnl/images/${crypto.randomUUID()}/${imageId}/bmp1`, { headers: displayHeaders(key) })
   t.equal(elsewhere.status, 401, "the headers of one device fetch nothing in another device's name")
-  t.equal((await fetch(`${svc.url}/api/trmnl/images/${deviceId}/${imageId}/bmp1?exp=9999999999&sig=forged`)).status, 401)
+  t.equal((await appFetch(`${svc.url}/api/trmnl/images/${deviceId}/${imageId}/bmp1?exp=9999999999&sig=forged`)).status, 401)
   const signedPath = new URL(shows.body.image_url)
   const moved = `${svc.url}/api/trmnl/images/${crypto.randomUUID()}/${imageId}/bmp1${signedPath.search}`
-  t.equal((await fetch(moved)).status, 401, 'a signature is for its own path only')
+  t.equal((await appFetch(moved)).status, 401, 'a signature is for its own path only')
 
   // Commands, as polling firmware can carry them out.
   const command = async (body: Record<string, unknown>) => {
@@ -190,7 +191,7 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   }
   const identify = await command({ command: 'identify' })
   t.match(identify.answer, { filename: CACHE_NAME, image_url: /\/api\/trmnl\/screens\/identify\// }, 'identify: a screen naming the frame')
-  const named = Buffer.from(await (await fetch(identify.answer.image_url)).arrayBuffer())
+  const named = Buffer.from(await (await appFetch(identify.answer.image_url)).arrayBuffer())
   checkBmp(t, named, 800, 480)
   t.match(identify.stored, { status: 'acked', result: { ok: true } })
   t.equal((await get(svc, '/api/display', displayHeaders(key))).body.filename, shows.body.filename, 'then the picture again')
@@ -213,7 +214,7 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   )
 
   // Logs go to the device's log store.
-  const logged = await fetch(`${svc.url}/api/log`, {
+  const logged = await appFetch(`${svc.url}/api/log`, {
     method: 'POST',
     headers: { ...displayHeaders(key) },
     body: JSON.stringify({
@@ -223,7 +224,7 @@ t.test('a TRMNL device pairs with the code it paints, shows what it is sent, rep
   t.equal(logged.status, 204)
   const logs = (await jsonCall(svc.url, `/api/device/${deviceId}/logs`, { token: owner })).body.logs
   t.match(logs, [{ message: 'wifi connected', level: 'info', fields: { id: 7, battery_voltage: 3.9 } }])
-  t.equal((await fetch(`${svc.url}/api/log`, { method: 'POST', headers: displayHeaders('nope'), body: '{"logs":[]}' })).status, 401)
+  t.equal((await appFetch(`${svc.url}/api/log`, { method: 'POST', headers: displayHeaders('nope'), body: '{"logs":[]}' })).status, 401)
 
   // Overdue by more than its refresh interval plus the margin: offline, as an MQTT device would be.
   now += (900 + 61) * 1000
@@ -355,7 +356,7 @@ t.test(
 
     // Logs sent before anyone claimed the device: accepted and dropped (the firmware would resend a refusal forever).
     const a = await setup()
-    const early = await fetch(`${svc.url}/api/log`, {
+    const early = await appFetch(`${svc.url}/api/log`, {
       method: 'POST',
       headers: displayHeaders(a.api_key),
       body: '{"logs":[{"message":"boot","level":"info"}]}',
@@ -419,7 +420,7 @@ async function uploadKey(svc: TestApp, token: string): Promise<string> {
   const form = new FormData()
   form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'p.png')
   return (
-    await (await fetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })).json()
+    await (await appFetch(`${svc.url}/api/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })).json()
   ).key
 }
 
@@ -463,9 +464,13 @@ t.test("the firmware's Ed25519 identity is bound at its first signed request and
   t.match(await poll(signed(key, at - 10 * 60_000)), { status: 401, body: { message: /too far/ } }, 'an old timestamp is refused')
   t.match(await poll({ 'X-Public-Key': 'zz' }), { status: 401, body: { message: /go together/ } })
   t.equal((await poll(signed(key, at + 3))).body.status, 0, 'a fresh signature by the bound key passes')
-  const log = await fetch(`${svc.url}/api/log`, { method: 'POST', headers: displayHeaders(s.api_key), body: '{"logs":[{"message":"x"}]}' })
+  const log = await appFetch(`${svc.url}/api/log`, {
+    method: 'POST',
+    headers: displayHeaders(s.api_key),
+    body: '{"logs":[{"message":"x"}]}',
+  })
   t.equal(log.status, 401, '/api/log requires it too')
-  const logSigned = await fetch(`${svc.url}/api/log`, {
+  const logSigned = await appFetch(`${svc.url}/api/log`, {
     method: 'POST',
     headers: displayHeaders(s.api_key, signed(key, at + 4)),
     body: '{"logs":[{"message":"x"}]}',

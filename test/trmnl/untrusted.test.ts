@@ -6,9 +6,10 @@ import { device } from '../../src/devices/tables.js'
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { jsonCall } from '../helpers/http.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 async function get(url: string, headers: Record<string, string>) {
-  const res = await fetch(url, { headers })
+  const res = await appFetch(url, { headers })
   return { status: res.status, body: await res.json() }
 }
 
@@ -30,7 +31,7 @@ t.test('a Model of __proto__, constructor or toString pairs a device like any un
     t.match(claimed.body.device?.display, { width: 800, height: 480 }, `${model}: the default panel`)
     const d = await get(`${svc.url}/api/display`, { ID: mac, 'Access-Token': s.body.api_key, Model: model, 'FW-Version': '1.7.0' })
     t.equal(d.status, 200, `${model}: display`)
-    const log = await fetch(`${svc.url}/api/log`, {
+    const log = await appFetch(`${svc.url}/api/log`, {
       method: 'POST',
       headers: { ID: mac, 'Access-Token': s.body.api_key, 'content-type': 'application/json' },
       body: JSON.stringify({ logs: [{ message: 'x', level: model, created_at: 1_700_000_000 }] }),

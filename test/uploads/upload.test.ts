@@ -9,6 +9,7 @@ import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { close, connect, mqttUrl, nextMessage, subscribe } from '../helpers/mqtt.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 type Upload = { key: string; url: string; urlExpiresAt: string; size: number; contentType: string; width: number; height: number }
 type Person = { token: string; id: string }
@@ -37,7 +38,7 @@ async function upload(who: Person | null, parts: Part[]) {
     if ('value' in p) form.append(p.field, p.value)
     else form.append(p.field ?? 'file', new Blob([new Uint8Array(p.data)], { type: p.type }), p.name)
   }
-  const res = await fetch(`${svc.url}/api/upload`, {
+  const res = await appFetch(`${svc.url}/api/upload`, {
     method: 'POST',
     headers: who ? { authorization: `Bearer ${who.token}` } : {},
     body: form,
@@ -47,7 +48,7 @@ async function upload(who: Person | null, parts: Part[]) {
 
 const image = (w: number, h: number) => sharp({ create: { width: w, height: h, channels: 3, background: { r: 200, g: 40, b: 90 } } })
 const fetchBytes = async (url: string) => {
-  const res = await fetch(url)
+  const res = await appFetch(url)
   return { status: res.status, type: res.headers.get('content-type'), body: Buffer.from(await res.arrayBuffer()) }
 }
 const uuidKey = (userId: string, ext: string) =>
@@ -67,12 +68,12 @@ t.test("an image is stored under the uploader's key and the returned url serves 
   const meta = await sharp(got.body).metadata()
   t.match(meta, { format: 'png', width: 64, height: 48 })
 
-  const fresh = await fetch(`${svc.url}/api/upload/url?key=${encodeURIComponent(res.body.key)}`, {
+  const fresh = await appFetch(`${svc.url}/api/upload/url?key=${encodeURIComponent(res.body.key)}`, {
     headers: { authorization: `Bearer ${alice.token}` },
   })
   t.equal(fresh.status, 200, 'the owner can get a fresh link')
   t.equal((await fetchBytes(((await fresh.json()) as { url: string }).url)).status, 200)
-  const foreign = await fetch(`${svc.url}/api/upload/url?key=${encodeURIComponent(res.body.key)}`, {
+  const foreign = await appFetch(`${svc.url}/api/upload/url?key=${encodeURIComponent(res.body.key)}`, {
     headers: { authorization: `Bearer ${bob.token}` },
   })
   t.equal(foreign.status, 404, 'another user cannot')
@@ -202,7 +203,7 @@ t.test('an empty file, a missing part, two files and a non-multipart body are re
   t.equal(two.status, 400)
   t.equal(two.body.code, 'TOO_MANY_FILES')
 
-  const json = await fetch(`${svc.url}/api/upload`, {
+  const json = await appFetch(`${svc.url}/api/upload`, {
     method: 'POST',
     headers: { authorization: `Bearer ${alice.token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ file: 'iVBORw0KGgo=' }),
@@ -216,7 +217,7 @@ t.test('an empty file, a missing part, two files and a non-multipart body are re
     Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`),
     png.subarray(0, 20),
   ])
-  const truncated = await fetch(`${svc.url}/api/upload`, {
+  const truncated = await appFetch(`${svc.url}/api/upload`, {
     method: 'POST',
     headers: { authorization: `Bearer ${alice.token}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
     body: cut,
@@ -230,7 +231,7 @@ t.test('direct upload: presigned PUT, then complete runs the same checks', async
     .jpeg()
     .withExif({ IFD0: { Copyright: 'direct-secret' } })
     .toBuffer()
-  const pre = await fetch(`${svc.url}/api/upload/presign`, {
+  const pre = await appFetch(`${svc.url}/api/upload/presign`, {
     method: 'POST',
     headers: { authorization: `Bearer ${alice.token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ contentType: 'image/jpeg', size: input.length }),
@@ -238,10 +239,10 @@ t.test('direct upload: presigned PUT, then complete runs the same checks', async
   t.equal(pre.status, 200)
   const p = (await pre.json()) as { key: string; url: string; method: string; headers: Record<string, string> }
   t.match(p.key, new RegExp(`^incoming/${alice.id}/`))
-  t.equal((await fetch(p.url, { method: p.method, headers: p.headers, body: input })).status, 200, 'the bytes go straight to storage')
+  t.equal((await appFetch(p.url, { method: p.method, headers: p.headers, body: input })).status, 200, 'the bytes go straight to storage')
 
   const complete = (who: Person, key: string) =>
-    fetch(`${svc.url}/api/upload/complete`, {
+    appFetch(`${svc.url}/api/upload/complete`, {
       method: 'POST',
       headers: { authorization: `Bearer ${who.token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ key }),
@@ -257,7 +258,7 @@ t.test('direct upload: presigned PUT, then complete runs the same checks', async
   t.equal(await svc.app.storage.head(p.key), null, 'the raw upload is removed')
   t.equal((await complete(alice, p.key)).status, 404, 'and cannot be completed twice')
 
-  const tooBig = await fetch(`${svc.url}/api/upload/presign`, {
+  const tooBig = await appFetch(`${svc.url}/api/upload/presign`, {
     method: 'POST',
     headers: { authorization: `Bearer ${alice.token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ contentType: 'image/png', size: LIMIT + 1 }),
@@ -265,13 +266,13 @@ t.test('direct upload: presigned PUT, then complete runs the same checks', async
   t.equal(tooBig.status, 413)
 
   const pre2 = (await (
-    await fetch(`${svc.url}/api/upload/presign`, {
+    await appFetch(`${svc.url}/api/upload/presign`, {
       method: 'POST',
       headers: { authorization: `Bearer ${alice.token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ contentType: 'image/png', size: 10 }),
     })
   ).json()) as { key: string; url: string; headers: Record<string, string> }
-  await fetch(pre2.url, { method: 'PUT', headers: pre2.headers, body: 'not an image' })
+  await appFetch(pre2.url, { method: 'PUT', headers: pre2.headers, body: 'not an image' })
   const bad = await complete(alice, pre2.key)
   t.equal(bad.status, 415, 'what was PUT is checked from its bytes')
   t.equal(await svc.app.storage.head(pre2.key), null, 'and removed')
@@ -293,7 +294,7 @@ t.test('an uploaded photo is sent to a paired device, converted for its display'
   const up = await upload(alice, [{ name: 'beach.jpg', type: 'image/jpeg', data: photo }])
   t.equal(up.status, 201)
   const sendAs = (who: Person, body: Record<string, string>) =>
-    fetch(`${svc.url}/api/upload/send`, {
+    appFetch(`${svc.url}/api/upload/send`, {
       method: 'POST',
       headers: { authorization: `Bearer ${who.token}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -345,16 +346,16 @@ t.test('the same uploads against an S3-compatible store (s3rver)', async (t) => 
     .withExif({ IFD0: { Copyright: 's3-secret' } })
     .toBuffer()
   form.append('file', new Blob([new Uint8Array(photo)], { type: 'image/jpeg' }), 'photo.jpg')
-  const res = await fetch(`${s3svc.url}/api/upload`, { method: 'POST', headers: auth, body: form })
+  const res = await appFetch(`${s3svc.url}/api/upload`, { method: 'POST', headers: auth, body: form })
   t.equal(res.status, 201)
   const rec = (await res.json()) as Upload
   t.match(rec.key, uuidKey(carol.userId, 'jpg'))
   t.match(rec.url, new RegExp(`^${s3.endpoint}/${s3.bucket}/uploads/`), 'a presigned S3 GET, path-style')
-  const fetched = Buffer.from(await (await fetch(rec.url)).arrayBuffer())
+  const fetched = Buffer.from(await (await appFetch(rec.url)).arrayBuffer())
   t.equal(fetched.length, rec.size, 'it serves what was stored')
   t.notOk(fetched.includes(Buffer.from('s3-secret')), 'without the metadata')
 
-  const pre = await fetch(`${s3svc.url}/api/upload/presign`, {
+  const pre = await appFetch(`${s3svc.url}/api/upload/presign`, {
     method: 'POST',
     headers: { ...auth, 'content-type': 'application/json' },
     body: JSON.stringify({ contentType: 'image/jpeg', size: photo.length }),
@@ -368,8 +369,8 @@ t.test('the same uploads against an S3-compatible store (s3rver)', async (t) => 
     [],
     'no checksum parameters (any S3-compatible server accepts the URL)',
   )
-  t.equal((await fetch(p.url, { method: 'PUT', headers: p.headers, body: photo })).status, 200, 'the bytes go straight to the bucket')
-  const done = await fetch(`${s3svc.url}/api/upload/complete`, {
+  t.equal((await appFetch(p.url, { method: 'PUT', headers: p.headers, body: photo })).status, 200, 'the bytes go straight to the bucket')
+  const done = await appFetch(`${s3svc.url}/api/upload/complete`, {
     method: 'POST',
     headers: { ...auth, 'content-type': 'application/json' },
     body: JSON.stringify({ key: p.key }),

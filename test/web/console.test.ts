@@ -17,6 +17,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { eventually, mqttUrl } from '../helpers/mqtt.js'
 import { waitForMail } from '../helpers/outbox.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const PASSWORD = 'correct-horse-battery'
 const skip = browserMissing()
@@ -25,7 +26,7 @@ t.test('the console is served at / with its deep links, and never in place of th
   await ensureConsoleBuilt()
   const svc = await startApp(t)
   const html = { accept: 'text/html,application/xhtml+xml' }
-  const index = await fetch(`${svc.url}/`, { headers: html })
+  const index = await appFetch(`${svc.url}/`, { headers: html })
   t.equal(index.status, 200)
   t.match(index.headers.get('content-type'), /text\/html/)
   t.equal(index.headers.get('cache-control'), 'no-cache', 'index.html is never cached')
@@ -36,20 +37,20 @@ t.test('the console is served at / with its deep links, and never in place of th
   const body = await index.text()
   const asset = /src="(\/assets\/[^"]+\.js)"/.exec(body)?.[1]
   t.ok(asset, 'the page loads a hashed script')
-  const script = await fetch(`${svc.url}${asset}`)
+  const script = await appFetch(`${svc.url}${asset}`)
   t.equal(script.status, 200)
   t.equal(script.headers.get('cache-control'), 'public, max-age=31536000, immutable', 'hashed assets are cached for a year')
   t.match(script.headers.get('content-type'), /javascript/)
-  const compressed = await fetch(`${svc.url}${asset}`, { headers: { 'accept-encoding': 'br' } })
+  const compressed = await appFetch(`${svc.url}${asset}`, { headers: { 'accept-encoding': 'br' } })
   t.equal(compressed.headers.get('content-encoding'), 'br', 'sent Brotli-compressed to a browser that takes it')
   t.equal(
     await compressed.text(),
-    await (await fetch(`${svc.url}${asset}`, { headers: { 'accept-encoding': 'identity' } })).text(),
+    await (await appFetch(`${svc.url}${asset}`, { headers: { 'accept-encoding': 'identity' } })).text(),
     'the same script',
   )
 
   for (const path of ['/devices/0b0e7a4e-0000-4000-8000-000000000000', '/pair?code=ABCD-EFGH', '/account', '/signin', '/invitations/x']) {
-    const res = await fetch(`${svc.url}${path}`, { headers: html })
+    const res = await appFetch(`${svc.url}${path}`, { headers: html })
     t.equal(res.status, 200, `${path}: the console's page (a deep link)`)
     t.equal(await res.text(), body)
   }
@@ -67,15 +68,19 @@ t.test('the console is served at / with its deep links, and never in place of th
     '/assets/no-such-file.js',
     '/favicon.ico',
   ]) {
-    const res = await fetch(`${svc.url}${path}`, { headers: html })
+    const res = await appFetch(`${svc.url}${path}`, { headers: html })
     const text = await res.text()
     t.not(text, body, `${path}: not the console`)
     t.ok(res.status >= 300, `${path}: ${res.status}`)
   }
-  const json = await fetch(`${svc.url}/devices/x`, { headers: { accept: 'application/json' } })
+  const json = await appFetch(`${svc.url}/devices/x`, { headers: { accept: 'application/json' } })
   t.equal(json.status, 404, 'a client asking for JSON gets the JSON 404')
   t.match(await json.json(), { code: 'NOT_FOUND' })
-  const post = await fetch(`${svc.url}/devices/x`, { method: 'POST', headers: { ...html, 'content-type': 'application/json' }, body: '{}' })
+  const post = await appFetch(`${svc.url}/devices/x`, {
+    method: 'POST',
+    headers: { ...html, 'content-type': 'application/json' },
+    body: '{}',
+  })
   t.equal(post.status, 404, 'only GET and HEAD are answered with the page')
 })
 
@@ -317,7 +322,7 @@ t.test('in Chromium', { skip }, async (t) => {
     await signUp(makeClient(svc.url).client, memberEmail)
     // Only a proven address may take up an invitation: the member confirms theirs from the e-mail.
     const verify = await waitForMail(svc.dataDir, memberEmail, 'verify-email')
-    t.ok((await fetch(verify.link as string, { redirect: 'manual' })).status < 400)
+    t.ok((await appFetch(verify.link as string, { redirect: 'manual' })).status < 400)
 
     const a = await newPage(browser, DESKTOP)
     const b = await newPage(browser)
@@ -338,7 +343,7 @@ t.test('in Chromium', { skip }, async (t) => {
 
     // The frame is the organization's (paired into it through the API, as the pairing screen does).
     const orgs = (await (
-      await fetch(`${svc.url}/api/auth/organization/list`, { headers: { authorization: `Bearer ${owner.token}` } })
+      await appFetch(`${svc.url}/api/auth/organization/list`, { headers: { authorization: `Bearer ${owner.token}` } })
     ).json()) as Array<{ id: string; name: string }>
     const family = orgs.find((o) => o.name === 'Family')!
     const frame = await pairDevice(svc, owner.token, { name: 'Hallway', organizationId: family.id })
@@ -390,7 +395,7 @@ t.test('in Chromium', { skip }, async (t) => {
   t.test('the QR link a frame shows leads a newcomer, through creating an account, to pairing it', async (t) => {
     const email = uniqueEmail('console-qr')
     const init = (await (
-      await fetch(`${svc.url}/api/device/init`, {
+      await appFetch(`${svc.url}/api/device/init`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ display: { width: 800, height: 480, palette: 'bw' }, model: 'test-frame', firmware: '1.0.0' }),
@@ -467,7 +472,7 @@ t.test('in Chromium', { skip }, async (t) => {
     const listId = new URL(page.url()).pathname.split('/').pop()!
     const order = async () =>
       (
-        (await (await fetch(`${svc.url}/api/playlists/${listId}`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as {
+        (await (await appFetch(`${svc.url}/api/playlists/${listId}`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as {
           items: Array<{ id: string; kind: string }>
         }
       ).items
@@ -521,7 +526,7 @@ t.test('in Chromium', { skip }, async (t) => {
     await page.getByText(/rules\[1\]: overlaps rules\[0\]/).waitFor()
     t.pass('an overlapping rule is refused, said in words')
     const saved = await (
-      await fetch(`${svc.url}/api/device/${frame.deviceId}/schedule`, { headers: { authorization: `Bearer ${owner.token}` } })
+      await appFetch(`${svc.url}/api/device/${frame.deviceId}/schedule`, { headers: { authorization: `Bearer ${owner.token}` } })
     ).json()
     t.match(saved, {
       timeZone: 'Europe/Berlin',
@@ -532,7 +537,7 @@ t.test('in Chromium', { skip }, async (t) => {
     await page.getByRole('button', { name: 'Remove the day plan' }).click()
     await page.getByText('No day plan').waitFor()
     t.equal(
-      (await fetch(`${svc.url}/api/device/${frame.deviceId}/schedule`, { headers: { authorization: `Bearer ${owner.token}` } })).status,
+      (await appFetch(`${svc.url}/api/device/${frame.deviceId}/schedule`, { headers: { authorization: `Bearer ${owner.token}` } })).status,
       404,
       'removed',
     )
@@ -555,10 +560,10 @@ t.test('in Chromium', { skip }, async (t) => {
     await a.page.getByRole('button', { name: 'Create a key' }).click()
     const key = (await a.page.getByTestId('new-api-key').textContent()) ?? ''
     t.match(key, /^dps_/, 'the new key is shown once')
-    t.equal((await fetch(`${svc.url}/api/device`, { headers: { 'x-api-key': key } })).status, 200, 'and it works')
+    t.equal((await appFetch(`${svc.url}/api/device`, { headers: { 'x-api-key': key } })).status, 200, 'and it works')
     await a.page.getByRole('button', { name: 'Delete kitchen script' }).click()
     await a.page.getByText('No keys.').waitFor()
-    t.equal((await fetch(`${svc.url}/api/device`, { headers: { 'x-api-key': key } })).status, 401, 'deleted: refused')
+    t.equal((await appFetch(`${svc.url}/api/device`, { headers: { 'x-api-key': key } })).status, 401, 'deleted: refused')
 
     // Notification preferences are saved as they are ticked.
     const presence = a.page.getByRole('checkbox', { name: 'one of my frames goes online or offline' })

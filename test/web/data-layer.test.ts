@@ -12,6 +12,7 @@ import { signUpAdmin } from '../helpers/admin.js'
 import { CookieJar, makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { consoleModules, openPage } from '../helpers/console-page.js'
 import { waitForMail } from '../helpers/outbox.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const PASSWORD = 'correct-horse-battery'
 
@@ -46,7 +47,7 @@ async function until<T>(what: string, read: () => T | undefined | false, ms = 50
 
 /** A frame switched on for pairing: the code it shows. */
 async function frameCode(svc: TestApp): Promise<string> {
-  const res = await fetch(`${svc.url}/api/device/init`, {
+  const res = await appFetch(`${svc.url}/api/device/init`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ display: DEFAULT_DISPLAY, model: 'test-frame', firmware: '1.0.0' }),
@@ -61,7 +62,7 @@ async function account(svc: TestApp, prefix: string, opts: { confirmed?: boolean
   const { userId } = await signUp(client, email, PASSWORD)
   if (opts.confirmed) {
     const mail = await waitForMail(svc.dataDir, email, 'verify-email')
-    await fetch(mail.link as string, { redirect: 'manual' })
+    await appFetch(mail.link as string, { redirect: 'manual' })
   }
   return { client, jar, email, userId }
 }

@@ -10,6 +10,7 @@ import { MutationObserver, QueryClient, QueryObserver } from '@tanstack/react-qu
 import { startApp, type TestApp } from '../helpers/app.js'
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { consoleModules, openPage } from '../helpers/console-page.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 // The console's modules are loaded by path (see console-page.ts): untyped here, typed by `tsc -p web`.
 const run = (qc: QueryClient, options: any, variables?: unknown): Promise<any> =>
@@ -35,7 +36,7 @@ async function until<T>(what: string, read: () => T | undefined | false, ms = 50
 
 /** A frame of this size and palette switched on for pairing: the code it shows. */
 async function frameCode(svc: TestApp, display: { width: number; height: number; palette: string }): Promise<string> {
-  const res = await fetch(`${svc.url}/api/device/init`, {
+  const res = await appFetch(`${svc.url}/api/device/init`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ display, model: 'test-frame', firmware: '1.0.0' }),
@@ -165,7 +166,7 @@ t.test('a screen: created, its drafts previewed at the frame\u2019s size, broken
   const rotated = await run(qc, screenMutations.rotateToken(id))
   t.match(rotated, /^scr_/)
   const push = (token: string) =>
-    fetch(`${svc.url}/api/screens/${id}/data`, {
+    appFetch(`${svc.url}/api/screens/${id}/data`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: '{"title":"pushed"}',

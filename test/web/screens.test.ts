@@ -16,6 +16,7 @@ import { accessibilityProblems, browserMissing, DESKTOP, launchBrowser, newPage,
 import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { jsonCall } from '../helpers/http.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const PASSWORD = 'correct-horse-battery'
 const skip = browserMissing()
@@ -177,7 +178,7 @@ t.test('in Chromium: a screen from a template, previewed, shown, in a playlist, 
   await page.getByText('Sent to Hall frame.').waitFor()
   const after = (await call(`/api/device/${frame.deviceId}`)).body.desiredImageId
   t.ok(after && after !== before, 'the frame is to show a new picture')
-  const image = await fetch(`${svc.url}/api/images/${after}/original`, { headers: { authorization: `Bearer ${token}` } })
+  const image = await appFetch(`${svc.url}/api/images/${after}/original`, { headers: { authorization: `Bearer ${token}` } })
   t.equal(image.status, 200, 'the picture sent is stored')
 
   // In a playlist: added from here, and then the screen cannot be deleted until it is taken out.

@@ -13,6 +13,7 @@ import { makeClient, signUp, uniqueEmail } from '../helpers/client.js'
 import { pairDevice } from '../helpers/devices.js'
 import { jsonCall } from '../helpers/http.js'
 import { waitForMail } from '../helpers/outbox.js'
+import { appFetch } from '../helpers/app-fetch.js'
 
 const skip = browserMissing()
 const PASSWORD = 'correct-horse-battery'
@@ -106,7 +107,7 @@ t.test('stored markup, scripts and javascript: URLs stay text on every page', { 
   await ok(api('/api/generate', token, { prompt: { text: `${P.svg} a lighthouse` }, deviceId: dev.deviceId, model: 'local' }), 'generate')
 
   // Log lines (and their fields) from the device itself.
-  const logs = await fetch(`${svc.url}/api/device/${dev.deviceId}/logs`, {
+  const logs = await appFetch(`${svc.url}/api/device/${dev.deviceId}/logs`, {
     method: 'POST',
     headers: { authorization: `Bearer ${dev.password}`, 'content-type': 'application/json' },
     body: JSON.stringify(
@@ -128,7 +129,7 @@ t.test('stored markup, scripts and javascript: URLs stay text on every page', { 
   const invitee = makeClient(svc.url)
   await signUp(invitee.client, inviteeEmail, PASSWORD, P.attr)
   const verify = await waitForMail(svc.dataDir, inviteeEmail, 'verify-email')
-  await fetch(verify.link!, { redirect: 'manual' })
+  await appFetch(verify.link!, { redirect: 'manual' })
   const invitation = await owner.client.organization.inviteMember({ email: inviteeEmail, role: 'member', organizationId: orgId })
   if (invitation.error) throw new Error(invitation.error.message)
 
@@ -140,7 +141,7 @@ t.test('stored markup, scripts and javascript: URLs stay text on every page', { 
   form.append('channel', 'stable')
   form.append('notes', `${P.script} ${P.img} ${P.js}`)
   form.append('file', new Blob([new Uint8Array(2048).fill(7)]), 'firmware.bin')
-  const release = await fetch(`${svc.url}/api/admin/firmware`, {
+  const release = await appFetch(`${svc.url}/api/admin/firmware`, {
     method: 'POST',
     headers: { authorization: `Bearer ${admin.token}` },
     body: form,
