@@ -8,7 +8,6 @@ import type { Test } from 'tap'
 import { startApp, type TestApp } from './app.js'
 import { signUpAdmin } from './admin.js'
 import { makeClient, signUp, uniqueEmail } from './client.js'
-import { appFetch } from './app-fetch.js'
 
 const TRIALS = 20
 const IN_FLIGHT = 12
@@ -19,7 +18,7 @@ export type Kind = 'sign-out' | 'revoke-session' | 'ban' | 'change-password' | '
 const PASSWORD = 'correct-horse-battery'
 
 const post = (svc: TestApp, path: string, token: string, body: object = {}) =>
-  appFetch(`${svc.url}${path}`, {
+  fetch(`${svc.url}${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', origin: svc.url },
     body: JSON.stringify(body),
@@ -27,7 +26,7 @@ const post = (svc: TestApp, path: string, token: string, body: object = {}) =>
 
 /** The request an attacker holding the token keeps sending; alternates between our routes and get-session. */
 const probe = (svc: TestApp, token: string, n: number) =>
-  appFetch(`${svc.url}${n % 3 === 2 ? '/get-session' : '/api/device'}`, { headers: { authorization: `Bearer ${token}` } }).then(
+  fetch(`${svc.url}${n % 3 === 2 ? '/get-session' : '/api/device'}`, { headers: { authorization: `Bearer ${token}` } }).then(
     async (res) => {
       // get-session answers 401 for a session it does not know (our route), Better Auth's own would say null.
       await res.arrayBuffer()
@@ -41,7 +40,7 @@ async function trial(svc: TestApp, admin: { token: string }, kind: Kind): Promis
   // The session the attacker holds: for revoke-session and change-password a second one, revoked by the first.
   let held = victim.token
   if (kind === 'revoke-session' || kind === 'change-password') {
-    const res = await appFetch(`${svc.url}/sign-in/email`, {
+    const res = await fetch(`${svc.url}/sign-in/email`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', origin: svc.url },
       body: JSON.stringify({ email, password: PASSWORD }),
@@ -98,7 +97,9 @@ async function trial(svc: TestApp, admin: { token: string }, kind: Kind): Promis
 /** Runs TRIALS trials of each kind on one service and asserts no late request was served. */
 export async function raceRevocations(t: Test, kinds: readonly Kind[]) {
   const adminEmail = uniqueEmail('race-admin')
+  // Real sockets: the race is between requests in flight on their connections and the revocation.
   const svc = await startApp(t, {
+    sockets: true,
     env: { ADMIN_EMAILS: adminEmail, SESSION_CACHE_TTL_MS: '60000', RATE_LIMIT_MAX: '1000000', RATE_LIMIT_AUTH_MAX: '1000000' },
   })
   const admin = await signUpAdmin(svc, adminEmail)
