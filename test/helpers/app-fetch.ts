@@ -6,6 +6,7 @@
 // socket (streaming, body limits over the wire, draining, keep-alive, browsers, other processes)
 // opt out: startApp's `sockets`, a helper's `socket` option, or plain `fetch`.
 // DPS_TEST_SOCKETS=1 sends every call over sockets, to tell an inject difference from a real bug.
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
 import type { FastifyInstance } from 'fastify'
 
 const apps = new Map<string, FastifyInstance>()
@@ -73,7 +74,7 @@ async function inject(
     return follow(request, body, new URL(location, url), res.statusCode, redirects + 1)
   }
   const empty = nullBodyStatuses.has(res.statusCode) || request.method === 'HEAD'
-  const response = new Response(empty ? null : new Uint8Array(res.rawPayload), {
+  const response = new Response(empty ? null : new Uint8Array(decoded(res.rawPayload, out.get('content-encoding'))), {
     status: res.statusCode,
     statusText: res.statusMessage,
     headers: out,
@@ -99,4 +100,12 @@ async function follow(
   const app = apps.get(next.origin)
   if (!app) return fetch(next, { ...init, body: toGet ? undefined : body })
   return inject(app, new Request(next, init), toGet ? undefined : body, redirects)
+}
+
+/** The body as fetch hands it to the caller: decoded when the caller asked for a compressed answer. */
+function decoded(body: Buffer, encoding: string | null): Buffer {
+  if (encoding === 'br') return brotliDecompressSync(body)
+  if (encoding === 'gzip') return gunzipSync(body)
+  if (encoding === 'deflate') return inflateSync(body)
+  return body
 }
