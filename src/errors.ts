@@ -113,9 +113,12 @@ const DISCARD_MAX_MS = 30_000
  * HTTP stacks). Once the body is in, the client is reading, and the answer reaches it; past the
  * bound the answer goes out anyway.
  */
-function discardBody(raw: IncomingMessage): Promise<void> {
+export function discardBody(raw: IncomingMessage): Promise<void> {
   return new Promise((resolve) => {
-    if (raw.complete || raw.destroyed) return resolve()
+    // `complete` is the HTTP parser's word that the body is in; `readableEnded` says the same of
+    // any stream already read to its end (light-my-request's, which never sets `complete`, so
+    // an injected request over the limit used to wait the whole bound for an 'end' already gone).
+    if (raw.complete || raw.readableEnded || raw.destroyed) return resolve()
     let seen = 0
     const done = () => {
       clearTimeout(timer)
@@ -144,7 +147,7 @@ export type NotFoundFallback = (req: FastifyRequest, reply: FastifyReply) => Pro
 export function installErrorHandling(app: FastifyInstance): { setNotFoundFallback(fallback: NotFoundFallback): void } {
   let fallback: NotFoundFallback | undefined
   app.setErrorHandler(async (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
-    if ((err.statusCode === 413 || (err instanceof AppError && err.statusCode === 413)) && !req.raw.complete) await discardBody(req.raw)
+    if (err.statusCode === 413 || (err instanceof AppError && err.statusCode === 413)) await discardBody(req.raw)
     if (err instanceof AppError) {
       return reply.code(err.statusCode).headers(err.headers).send({ message: err.message, code: err.code })
     }

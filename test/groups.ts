@@ -56,6 +56,7 @@ export const embeddedOnly: readonly string[] = [
   'generation/providers/openai.test.ts',
   'generation/providers/replicate.test.ts',
   'http/drain.test.ts',
+  'http/discard-body.test.ts',
   'http/typebox.test.ts',
   'http/schema-compilers.test.ts',
   'http/error-codes.test.ts',
