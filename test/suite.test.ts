@@ -4,7 +4,7 @@
 import t from 'tap'
 import { readdir } from 'node:fs/promises'
 import { embeddedOnly, ownProcess, WORKERS } from './groups.js'
-import { queuedFiles, testFiles } from './helpers/queue.js'
+import { order, queuedFiles, readTimes, SEED_TIMES, testFiles } from './helpers/queue.js'
 
 t.test('every test file runs: in the workers’ queue or in a process of its own', async (t) => {
   const all = testFiles()
@@ -43,4 +43,30 @@ t.test('one entry file per worker and per own-process file', async (t) => {
   const workers = Array.from({ length: WORKERS }, (_, i) => `worker-${i + 1}.test.ts`)
   const own = Object.keys(ownProcess).map((name) => `0-${name}.test.ts`)
   t.same(entries, [...own, ...workers].sort())
+})
+
+t.test('a machine that never ran the suite queues the longest files first, by the committed times', async (t) => {
+  const embedded = readTimes(SEED_TIMES, 'embedded')
+  const backing = readTimes(SEED_TIMES, 'backing')
+  const queued = queuedFiles()
+  t.ok(embedded.size > queued.length / 2, 'test/times.tsv has most files’ embedded times')
+  t.ok(backing.size > queued.length / 3, 'and their times on PostgreSQL + Redis')
+  t.same(
+    [...embedded.keys(), ...backing.keys()].filter((f) => !queued.includes(f)),
+    [],
+    'it names only queued files (npm run test:times drops the rest)',
+  )
+  const ordered = order(queued, embedded)
+  const firstKnown = ordered.findIndex((f) => embedded.has(f))
+  t.ok(
+    ordered.slice(0, firstKnown).every((f) => !embedded.has(f)),
+    'files without a time (new ones) first',
+  )
+  const known = ordered.slice(firstKnown).map((f) => embedded.get(f) ?? -1)
+  t.same(
+    known,
+    [...known].sort((a, b) => b - a),
+    'then the longest first',
+  )
+  t.equal(ordered.length, queued.length, 'every queued file once')
 })

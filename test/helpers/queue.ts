@@ -1,8 +1,9 @@
 // The run's queue of test files, shared by the worker processes tap starts (test/helpers/worker.ts):
 // a file is taken by creating its claim file exclusively, so each runs exactly once whichever
 // worker is free first. Longest first by the times earlier runs recorded on this machine, so that
-// no long file starts last and keeps one worker busy while the others are done; files without a
-// time (new ones) first of all, the larger first.
+// no long file starts last and keeps one worker busy while the others are done. A machine that
+// never ran the suite (every CI run: a fresh clone on a fresh machine) orders by test/times.tsv,
+// times committed from a quiet run; files in neither (new ones) first of all, the larger first.
 import { appendFileSync, mkdirSync, openSync, closeSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -11,6 +12,8 @@ import { embeddedOnly, ownProcess } from '../groups.js'
 
 const testRoot = fileURLToPath(new URL('..', import.meta.url))
 const TIMES = join(tmpdir(), 'dps-test-times.tsv')
+/** Times of a quiet run, committed (`npm run test:times` rewrites it from this machine's). */
+export const SEED_TIMES = join(testRoot, 'times.tsv')
 const QUEUES = join(tmpdir(), 'dps-test-queues')
 const DAY_MS = 86_400_000
 
@@ -50,23 +53,29 @@ function runId(): string {
   return `${process.ppid}-${started}`
 }
 
-function recordedTimes(): Map<string, number> {
+/** Per file, the time of `k` runs in `path` (later lines win); none when the file is missing. */
+export function readTimes(path: string, k: string): Map<string, number> {
   const times = new Map<string, number>()
   let text = ''
   try {
-    text = readFileSync(TIMES, 'utf8')
+    text = readFileSync(path, 'utf8')
   } catch {
     return times
   }
   for (const line of text.split('\n')) {
-    const [k, file, ms] = line.split('\t')
-    if (k === kind() && file && Number(ms) > 0) times.set(file, Number(ms))
+    const [lineKind, file, ms] = line.split('\t')
+    if (lineKind === k && file && Number(ms) > 0) times.set(file, Number(ms))
   }
   return times
 }
 
-function order(files: string[]): string[] {
-  const times = recordedTimes()
+/** This machine's times, and the committed ones for files it has none of. */
+function recordedTimes(): Map<string, number> {
+  return new Map([...readTimes(SEED_TIMES, kind()), ...readTimes(TIMES, kind())])
+}
+
+/** Files without a time first (the larger first), then the longest first. */
+export function order(files: string[], times: Map<string, number> = recordedTimes()): string[] {
   const size = (f: string) => statSync(join(testRoot, f)).size
   const unknown = files.filter((f) => !times.has(f)).sort((a, b) => size(b) - size(a))
   const known = files.filter((f) => times.has(f)).sort((a, b) => (times.get(b) ?? 0) - (times.get(a) ?? 0))
