@@ -51,6 +51,8 @@ type WillStore = {
   /** Wills of every broker for which `brokers[id]` is not set (aedes' live brokers). */
   streamWill(brokers?: Record<string, unknown>): Readable
   adoptLegacyWills(): Promise<number>
+  /** This broker's id. */
+  brokerId(): string
 }
 
 /** `brokerId`: this broker's id (known once aedes has set the persistence up). */
@@ -74,6 +76,7 @@ function redisWills(db: WillsConnection, brokerId: () => string): WillStore {
   }
 
   return {
+    brokerId,
     async putWill(client, packet) {
       const broker = brokerId()
       packet.clientId = client.id
@@ -158,7 +161,17 @@ export function withRedisWills<T extends object>(persistence: T, db: WillsConnec
         client,
       ),
     getWill: (client: { id: string }, cb?: Callback) => settle(store.getWill(client), cb, client),
-    delWill: (client: { id: string; brokerId: string }, cb?: Callback) => settle(store.delWill(client), cb, client),
+    delWill: (client: { id: string; brokerId?: string; will?: unknown }, cb?: Callback) => {
+      // aedes' CONNECT passes the client itself, which has no brokerId: the lookup went to
+      // "will:undefined:<id>", three commands per connect that never found anything. Its will is
+      // this broker's; one about to be stored (client.will, set just before) replaces it with the
+      // same key, so only a connect without a will has one to delete.
+      if (client.brokerId === undefined) {
+        if (client.will) return settle(Promise.resolve(null), cb, client)
+        return settle(store.delWill({ id: client.id, brokerId: store.brokerId() }), cb, client)
+      }
+      return settle(store.delWill({ id: client.id, brokerId: client.brokerId }), cb, client)
+    },
     streamWill: (brokers?: Record<string, unknown>) => store.streamWill(brokers),
   }
   return new Proxy(target, {

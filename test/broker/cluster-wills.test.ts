@@ -7,6 +7,7 @@ import t, { type Test } from 'tap'
 import { createRequire } from 'node:module'
 import { Redis } from 'ioredis'
 import { redisClusterParts } from '../../broker/cluster.js'
+import { withRedisWills, type WillsConnection } from '../../broker/redis-wills.js'
 import { createMqttServer, defaultLimits } from '../../broker/server.js'
 import { redisUrl } from '../helpers/services.js'
 
@@ -97,4 +98,47 @@ t.test('wills an earlier version kept in its list are swept after an upgrade', {
   await wills.delWill({ id: 'dev/old', brokerId: 'dead~old' })
   t.same(await collect(wills.streamWill({})), [], 'removed like any other')
   t.equal(await redis.exists(`${prefix}mqtt:will`), 0, 'the old list is gone')
+})
+
+t.test("a CONNECT's will is this broker's: no lookup under an unknown broker, none at all when a will replaces it", { skip }, async (t) => {
+  const prefix = `wills-connect-${process.pid}-${Date.now()}:`
+  const redis = new Redis(url as string, { keyPrefix: `${prefix}mqtt:` })
+  const plain = new Redis(url as string)
+  t.teardown(async () => {
+    await cleanup(plain, prefix)
+    plain.disconnect()
+    redis.disconnect()
+  })
+  // The real connection, with every command the store sends recorded (pipelined ones too).
+  const sent: string[] = []
+  const record = <T extends object>(target: T): T =>
+    new Proxy(target, {
+      get(obj, prop, receiver) {
+        const value = Reflect.get(obj, prop, receiver)
+        if (typeof value !== 'function' || typeof prop !== 'string') return value
+        return (...args: unknown[]) => {
+          if (prop === 'pipeline') return record(value.apply(obj, args))
+          if (prop !== 'exec') sent.push([prop, ...args.filter((a) => typeof a === 'string')].join(' '))
+          const out = value.apply(obj, args)
+          return out === obj ? receiver : out
+        }
+      },
+    })
+  const persistence = { broker: { id: 'node-c~run1' }, async setup() {} }
+  const wills = withRedisWills(persistence, record(redis) as unknown as WillsConnection) as unknown as Wills & {
+    delWill(client: { id: string; brokerId?: string; will?: object }): Promise<Will | null>
+  }
+  await wills.putWill({ id: 'dev/1' }, willOf('dev/1'))
+  // aedes' CONNECT calls delWill with the client itself (no brokerId), its new will already set.
+  sent.length = 0
+  t.equal(await wills.delWill({ id: 'dev/1', will: willOf('dev/1') }), null)
+  t.same(sent, [], 'a will about to be stored replaces the old one: no command')
+  const removed = await wills.delWill({ id: 'dev/1' })
+  t.equal(removed?.brokerId, 'node-c~run1', "a CONNECT without a will removes this broker's stored one")
+  t.same(await plain.keys(`${prefix}mqtt:will:*`), [], 'no will left')
+  t.same(
+    sent.filter((c) => c.includes('undefined')),
+    [],
+    'no key under an undefined broker',
+  )
 })
