@@ -68,6 +68,7 @@ export const embeddedOnly: readonly string[] = [
   'broker/batching.test.ts',
   'broker/packet-guard.test.ts',
   'broker/server-limits.test.ts',
+  'broker/listen-backlog.test.ts',
   'broker/retained.test.ts',
   'broker/standalone.test.ts',
   'broker/paho-interop.test.ts',
