@@ -43,3 +43,18 @@ export function pgCpu(admin: postgres.Sql, database: string) {
     },
   }
 }
+
+/**
+ * Transactions committed and rows written in `database` so far (pg_stat_database). Backends report
+ * these when idle, at most a second apart, or 10 s later: read them after a quiet spell (`settleMs`).
+ */
+export async function pgWrites(
+  admin: postgres.Sql,
+  database: string,
+  settleMs = 11_000,
+): Promise<{ commits: number; inserted: number; updated: number }> {
+  await new Promise((r) => setTimeout(r, settleMs))
+  const [row] = await admin<{ commits: string; inserted: string; updated: string }[]>`
+    select xact_commit as commits, tup_inserted as inserted, tup_updated as updated from pg_stat_database where datname = ${database}`
+  return { commits: Number(row?.commits ?? 0), inserted: Number(row?.inserted ?? 0), updated: Number(row?.updated ?? 0) }
+}

@@ -16,7 +16,7 @@ import { startFleet } from '../lib/fleet.js'
 import { mosquittoVersion, startMosquitto, writeMosquittoAuth } from '../lib/mosquitto.js'
 import { freshPostgres, makeCreds, startOurs, writeCreds, type Ours } from '../lib/ours.js'
 import { sourceAddresses } from '../lib/ports.js'
-import { PG_URL, pgCpu, postgresReachable } from '../lib/postgres.js'
+import { PG_URL, pgCpu, pgWrites, postgresReachable } from '../lib/postgres.js'
 import { cpuSeconds, steadyRss } from '../lib/proc.js'
 import type { Metric, ScenarioResult } from '../lib/report.js'
 import { waitForEvents } from '../lib/shared.js'
@@ -29,6 +29,9 @@ type Round = {
   storedSeconds: number | null
   cpuSeconds: number
   dbCpuSeconds: number | null
+  /** Ours on PostgreSQL: transactions committed per connect (both waves), and rows inserted and updated. */
+  dbCommitsPerConnect: number | null
+  dbRowsPerConnect: number | null
   rssBefore: number
   rssAfter: number
   /** With `devices + wave` sessions. */
@@ -124,7 +127,9 @@ async function measure(ctx: Context) {
     try {
       const rssBefore = await steadyRss(pid, ours)
       const heapBefore = ours ? await liveBytes(ours) : 0
-      const dbCpu = side === 'ours' && admin && db ? pgCpu(admin, new URL(db.url).pathname.slice(1)) : undefined
+      const dbName = db && new URL(db.url).pathname.slice(1)
+      const dbCpu = side === 'ours' && admin && dbName ? pgCpu(admin, dbName) : undefined
+      const writesBefore = dbCpu && admin && dbName ? await pgWrites(admin, dbName) : undefined
       await dbCpu?.begin()
       const cpu0 = cpuSeconds(pid)
       const since = Date.now() - 1000
@@ -154,6 +159,8 @@ async function measure(ctx: Context) {
       if (ours) await waitForEvents(ours, 'device.connected', since, devices + wave, 300_000)
       const rssMore = await steadyRss(pid, ours)
       const heapMore = ours ? await liveBytes(ours) : 0
+      const writesAfter = writesBefore && admin && dbName ? await pgWrites(admin, dbName) : undefined
+      const both = r.connected + r2.connected
       const row: Round = {
         side,
         round,
@@ -162,6 +169,11 @@ async function measure(ctx: Context) {
         storedSeconds,
         cpuSeconds: cpu,
         dbCpuSeconds,
+        dbCommitsPerConnect: writesBefore && writesAfter ? (writesAfter.commits - writesBefore.commits) / both : null,
+        dbRowsPerConnect:
+          writesBefore && writesAfter
+            ? (writesAfter.inserted + writesAfter.updated - writesBefore.inserted - writesBefore.updated) / both
+            : null,
         rssBefore,
         rssAfter,
         rssMore,
@@ -242,6 +254,18 @@ export const connectStorm: Scenario = {
                 ours: pick(m, 'ours', (r) => ((r.dbCpuSeconds ?? NaN) / m.devices) * 1000),
                 peer: [],
               },
+              {
+                name: 'PostgreSQL transactions per connect (ours only)',
+                better: 'lower' as const,
+                ours: pick(m, 'ours', (r) => r.dbCommitsPerConnect ?? NaN),
+                peer: [],
+              },
+              {
+                name: 'PostgreSQL rows written per connect (ours only)',
+                better: 'lower' as const,
+                ours: pick(m, 'ours', (r) => r.dbRowsPerConnect ?? NaN),
+                peer: [],
+              },
             ]
           : []),
       ],
@@ -249,7 +273,7 @@ export const connectStorm: Scenario = {
         `${m.devices.toLocaleString('en-US')} devices connect at once (at most 200 dialing at a time, 8 loopback source addresses), persistent sessions, each subscribing to devices/{id}/# with QoS 1; a fresh broker process per round.`,
         'Ours counts until the device.connected event of every device is in the database (presence: isActive, last seen, the event row, the retained state message); Mosquitto until the last CONNACK/SUBACK.',
         m.pg
-          ? "Ours on PostgreSQL (local server); its backends' CPU is reported separately."
+          ? "Ours on PostgreSQL (local server); its backends' CPU is reported separately, and its transactions and rows written per connect (pg_stat_database, read 11 s after each side of the round, over both waves: the storm and the second wave of half as many)."
           : 'PostgreSQL was not reachable: ours on PGlite, with fewer devices.',
         'These rounds also give the sessions figures, so ours runs with --max-semi-space-size=1 (see sessions); a smaller young generation means more frequent scavenges, a few percent of CPU at most.',
         `The issue asks for 10,000 devices: the default run on PostgreSQL uses 10,000 (--quick 600, PGlite 1,500). BENCH_SCALE_DEVICES=N sets another size, up to 12,600, since the second wave adds half as many again and each process may hold at most ~19,900 connections.`,

@@ -29,6 +29,8 @@ export function createDeviceTraffic(): DeviceTraffic {
       delivered: async (id, seq) => downlink?.delivered(id, seq),
       reported: async (id, report) => downlink?.reported(id, report),
       resend: async (id, opts) => (downlink ? downlink.resend(id, opts) : 0),
+      // Nothing is resent before a downlink is attached.
+      mayHavePending: (id) => downlink?.mayHavePending?.(id) ?? false,
       expectResend: (id, expected) => downlink?.expectResend(id, expected),
     },
     async status(deviceId, report) {

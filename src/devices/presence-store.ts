@@ -72,7 +72,12 @@ async function writeBatch(db: Database, writes: readonly PresenceWrite[]): Promi
   })
 }
 
-/** Batches of up to 500 devices, at most two batches in flight (PGlite serializes anyway). */
+/**
+ * Batches of up to 500 devices, one batch in flight: the writes that arrive meanwhile wait and go
+ * out together next. With two in flight a connect storm's batches held 2–8 devices each, so every
+ * connect still paid most of a statement (its round trip, parse, plan and commit) in the service
+ * and in PostgreSQL; PGlite serializes statements anyway.
+ */
 export function createPresenceStore(db: Database) {
   const loader = batched<PresenceWrite, PresenceWritten>(
     async (writes) => {
@@ -91,7 +96,7 @@ export function createPresenceStore(db: Database) {
         )
       }
     },
-    { concurrency: 2, maxBatchSize: 500 },
+    { concurrency: 1, maxBatchSize: 500 },
   )
   return { write: (w: PresenceWrite) => loader.load(w) }
 }

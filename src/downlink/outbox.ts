@@ -8,11 +8,13 @@ import type { DeviceLink, DurableLink, StagedMessage } from '../devices/sessions
 import { replacingKinds, type DownlinkKind } from '../mqtt/contract.js'
 import { insertEvents } from '../events/repository.js'
 import { ackWriter } from './acks.js'
+import { pendingIndex, unknownPending } from './pending-index.js'
 import {
   markDelivered,
   lastSeqOf,
   markPolled,
   markReported,
+  pendingDevices,
   pendingMessages,
   pruneMessages,
   recordMessages,
@@ -62,6 +64,8 @@ export type Outbox = DurableLink & {
    * kinds it is not subscribed to. Resolves with how many were sent.
    */
   resend(deviceId: string, opts?: ResendOptions): Promise<number>
+  /** False when the device is known to have nothing pending (no resend needed; see pending-index.ts). */
+  mayHavePending(deviceId: string): boolean
   /**
    * The device can receive live messages from now on and a resend will follow (the transport
    * waits for its other SUBSCRIBEs first): what is published live meanwhile is not resent.
@@ -100,6 +104,8 @@ export type OutboxRepository = {
   recordMessagesIn: typeof recordMessages
   markDelivered: Bound<typeof markDelivered>
   pendingMessages: Bound<typeof pendingMessages>
+  /** The devices with pending messages (read once at start when the outbox is the only writer); absent in stand-ins. */
+  pendingDevices?: Bound<typeof pendingDevices>
   pruneMessages: Bound<typeof pruneMessages>
   markReported: Bound<typeof markReported>
   markPolled: Bound<typeof markPolled>
@@ -114,6 +120,7 @@ export function outboxRepository(db: Executor): OutboxRepository {
     recordMessagesIn: recordMessages,
     markDelivered: (...a) => markDelivered(db, ...a),
     pendingMessages: (...a) => pendingMessages(db, ...a),
+    pendingDevices: (...a) => pendingDevices(db, ...a),
     pruneMessages: (...a) => pruneMessages(db, ...a),
     markReported: (...a) => markReported(db, ...a),
     markPolled: (...a) => markPolled(db, ...a),
@@ -144,9 +151,17 @@ export function createOutbox(deps: {
   log: { warn: (o: object, m: string) => void }
   /** Milliseconds since the epoch: what is too old to send or keep is measured from it. */
   now?: () => number
+  /**
+   * This process is the only one recording messages (one instance on the embedded broker): which
+   * devices have pending messages is then known in memory, and a session start of a device with
+   * none asks the database nothing.
+   */
+  soleWriter?: boolean
 }): Outbox {
   const { repo, transport, limits } = deps
   const now = deps.now ?? Date.now
+  const pendingDevices = repo.pendingDevices
+  const index = deps.soleWriter && pendingDevices ? pendingIndex(() => pendingDevices(), deps.log) : unknownPending
   const stats: OutboxStats = { recorded: 0, delivered: 0, resent: 0, dropped: 0, unknownDevice: 0 }
 
   // Concurrent publishes (a fan-out, a schedule firing for a fleet) share one transaction; each
@@ -185,13 +200,16 @@ export function createOutbox(deps: {
   async function publish(deviceId: string, kind: DownlinkKind, payload: object, opts: { retain?: boolean } = {}) {
     const retain = opts.retain ?? false
     await sending(deviceId, async () => {
-      const seq = await recorder.load({
-        deviceId,
-        kind,
-        payload: payload as Record<string, unknown>,
-        retain,
-        replacesOlder: replacingKinds.has(kind),
-      })
+      const recording = index.recording(deviceId)
+      const seq = await recorder
+        .load({
+          deviceId,
+          kind,
+          payload: payload as Record<string, unknown>,
+          retain,
+          replacesOlder: replacingKinds.has(kind),
+        })
+        .finally(() => recording.done())
       await handOver(deviceId, kind, payload, retain, seq)
     })
   }
@@ -204,11 +222,14 @@ export function createOutbox(deps: {
     opts: { retain?: boolean } = {},
   ): Promise<StagedMessage> {
     const retain = opts.retain ?? false
+    // Open until sent: the caller's transaction commits in between (never, when it rolls back: the
+    // device then stays "may have pending", which costs a query, not a message).
+    const recording = index.recording(deviceId)
     const [seq] = await repo.recordMessagesIn(tx, [
       { deviceId, kind, payload: payload as Record<string, unknown>, retain, replacesOlder: replacingKinds.has(kind) },
     ])
     // Until `send`, a resend that reads it after the commit sends it; `send` then knows (resent).
-    return { send: () => sending(deviceId, () => handOver(deviceId, kind, payload, retain, seq)) }
+    return { send: () => sending(deviceId, () => handOver(deviceId, kind, payload, retain, seq)).finally(() => recording.done()) }
   }
 
   async function stageAll(
@@ -216,6 +237,7 @@ export function createOutbox(deps: {
     messages: ReadonlyArray<{ deviceId: string; kind: DownlinkKind; payload: object; retain?: boolean }>,
   ): Promise<StagedMessage> {
     const seqs: Array<number | undefined> = []
+    const recordings = [...new Set(messages.map((m) => m.deviceId))].map((id) => index.recording(id))
     for (let i = 0; i < messages.length; i += 1000)
       seqs.push(
         ...(await repo.recordMessagesIn(
@@ -231,26 +253,34 @@ export function createOutbox(deps: {
       )
     return {
       send: async () => {
-        // Together, as concurrent publishes are; each device's messages in the order given.
-        const byDevice = new Map<string, number[]>()
-        for (const [i, m] of messages.entries()) {
-          const list = byDevice.get(m.deviceId)
-          if (list) list.push(i)
-          else byDevice.set(m.deviceId, [i])
+        try {
+          await sendStaged()
+        } finally {
+          for (const r of recordings) r.done()
         }
-        const devices = [...byDevice]
-        for (let i = 0; i < devices.length; i += 500)
-          await Promise.all(
-            devices.slice(i, i + 500).map(([deviceId, indexes]) =>
-              sending(deviceId, async () => {
-                for (const n of indexes) {
-                  const m = messages[n]!
-                  await handOver(deviceId, m.kind, m.payload, m.retain ?? false, seqs[n])
-                }
-              }),
-            ),
-          )
       },
+    }
+
+    async function sendStaged() {
+      // Together, as concurrent publishes are; each device's messages in the order given.
+      const byDevice = new Map<string, number[]>()
+      for (const [i, m] of messages.entries()) {
+        const list = byDevice.get(m.deviceId)
+        if (list) list.push(i)
+        else byDevice.set(m.deviceId, [i])
+      }
+      const devices = [...byDevice]
+      for (let i = 0; i < devices.length; i += 500)
+        await Promise.all(
+          devices.slice(i, i + 500).map(([deviceId, indexes]) =>
+            sending(deviceId, async () => {
+              for (const n of indexes) {
+                const m = messages[n]!
+                await handOver(deviceId, m.kind, m.payload, m.retain ?? false, seqs[n])
+              }
+            }),
+          ),
+        )
     }
   }
 
@@ -310,8 +340,11 @@ export function createOutbox(deps: {
     resending.set(deviceId, active)
     // What the device acknowledged so far is written first, or it would be sent again.
     try {
+      if (!index.mayHave(deviceId)) return 0
+      const token = index.reading()
       await acks.flush(deviceId).catch(() => {})
       const rows = await pending.load(deviceId)
+      if (!rows.length) index.foundNone(deviceId, token)
       let sent = 0
       for (const m of toResend(rows, opts, active.live)) {
         active.resent.add(m.seq)
@@ -375,6 +408,7 @@ export function createOutbox(deps: {
     polled,
     pollStarts: (deviceId) => repo.lastSeqOf(deviceId),
     resend,
+    mayHavePending: (deviceId) => index.mayHave(deviceId),
     expectResend,
     sweep,
     stats,

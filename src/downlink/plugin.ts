@@ -22,6 +22,9 @@ export const downlinkPlugin = fp(
       transport: app.deviceTransport,
       limits: app.config.downlink,
       log: app.log,
+      // One instance on the embedded broker records every message itself (a cluster shares Redis;
+      // instances behind an external broker may share the database without it).
+      soleWriter: !app.config.redisUrl && !app.config.mqtt.external,
     })
     app.deviceTraffic.attachDownlink(outbox)
     app.decorate('downlink', outbox)

@@ -203,6 +203,12 @@ export async function markPolled(db: Executor, deviceId: string, carried: PollCa
  * per device (its newest `limit` seqs) and nothing older than `since`. One query for a batch of
  * devices, since a fleet reconnecting after a restart starts thousands of sessions at once.
  */
+/** The devices that have pending messages (read once, at start: see pending-index.ts). */
+export async function pendingDevices(db: Executor): Promise<string[]> {
+  const rows = await db.execute(sql`select distinct device_id from ${deviceMessage} where status = 'pending'`)
+  return rowsOf<{ device_id: string }>(rows).map((r) => r.device_id)
+}
+
 export async function pendingMessages(db: Executor, deviceIds: readonly string[], limit: number, since: Date): Promise<StoredMessage[]> {
   if (!deviceIds.length) return []
   // One JSON parameter: the same statement text for any number of devices (prepared once per connection).

@@ -21,14 +21,19 @@ export const directLookup =
   async (id) =>
     (await findDeviceCredentials(db, [id]))[0]
 
-/** Lookups made while earlier ones are in flight share one query (see batching.ts). */
+/**
+ * Lookups made while an earlier one is in flight share one query (see batching.ts). One query at a
+ * time: an idle broker still asks at once, and under a connect storm the CONNECTs that arrive
+ * during a query go out together in the next (with two in flight, batches held a few devices and
+ * each CONNECT paid most of a statement).
+ */
 export function batchedLookup(db: Database): DeviceLookup {
   const loader = batched<string, DeviceCredentialRow | undefined>(
     async (ids) => {
       const byId = new Map((await findDeviceCredentials(db, ids)).map((r) => [r.id, r]))
       return ids.map((id) => byId.get(id))
     },
-    { concurrency: 2, maxBatchSize: 500 },
+    { concurrency: 1, maxBatchSize: 500 },
   )
   return (id) => loader.load(id)
 }

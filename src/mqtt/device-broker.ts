@@ -392,7 +392,9 @@ export async function createDeviceBroker(deps: DeviceBrokerDeps): Promise<Device
       }
       const kinds = new Set([...subscribedKinds(client, m.subject)].filter((k) => !resentHas(session.resent, k)))
       session.resent = resentWith(session.resent, kinds)
-      if (!kinds.size) {
+      // Nothing pending for the device (known in memory, see src/downlink/pending-index.ts): its
+      // stored queue is not read and the database not asked, most of a reconnecting fleet.
+      if (!kinds.size || downlink.mayHavePending?.(m.subject) === false) {
         downlink.expectResend(m.subject, false)
         return
       }

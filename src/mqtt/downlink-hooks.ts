@@ -11,6 +11,8 @@ export type DownlinkHooks = {
   reported(deviceId: string, report: { configVersion?: number; shownImageId?: string | null }): Promise<void>
   /** The device can receive these kinds now: send what it lacks, except what the broker holds for it. */
   resend(deviceId: string, opts: ResendOptions): Promise<number>
+  /** False when the device is known to have nothing to resend: the transport need not gather what it holds for one. */
+  mayHavePending?(deviceId: string): boolean
   /** A resend will follow (true) or will not after all (false); see Outbox.expectResend. */
   expectResend(deviceId: string, expected: boolean): void
 }
